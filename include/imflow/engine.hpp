@@ -1,0 +1,30 @@
+// Running a pipeline over a directory: the oneTBB flow graph (source -> reader -> process ->
+// writer) with a bounded pool of work items, and the run summary it returns.
+#pragma once
+#include <atomic>
+#include <filesystem>
+#include <string>
+
+#include "imflow/pipeline.hpp"
+#include "imflow/summary.hpp"
+
+namespace imflow {
+
+struct RunOptions {
+  bool progress = false;                   // draw a progress line on stderr (a terminal)
+  std::filesystem::path trace_path;        // Chrome trace JSON, empty for none
+  std::filesystem::path summary_path;      // default: <output>/summary.json
+  const std::atomic<bool>* stop = nullptr; // set to stop taking new items (signals)
+};
+
+// Run the pipeline; per-item failures are recorded in the summary, not thrown. Throws for
+// errors that stop the whole run (no input directory, no usable device, ...).
+RunSummary run_pipeline(const Pipeline& pipeline, const RunOptions& options);
+
+// Files under the input directory matching the patterns, sorted; the input may also be one file.
+std::vector<std::filesystem::path> list_input_files(const InputConfig& input);
+
+// Resolve device "auto" to "cpu" or "cuda" (with a warning when no GPU); "cuda" without a GPU throws.
+std::string resolve_device(const std::string& requested);
+
+}  // namespace imflow

@@ -1,0 +1,56 @@
+// FITS input and output through CFITSIO: listing the image planes of a file, reading one plane
+// as float32 (BSCALE/BZERO applied, BLANK and NaN as NaN), writing images, label maps and
+// catalog tables. Every writer is atomic (temporary name, then rename).
+#pragma once
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "imflow/image.hpp"
+#include "imflow/source.hpp"
+
+namespace imflow {
+
+// One image HDU of a file.
+struct FitsImageInfo {
+  int hdu = 0;                  // 0-based HDU index
+  int bitpix = 0;               // as stored (for tile-compressed images, the image's BITPIX)
+  std::vector<int64_t> naxes;   // NAXIS1, NAXIS2, ...
+  std::string extname;          // EXTNAME, empty when absent
+  int64_t width() const { return naxes.size() > 0 ? naxes[0] : 0; }
+  int64_t height() const { return naxes.size() > 1 ? naxes[1] : 0; }
+  // Planes: product of NAXIS3 and beyond (1 for a 2-D image).
+  int64_t planes() const;
+};
+
+// Limits checked before any pixel is allocated.
+struct ReadLimits {
+  int64_t max_pixels = int64_t{1} << 32;  // per plane
+};
+
+// Every image HDU of the file with at least two axes, all non-zero (empty primaries and tables
+// are skipped). Throws InputError naming the file when it is not a readable FITS file, when a
+// header claims more data than the file holds, or when it has no image at all.
+std::vector<FitsImageInfo> scan_fits(const std::filesystem::path& path);
+
+// Read plane `plane` of HDU `hdu` into `out` (resized). Returns the bytes of data as stored.
+int64_t read_fits_plane(const std::filesystem::path& path, int hdu, int64_t plane, ImageBuffer& out,
+                        const ReadLimits& limits = {});
+
+// A header card to copy into an output file.
+struct FitsCard {
+  std::string key;
+  std::string value;  // written as a string, or as a number when `numeric`
+  std::string comment;
+  bool numeric = false;
+};
+
+void write_fits_image(const std::filesystem::path& path, ConstImageView image, const std::vector<FitsCard>& cards = {});
+void write_fits_labels(const std::filesystem::path& path, View2D<const int32_t> labels,
+                       const std::vector<FitsCard>& cards = {});
+
+// A catalog as a FITS binary table (EXTNAME CATALOG) with TUNIT and image metadata as keywords.
+void write_catalog_fits(const std::filesystem::path& path, const Catalog& catalog, const std::vector<FitsCard>& cards);
+
+}  // namespace imflow

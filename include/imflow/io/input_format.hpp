@@ -1,0 +1,38 @@
+// Input formats: how a file is listed as work items (planes) and how one plane is read.
+// Formats are chosen by file name; add a format with one entry in src/io/input_formats.cpp.
+#pragma once
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "imflow/image.hpp"
+#include "imflow/io/fits.hpp"
+#include "imflow/work_item.hpp"
+
+namespace imflow {
+
+// One 2-D plane of a file, as listed by a format's scan.
+struct PlaneInfo {
+  int hdu = 0;          // FITS HDU (0 for formats without HDUs)
+  int64_t plane = 0;    // plane of a cube / slice of a volume
+  int64_t planes = 1;   // planes in that HDU / volume
+  int64_t width = 0;
+  int64_t height = 0;
+};
+
+struct InputFormat {
+  const char* name;
+  bool (*matches)(const std::filesystem::path& path);
+  std::vector<PlaneInfo> (*scan)(const std::filesystem::path& path);
+  // Read one plane into `out`; returns the bytes the plane occupies as stored.
+  int64_t (*read)(const ItemRef& ref, ImageBuffer& out, const ReadLimits& limits);
+};
+
+// The format for a path, or nullptr when none claims it.
+const InputFormat* input_format_for(const std::filesystem::path& path);
+
+// "name.fits.fz" -> "name": the file name without the format's extensions.
+std::string strip_image_extension(const std::string& filename);
+
+}  // namespace imflow

@@ -1,0 +1,54 @@
+// A pipeline: the parsed, validated YAML file (input, output, engine settings, ordered steps).
+#pragma once
+#include <yaml-cpp/yaml.h>
+
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "imflow/step.hpp"
+
+namespace imflow {
+
+struct InputConfig {
+  std::filesystem::path dir;
+  std::vector<std::string> patterns;  // glob patterns matched against file names
+  bool recursive = false;
+  int64_t max_pixels = int64_t{1} << 32;  // per image plane, checked before allocation
+};
+
+struct OutputConfig {
+  std::filesystem::path dir;
+  std::vector<std::string> formats;  // csv, fits (catalogs), labels, bgsub
+  bool wants(const std::string& format) const;
+};
+
+struct EngineConfig {
+  std::string device = "auto";  // auto | cpu | cuda
+  int threads = 0;              // 0: all hardware threads
+  int buffers = 0;              // work buffers in flight on the CPU path; 0: 2 x threads
+  int streams = 4;              // CUDA streams per GPU
+  int buffers_per_stream = 2;   // pinned buffers per stream (double buffering)
+  bool fail_fast = false;
+};
+
+struct Pipeline {
+  std::string source;  // the YAML file name, for messages
+  InputConfig input;
+  OutputConfig output;
+  EngineConfig engine;
+  std::vector<std::unique_ptr<Step>> steps;
+
+  // The whole pipeline with every default filled in (what `imflow validate` prints).
+  YAML::Node resolved() const;
+};
+
+// Parse and validate a pipeline. Errors (ConfigError) name the file, line, column and key.
+Pipeline load_pipeline(const std::filesystem::path& file);
+Pipeline parse_pipeline(const std::string& yaml_text, const std::string& source_name);
+
+// Check what the engine settings allow once overrides are applied (throws ConfigError).
+void validate_engine(const EngineConfig& engine);
+
+}  // namespace imflow

@@ -1,0 +1,33 @@
+// Results of the astronomy steps: background statistics and one catalog row per source.
+#pragma once
+#include <cstdint>
+#include <vector>
+
+namespace imflow {
+
+// Kappa-sigma clipped statistics of the valid (finite) pixels.
+struct BackgroundStats {
+  double median = 0.0;     // median of the final kept set (mean of the two middle values if even)
+  double std = 0.0;        // population standard deviation (ddof 0) of the final kept set
+  int iterations = 0;      // passes that computed median and std, the last one clipping nothing
+  int64_t kept = 0;        // pixels in the final kept set
+  int64_t valid = 0;       // finite pixels in the image
+};
+
+// One connected component. Positions are 0-based pixel indices (SciPy's convention: the centre
+// of the first pixel is 0.0); add 1 for FITS/SExtractor 1-based columns.
+struct Source {
+  int32_t id = 0;          // label, numbered in raster order of first pixel (SciPy's order)
+  double x = 0.0;          // intensity-weighted centroid (scipy.ndimage.center_of_mass)
+  double y = 0.0;
+  double flux = 0.0;       // sum of pixel values in the segment (scipy.ndimage.sum_labels)
+  int64_t npix = 0;        // pixels in the segment
+  double peak = 0.0;       // maximum pixel value
+  int64_t peak_x = 0;      // position of the first maximum in raster order
+  int64_t peak_y = 0;
+  int64_t xmin = 0, xmax = 0, ymin = 0, ymax = 0;  // inclusive bounding box
+};
+
+using Catalog = std::vector<Source>;
+
+}  // namespace imflow

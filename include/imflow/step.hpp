@@ -1,0 +1,58 @@
+// The step interface: one processing operation with a CPU and (optionally) a CUDA implementation,
+// built from validated YAML parameters. Steps are registered in src/steps/registry.cpp.
+#pragma once
+#include <yaml-cpp/yaml.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "imflow/work_item.hpp"
+
+namespace imflow {
+
+class ParamReader;
+struct GpuContext;  // defined by the CUDA engine (cuda/gpu_context.cuh)
+
+class Step {
+ public:
+  virtual ~Step() = default;
+
+  // Process one item on the host.
+  virtual void run_cpu(WorkItem& item) const = 0;
+
+  // Whether run_cuda is implemented (and compiled in).
+  virtual bool has_cuda() const { return false; }
+  // Enqueue the step on the item's stream; device buffers live in `gpu`. Must not synchronize.
+  virtual void run_cuda(WorkItem& item, GpuContext& gpu) const;
+
+  const std::string& name() const { return name_; }
+  // The parameters with every default filled in, as `imflow validate` prints them.
+  const YAML::Node& params() const { return params_; }
+
+ private:
+  friend std::unique_ptr<Step> make_step(const std::string&, ParamReader&);
+  std::string name_;
+  YAML::Node params_;
+};
+
+using StepFactory = std::unique_ptr<Step> (*)(ParamReader& params);
+
+// What the registry knows of a step: its name, a one-line summary, and what it needs from the
+// steps before it and provides to those after (e.g. "background", "labels", "catalog").
+struct StepInfo {
+  const char* name;
+  const char* summary;
+  StepFactory make;
+  std::vector<std::string> needs;
+  std::vector<std::string> provides;
+};
+
+// Every registered step, in registration order.
+const std::vector<StepInfo>& step_registry();
+const StepInfo* find_step(const std::string& name);
+
+// Build a step from its parameters; unknown parameters are errors (ParamReader::finish).
+std::unique_ptr<Step> make_step(const std::string& name, ParamReader& params);
+
+}  // namespace imflow

@@ -1,0 +1,49 @@
+// The run summary: one record per item (file, HDU, plane, status, stage times, results) and
+// totals (images/s, MB/s, wall time, failures), written as JSON.
+#pragma once
+#include <nlohmann/json.hpp>
+
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "imflow/work_item.hpp"
+
+namespace imflow {
+
+class RunSummary {
+ public:
+  // Record a finished item (thread-safe); `outputs` are the files written for it.
+  void add(const WorkItem& item, const std::vector<std::filesystem::path>& outputs);
+
+  void set_context(nlohmann::json context) { context_ = std::move(context); }
+  void finish(double wall_seconds);
+
+  int64_t succeeded() const { return succeeded_; }
+  int64_t failed() const { return failed_; }
+  int64_t items() const { return succeeded_ + failed_; }
+  double wall_seconds() const { return wall_seconds_; }
+  int64_t input_bytes() const { return input_bytes_; }
+  nlohmann::json to_json() const;
+  void write(const std::filesystem::path& path) const;
+  const std::vector<nlohmann::json>& records() const { return records_; }
+
+ private:
+  std::unique_ptr<std::mutex> mutex_ = std::make_unique<std::mutex>();
+  nlohmann::json context_;
+  std::vector<nlohmann::json> records_;
+  std::map<std::string, double> stage_seconds_;
+  int64_t succeeded_ = 0;
+  int64_t failed_ = 0;
+  int64_t input_bytes_ = 0;
+  int64_t pixels_ = 0;
+  double wall_seconds_ = 0.0;
+};
+
+// Peak resident set size of this process so far, in bytes.
+int64_t peak_rss_bytes();
+
+}  // namespace imflow

@@ -1,0 +1,89 @@
+// A work item: one 2-D image plane travelling through the pipeline, with its results.
+// Items are pooled and reused (their buffers keep their capacity), which bounds memory.
+#pragma once
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "imflow/image.hpp"
+#include "imflow/source.hpp"
+
+namespace imflow {
+
+// Where an item comes from: a file, and inside it an HDU and a plane of a cube.
+struct ItemRef {
+  std::filesystem::path path;      // the input file
+  std::filesystem::path relative;  // the file relative to the input directory
+  int hdu = 0;                     // 0-based HDU index (0 = primary), as astropy counts
+  int64_t plane = 0;               // 0-based plane of a cube (0 for a 2-D image)
+  int64_t planes = 1;              // planes in this HDU
+  int64_t index = 0;               // sequence number of the item in the run
+  int64_t file_index = 0;          // sequence number of its file in the run
+  std::string error;               // set when the file could not even be scanned
+  bool last_of_file = false;       // the last item of its file
+};
+
+// Wall time of one stage for one item, in seconds.
+struct StageTime {
+  std::string stage;
+  double seconds = 0.0;
+};
+
+enum class ItemStatus { pending, ok, failed };
+
+struct WorkItem {
+  ItemRef ref;
+  ItemStatus status = ItemStatus::pending;
+  std::string error;  // set when status == failed
+
+  // Pixel data (float32, BSCALE/BZERO applied, invalid pixels as NaN).
+  ImageBuffer pixels;
+  // The image segmentation runs on when a step filtered it (e.g. convolve); empty means `pixels`.
+  ImageBuffer detection;
+  int64_t input_bytes = 0;  // bytes of pixel data as stored in the file
+
+  // Results of the astronomy steps, set by the steps that compute them.
+  std::optional<BackgroundStats> background;
+  std::optional<double> threshold;
+  std::vector<uint8_t> mask;     // 1 where the pixel is above threshold
+  std::vector<int32_t> labels;   // 0 background, 1..nlabels sources
+  std::optional<int32_t> nlabels;
+  std::optional<Catalog> catalog;
+
+  // Free-form numeric results for the summary (e.g. metrics of other workloads).
+  std::map<std::string, double> metrics;
+
+  std::vector<StageTime> times;
+  std::vector<float> scratch;  // reusable working memory for steps
+
+  // Forget the previous item's results, keeping the buffers' capacity.
+  void reset(ItemRef new_ref) {
+    ref = std::move(new_ref);
+    status = ItemStatus::pending;
+    error.clear();
+    pixels.resize(0, 0);
+    detection.resize(0, 0);
+    input_bytes = 0;
+    background.reset();
+    threshold.reset();
+    mask.clear();
+    labels.clear();
+    nlabels.reset();
+    catalog.reset();
+    metrics.clear();
+    times.clear();
+  }
+
+  // The image that thresholding and labelling use.
+  const ImageBuffer& detection_image() const { return detection.empty() ? pixels : detection; }
+
+  void fail(std::string message) {
+    status = ItemStatus::failed;
+    error = std::move(message);
+  }
+};
+
+}  // namespace imflow

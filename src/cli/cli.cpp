@@ -1,0 +1,151 @@
+// The imflow CLI (CLI11): global options, subcommands and exit codes.
+#include "imflow/cli.hpp"
+
+#include <CLI/CLI.hpp>
+#include <spdlog/sinks/stdout_color_sinks.h>
+#include <spdlog/spdlog.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <csignal>
+#include <iostream>
+
+#include "imflow/engine.hpp"
+#include "imflow/errors.hpp"
+#include "imflow/step.hpp"
+#include "imflow/version.hpp"
+
+namespace imflow {
+
+namespace {
+std::atomic<bool> g_stop_requested{false};
+
+extern "C" void on_stop_signal(int) { g_stop_requested = true; }
+
+const char* kExitCodes =
+    "Exit codes: 0 all items succeeded; 1 bad command line or pipeline file; 2 some items failed;\n"
+    "3 the run could not start or was stopped by an error; 130 interrupted (SIGINT/SIGTERM).";
+
+struct RunArgs {
+  std::string pipeline;
+  std::string input, output, device, trace, summary;
+  int threads = -1, buffers = -1, streams = -1, buffers_per_stream = -1;
+  bool fail_fast = false;
+};
+
+void apply_overrides(Pipeline& pipeline, const RunArgs& args) {
+  if (!args.input.empty()) pipeline.input.dir = args.input;
+  if (!args.output.empty()) pipeline.output.dir = args.output;
+  if (!args.device.empty()) pipeline.engine.device = args.device;
+  if (args.threads >= 0) pipeline.engine.threads = args.threads;
+  if (args.buffers >= 0) pipeline.engine.buffers = args.buffers;
+  if (args.streams >= 0) pipeline.engine.streams = args.streams;
+  if (args.buffers_per_stream >= 0) pipeline.engine.buffers_per_stream = args.buffers_per_stream;
+  if (args.fail_fast) pipeline.engine.fail_fast = true;
+  validate_engine(pipeline.engine);
+}
+
+void add_engine_options(CLI::App* command, RunArgs& args) {
+  command->add_option("pipeline", args.pipeline, "pipeline YAML file")->required()->check(CLI::ExistingFile);
+  command->add_option("--input,-i", args.input, "input directory (or one file); overrides input.dir");
+  command->add_option("--output,-o", args.output, "output directory; overrides output.dir");
+  command->add_option("--device", args.device, "auto | cpu | cuda; overrides device")
+      ->check(CLI::IsMember({"auto", "cpu", "cuda"}));
+  command->add_option("--threads,-j", args.threads, "worker threads (0: all cores)")->check(CLI::Range(0, 4096));
+  command->add_option("--buffers", args.buffers, "CPU work buffers in flight (0: 2 x threads)")->check(CLI::Range(0, 4096));
+  command->add_option("--streams", args.streams, "CUDA streams per GPU")->check(CLI::Range(1, 64));
+  command->add_option("--buffers-per-stream", args.buffers_per_stream, "pinned buffers per stream")
+      ->check(CLI::Range(1, 16));
+}
+
+int command_run(const RunArgs& args, bool progress) {
+  Pipeline pipeline = load_pipeline(args.pipeline);
+  apply_overrides(pipeline, args);
+  RunOptions options;
+  options.progress = progress;
+  options.trace_path = args.trace;
+  options.summary_path = args.summary;
+  options.stop = &g_stop_requested;
+  std::signal(SIGINT, on_stop_signal);
+  std::signal(SIGTERM, on_stop_signal);
+  const RunSummary summary = run_pipeline(pipeline, options);
+  spdlog::info("{} items: {} succeeded, {} failed in {:.3f} s ({:.1f} images/s, {:.1f} MB/s); summary in {}",
+               summary.items(), summary.succeeded(), summary.failed(), summary.wall_seconds(),
+               summary.succeeded() / std::max(summary.wall_seconds(), 1e-9),
+               summary.input_bytes() / 1e6 / std::max(summary.wall_seconds(), 1e-9),
+               (args.summary.empty() ? (pipeline.output.dir / "summary.json").string() : args.summary));
+  if (g_stop_requested) return kExitInterrupted;
+  return summary.failed() > 0 ? kExitSomeFailed : kExitOk;
+}
+
+int command_validate(const RunArgs& args) {
+  Pipeline pipeline = load_pipeline(args.pipeline);
+  apply_overrides(pipeline, args);
+  YAML::Emitter out;
+  out << pipeline.resolved();
+  std::cout << "# " << args.pipeline << ": valid\n" << out.c_str() << "\n";
+  return kExitOk;
+}
+
+int command_steps() {
+  for (const StepInfo& info : step_registry()) {
+    std::string name = info.name;
+    name.resize(std::max<size_t>(name.size() + 2, 14), ' ');
+    std::cout << name << info.summary << "\n";
+  }
+  return kExitOk;
+}
+
+void setup_logging(int verbosity, bool quiet) {
+  auto logger = spdlog::stderr_color_mt("imflow");
+  spdlog::set_default_logger(logger);
+  spdlog::set_pattern(isatty(STDERR_FILENO) ? "%^%l%$: %v" : "[%Y-%m-%d %H:%M:%S.%e] %l: %v");
+  spdlog::set_level(quiet ? spdlog::level::err : verbosity > 0 ? spdlog::level::debug : spdlog::level::info);
+}
+}  // namespace
+
+int run_cli(int argc, char** argv) {
+  CLI::App app{"imflow: streaming batch processor for scientific images (FITS, PNG, NIfTI) on CPU and CUDA"};
+  app.footer(kExitCodes);
+  app.set_version_flag("--version,-V", std::string("imflow ") + kVersion);
+  app.require_subcommand(1);
+  int verbosity = 0;
+  bool quiet = false;
+  app.add_flag("-v,--verbose", verbosity, "more log output (debug)");
+  app.add_flag("-q,--quiet", quiet, "errors only, no progress");
+
+  RunArgs run_args;
+  CLI::App* run = app.add_subcommand("run", "run a pipeline over a directory of images");
+  add_engine_options(run, run_args);
+  run->add_option("--trace", run_args.trace, "write a Chrome trace (Perfetto) JSON file");
+  run->add_option("--summary", run_args.summary, "summary JSON path (default: OUTPUT/summary.json)");
+  run->add_flag("--fail-fast", run_args.fail_fast, "stop at the first failed item");
+  run->footer(kExitCodes);
+
+  RunArgs validate_args;
+  CLI::App* validate = app.add_subcommand("validate", "check a pipeline file and print it with defaults filled in");
+  add_engine_options(validate, validate_args);
+
+  CLI::App* steps = app.add_subcommand("steps", "list the available steps");
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& error) {
+    return app.exit(error) == 0 ? kExitOk : kExitUsage;
+  }
+  setup_logging(verbosity, quiet);
+  try {
+    if (run->parsed()) return command_run(run_args, !quiet && isatty(STDERR_FILENO));
+    if (validate->parsed()) return command_validate(validate_args);
+    if (steps->parsed()) return command_steps();
+  } catch (const ConfigError& error) {
+    spdlog::error("{}", error.what());
+    return kExitUsage;
+  } catch (const std::exception& error) {
+    spdlog::error("{}", error.what());
+    return kExitFatal;
+  }
+  return kExitUsage;
+}
+
+}  // namespace imflow

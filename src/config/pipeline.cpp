@@ -1,0 +1,159 @@
+// Pipeline YAML parsing and validation.
+#include "imflow/pipeline.hpp"
+
+#include <algorithm>
+#include <fstream>
+#include <sstream>
+
+#include "imflow/errors.hpp"
+#include "imflow/params.hpp"
+
+namespace imflow {
+
+namespace {
+const std::vector<std::string> kDefaultPatterns = {"*.fits", "*.fit", "*.fts", "*.fits.fz", "*.fits.gz"};
+const std::vector<std::string> kFormats = {"csv", "fits", "labels", "bgsub", "png", "fits_image", "metrics"};
+
+InputConfig parse_input(ParamReader reader) {
+  InputConfig input;
+  input.dir = reader.text("dir", "");
+  input.patterns = reader.text_list("patterns", kDefaultPatterns);
+  input.recursive = reader.boolean("recursive", false);
+  input.max_pixels = reader.integer("max_pixels", input.max_pixels, 1);
+  reader.finish();
+  return input;
+}
+
+OutputConfig parse_output(ParamReader reader, const YAML::Node& node) {
+  OutputConfig output;
+  output.dir = reader.text("dir", "imflow-out");
+  output.formats = reader.text_list("formats", {"csv", "fits"});
+  for (const auto& format : output.formats) {
+    if (std::find(kFormats.begin(), kFormats.end(), format) == kFormats.end()) {
+      std::string known;
+      for (const auto& name : kFormats) known += (known.empty() ? "" : ", ") + name;
+      reader.fail(node["formats"], "formats", "unknown format '" + format + "' (known: " + known + ")");
+    }
+  }
+  reader.finish();
+  return output;
+}
+
+EngineConfig parse_engine(ParamReader& reader) {
+  EngineConfig engine;
+  engine.device = reader.choice("device", "auto", {"auto", "cpu", "cuda"});
+  engine.threads = static_cast<int>(reader.integer("threads", 0, 0, 4096));
+  engine.buffers = static_cast<int>(reader.integer("buffers", 0, 0, 4096));
+  engine.streams = static_cast<int>(reader.integer("streams", 4, 1, 64));
+  engine.buffers_per_stream = static_cast<int>(reader.integer("buffers_per_stream", 2, 1, 16));
+  engine.fail_fast = reader.boolean("fail_fast", false);
+  return engine;
+}
+
+// A steps entry is either "name" or {name: {params}} (a map with exactly one key).
+std::unique_ptr<Step> parse_step(const YAML::Node& entry, size_t index, const std::string& file) {
+  const std::string where = "steps[" + std::to_string(index) + "]";
+  std::string name;
+  YAML::Node params;
+  if (entry.IsScalar()) {
+    name = entry.Scalar();
+  } else if (entry.IsMap() && entry.size() == 1) {
+    name = entry.begin()->first.Scalar();
+    params = entry.begin()->second;
+  } else {
+    throw ConfigError(yaml_location(file, entry) + where + ": expected a step name or {name: {parameters}}");
+  }
+  if (find_step(name) == nullptr) {
+    std::string known;
+    for (const auto& info : step_registry()) known += (known.empty() ? "" : ", ") + std::string(info.name);
+    throw ConfigError(yaml_location(file, entry) + where + ": unknown step '" + name + "' (known: " + known + ")");
+  }
+  ParamReader reader(params.IsDefined() ? params : YAML::Node(YAML::NodeType::Map), where + "." + name, file);
+  return make_step(name, reader);
+}
+
+// Each step's needs must be provided by an earlier step.
+void check_step_order(const std::vector<std::unique_ptr<Step>>& steps, const YAML::Node& list, const std::string& file) {
+  std::vector<std::string> provided;
+  for (size_t i = 0; i < steps.size(); ++i) {
+    const StepInfo* info = find_step(steps[i]->name());
+    for (const auto& need : info->needs) {
+      if (std::find(provided.begin(), provided.end(), need) == provided.end()) {
+        throw ConfigError(yaml_location(file, list[i]) + "steps[" + std::to_string(i) + "]." + steps[i]->name() +
+                          ": needs '" + need + "', which no earlier step provides");
+      }
+    }
+    provided.insert(provided.end(), info->provides.begin(), info->provides.end());
+  }
+}
+}  // namespace
+
+bool OutputConfig::wants(const std::string& format) const {
+  return std::find(formats.begin(), formats.end(), format) != formats.end();
+}
+
+void validate_engine(const EngineConfig& engine) {
+  if (engine.device != "auto" && engine.device != "cpu" && engine.device != "cuda") {
+    throw ConfigError("device: '" + engine.device + "' is not one of: auto, cpu, cuda");
+  }
+  if (engine.threads < 0 || engine.buffers < 0 || engine.streams < 1 || engine.buffers_per_stream < 1) {
+    throw ConfigError("threads and buffers must be >= 0, streams and buffers_per_stream >= 1");
+  }
+}
+
+Pipeline parse_pipeline(const std::string& yaml_text, const std::string& source_name) {
+  YAML::Node root;
+  try {
+    root = YAML::Load(yaml_text);
+  } catch (const YAML::Exception& error) {
+    throw ConfigError(source_name + ":" + std::to_string(error.mark.line + 1) + ":" +
+                      std::to_string(error.mark.column + 1) + ": YAML syntax error: " + error.msg);
+  }
+  if (!root.IsMap()) throw ConfigError(source_name + ": the pipeline must be a YAML map (input, output, steps, ...)");
+  Pipeline pipeline;
+  pipeline.source = source_name;
+  ParamReader top(root, "", source_name);
+  pipeline.input = parse_input(ParamReader(top.child("input"), "input", source_name));
+  pipeline.output = parse_output(ParamReader(top.child("output"), "output", source_name), root["output"]);
+  pipeline.engine = parse_engine(top);
+  const YAML::Node steps = top.child("steps");
+  if (!steps.IsDefined() || !steps.IsSequence() || steps.size() == 0) {
+    top.fail(steps, "steps", "expected a non-empty list of steps");
+  }
+  for (size_t i = 0; i < steps.size(); ++i) pipeline.steps.push_back(parse_step(steps[i], i, source_name));
+  check_step_order(pipeline.steps, steps, source_name);
+  top.finish();
+  return pipeline;
+}
+
+Pipeline load_pipeline(const std::filesystem::path& file) {
+  std::ifstream stream(file);
+  if (!stream) throw ConfigError(file.string() + ": cannot open the pipeline file");
+  std::ostringstream text;
+  text << stream.rdbuf();
+  return parse_pipeline(text.str(), file.string());
+}
+
+YAML::Node Pipeline::resolved() const {
+  YAML::Node root;
+  root["input"]["dir"] = input.dir.string();
+  root["input"]["patterns"] = input.patterns;
+  root["input"]["recursive"] = input.recursive;
+  root["input"]["max_pixels"] = input.max_pixels;
+  root["output"]["dir"] = output.dir.string();
+  root["output"]["formats"] = output.formats;
+  root["device"] = engine.device;
+  root["threads"] = engine.threads;
+  root["buffers"] = engine.buffers;
+  root["streams"] = engine.streams;
+  root["buffers_per_stream"] = engine.buffers_per_stream;
+  root["fail_fast"] = engine.fail_fast;
+  for (const auto& step : steps) {
+    YAML::Node entry;
+    entry[step->name()] = step->params();
+    root["steps"].push_back(entry);
+  }
+  return root;
+}
+
+}  // namespace imflow

@@ -1,0 +1,50 @@
+// ItemSource: lazy file -> plane enumeration through the input formats.
+#include "item_source.hpp"
+
+#include <exception>
+
+#include "imflow/io/input_format.hpp"
+
+namespace imflow {
+
+namespace fs = std::filesystem;
+
+ItemSource::ItemSource(std::vector<fs::path> files, fs::path input_root)
+    : files_(std::move(files)), root_(std::move(input_root)) {}
+
+void ItemSource::scan_next_file() {
+  const size_t file_index = next_file_++;
+  ItemRef base;
+  base.path = files_[file_index];
+  std::error_code error;
+  base.relative = fs::is_directory(root_, error) ? base.path.lexically_relative(root_) : base.path.filename();
+  base.file_index = static_cast<int64_t>(file_index);
+  try {
+    const InputFormat* format = input_format_for(base.path);
+    if (format == nullptr) throw std::runtime_error(base.path.string() + ": unknown file format (by name)");
+    for (const PlaneInfo& plane : format->scan(base.path)) {
+      ItemRef ref = base;
+      ref.hdu = plane.hdu;
+      ref.plane = plane.plane;
+      ref.planes = plane.planes;
+      pending_.push_back(std::move(ref));
+    }
+  } catch (const std::exception& failure) {
+    base.error = failure.what();
+    pending_.push_back(std::move(base));
+  }
+  pending_.back().last_of_file = true;
+}
+
+bool ItemSource::next(ItemRef& out) {
+  while (pending_.empty()) {
+    if (next_file_ >= files_.size()) return false;
+    scan_next_file();
+  }
+  out = std::move(pending_.front());
+  pending_.pop_front();
+  out.index = next_index_++;
+  return true;
+}
+
+}  // namespace imflow

@@ -1,0 +1,53 @@
+// The host stages every backend shares: reading an item, running steps on the CPU, and
+// finishing it (outputs, summary record, error line, progress). Each records its time.
+#pragma once
+#include <atomic>
+#include <string>
+
+#include "imflow/pipeline.hpp"
+#include "imflow/summary.hpp"
+#include "imflow/trace.hpp"
+#include "imflow/work_item.hpp"
+#include "progress.hpp"
+
+namespace imflow {
+
+struct RunContext {
+  const Pipeline& pipeline;
+  RunSummary& summary;
+  Progress* progress = nullptr;           // null when not reporting
+  Trace* trace = nullptr;                 // null when not tracing
+  const std::atomic<bool>* stop = nullptr;  // external stop request (signals)
+  std::atomic<bool> halt{false};          // set by fail-fast or a fatal error
+  std::string fatal_error;                // why the run halted (device errors, ...)
+
+  bool stopping() const { return halt.load() || (stop != nullptr && stop->load()); }
+};
+
+// Measures one stage of one item: adds its time to the item and (if tracing) to the trace.
+class StageTimer {
+ public:
+  StageTimer(RunContext& run, WorkItem& item, std::string stage, std::string track);
+  ~StageTimer();
+
+ private:
+  RunContext& run_;
+  WorkItem& item_;
+  std::string stage_, track_;
+  Trace::Clock::time_point start_;
+};
+
+// Reset `item` for `ref` and read its pixels; failures are recorded in the item.
+void read_stage(RunContext& run, WorkItem& item, ItemRef ref);
+// Run every step on the CPU, each timed; failures are recorded in the item.
+void cpu_process_stage(RunContext& run, WorkItem& item);
+// Write outputs, log errors, record the summary and progress; sets run.halt for fail-fast.
+void finish_stage(RunContext& run, WorkItem& item);
+
+// "file[hdu H][plane P]": how an item is named in messages.
+std::string item_name(const ItemRef& ref);
+
+// A track name for the calling worker thread, e.g. "read #3".
+std::string worker_track(const std::string& stage);
+
+}  // namespace imflow

@@ -1,0 +1,19 @@
+// Writing an item's outputs (catalogs, label maps, background-subtracted images) under the
+// output directory, mirroring the input's relative path.
+#pragma once
+#include <filesystem>
+#include <vector>
+
+#include "imflow/pipeline.hpp"
+#include "imflow/work_item.hpp"
+
+namespace imflow {
+
+// out/<relative dir>/<name>[.hduH][.pP]: the common prefix of an item's output files.
+std::filesystem::path output_stem(const ItemRef& ref, const std::filesystem::path& output_dir);
+
+// Write what the item holds and the output formats ask for; returns the files written.
+// Throws OutputError; files already written stay complete (each write is atomic).
+std::vector<std::filesystem::path> write_outputs(const WorkItem& item, const OutputConfig& output);
+
+}  // namespace imflow

@@ -1,0 +1,40 @@
+// The catalog's columns, shared by the CSV and FITS writers so both always agree.
+// Positions: x, y, peak_x, peak_y and the bounding box are 0-based (SciPy/SEP convention);
+// X_IMAGE/Y_IMAGE are the same centroid 1-based (FITS/SExtractor convention).
+#pragma once
+#include <array>
+#include <cstdint>
+
+#include "imflow/source.hpp"
+
+namespace imflow::detail {
+
+struct CatalogColumn {
+  const char* name;
+  const char* unit;
+  bool integer;  // int64 ('K') when true, float64 ('D') otherwise
+  double (*value)(const Source&);
+  const char* description;
+};
+
+inline const std::array<CatalogColumn, 14>& catalog_columns() {
+  static const std::array<CatalogColumn, 14> columns = {{
+      {"id", "", true, [](const Source& s) { return double(s.id); }, "label, in raster order of first pixel"},
+      {"x", "pix", false, [](const Source& s) { return s.x; }, "centroid x, 0-based"},
+      {"y", "pix", false, [](const Source& s) { return s.y; }, "centroid y, 0-based"},
+      {"X_IMAGE", "pix", false, [](const Source& s) { return s.x + 1.0; }, "centroid x, 1-based (FITS)"},
+      {"Y_IMAGE", "pix", false, [](const Source& s) { return s.y + 1.0; }, "centroid y, 1-based (FITS)"},
+      {"flux", "adu", false, [](const Source& s) { return s.flux; }, "sum of pixel values (FLUX_ISO)"},
+      {"npix", "pix", true, [](const Source& s) { return double(s.npix); }, "pixels in the segment (ISOAREA)"},
+      {"peak", "adu", false, [](const Source& s) { return s.peak; }, "maximum pixel value"},
+      {"peak_x", "pix", true, [](const Source& s) { return double(s.peak_x); }, "x of the peak, 0-based"},
+      {"peak_y", "pix", true, [](const Source& s) { return double(s.peak_y); }, "y of the peak, 0-based"},
+      {"xmin", "pix", true, [](const Source& s) { return double(s.xmin); }, "bounding box, 0-based, inclusive"},
+      {"xmax", "pix", true, [](const Source& s) { return double(s.xmax); }, ""},
+      {"ymin", "pix", true, [](const Source& s) { return double(s.ymin); }, ""},
+      {"ymax", "pix", true, [](const Source& s) { return double(s.ymax); }, ""},
+  }};
+  return columns;
+}
+
+}  // namespace imflow::detail

@@ -1,0 +1,169 @@
+// FITS reading through CFITSIO: scan a file's image HDUs, read one plane as float32.
+#include <fitsio.h>
+
+#include <cmath>
+#include <limits>
+#include <string>
+
+#include "fits_status.hpp"
+#include "imflow/errors.hpp"
+#include "imflow/io/fits.hpp"
+
+namespace imflow {
+
+namespace fs = std::filesystem;
+using detail::fits_error_text;
+using detail::FitsFile;
+
+namespace detail {
+std::string fits_error_text(const fs::path& path, const std::string& what, int status) {
+  char text[FLEN_STATUS] = {0};
+  fits_get_errstatus(status, text);
+  std::string message = path.string() + ": " + what + ": CFITSIO error " + std::to_string(status) + " (" + text + ")";
+  char detail[FLEN_ERRMSG] = {0};
+  if (fits_read_errmsg(detail) != 0 && detail[0] != '\0') message += ": " + std::string(detail);
+  fits_clear_errmsg();
+  return message;
+}
+}  // namespace detail
+
+int64_t FitsImageInfo::planes() const {
+  int64_t count = 1;
+  for (size_t axis = 2; axis < naxes.size(); ++axis) count *= naxes[axis];
+  return count;
+}
+
+namespace {
+constexpr int kMaxAxes = 9;
+
+bool stored_compressed(const fs::path& path) {
+  const std::string name = path.filename().string();
+  for (const char* suffix : {".gz", ".Z", ".zip", ".bz2"}) {
+    const std::string s = suffix;
+    if (name.size() > s.size() && name.compare(name.size() - s.size(), s.size(), s) == 0) return true;
+  }
+  return false;
+}
+
+FitsFile open_fits(const fs::path& path) {
+  std::error_code error;
+  if (!fs::is_regular_file(path, error)) throw InputError(path.string() + ": not a regular file");
+  if (fs::file_size(path, error) == 0) throw InputError(path.string() + ": empty file (0 bytes)");
+  FitsFile file;
+  int status = 0;
+  // fits_open_diskfile: the name is a plain path (no CFITSIO extended syntax such as "[1]").
+  if (fits_open_diskfile(file.out(), path.c_str(), READONLY, &status) != 0) {
+    throw InputError(fits_error_text(path, "not a readable FITS file", status));
+  }
+  return file;
+}
+
+FitsImageInfo read_image_header(fitsfile* file, const fs::path& path, int hdu) {
+  int status = 0;
+  FitsImageInfo info;
+  info.hdu = hdu;
+  int naxis = 0;
+  long long naxes[kMaxAxes] = {0};
+  if (fits_get_img_paramll(file, kMaxAxes, &info.bitpix, &naxis, naxes, &status) != 0) {
+    throw InputError(fits_error_text(path, "HDU " + std::to_string(hdu) + ": bad image header", status));
+  }
+  if (naxis > kMaxAxes) {
+    throw InputError(path.string() + ": HDU " + std::to_string(hdu) + ": NAXIS=" + std::to_string(naxis) +
+                     " exceeds the supported " + std::to_string(kMaxAxes));
+  }
+  info.naxes.assign(naxes, naxes + naxis);
+  char extname[FLEN_VALUE] = {0};
+  int ignored = 0;
+  if (fits_read_key(file, TSTRING, "EXTNAME", extname, nullptr, &ignored) == 0) info.extname = extname;
+  return info;
+}
+
+bool has_pixels(const FitsImageInfo& info) {
+  if (info.naxes.size() < 2) return false;
+  for (int64_t n : info.naxes) {
+    if (n <= 0) return false;
+  }
+  return true;
+}
+
+// An uncompressed HDU whose header promises more bytes than the file holds is rejected here,
+// before anything is allocated for it.
+void check_data_fits_in_file(fitsfile* file, const fs::path& path, const FitsImageInfo& info, uintmax_t file_size) {
+  int status = 0;
+  int compressed = fits_is_compressed_image(file, &status);
+  if (compressed || stored_compressed(path)) return;
+  long long header_start = 0, data_start = 0, data_end = 0;
+  status = 0;
+  if (fits_get_hduaddrll(file, &header_start, &data_start, &data_end, &status) != 0) return;
+  long double bytes = std::abs(info.bitpix) / 8;
+  for (int64_t n : info.naxes) bytes *= n;
+  if (data_start + bytes > static_cast<long double>(file_size)) {
+    throw InputError(path.string() + ": HDU " + std::to_string(info.hdu) + ": header claims " +
+                     std::to_string(static_cast<long double>(bytes)) + " bytes of data but the file holds only " +
+                     std::to_string(file_size > static_cast<uintmax_t>(data_start) ? file_size - data_start : 0) +
+                     " after the header (truncated file or lying header)");
+  }
+}
+}  // namespace
+
+std::vector<FitsImageInfo> scan_fits(const fs::path& path) {
+  FitsFile file = open_fits(path);
+  const uintmax_t file_size = fs::file_size(path);
+  int status = 0;
+  int hdus = 0;
+  if (fits_get_num_hdus(file.get(), &hdus, &status) != 0) {
+    throw InputError(fits_error_text(path, "cannot count HDUs", status));
+  }
+  std::vector<FitsImageInfo> images;
+  for (int hdu = 0; hdu < hdus; ++hdu) {
+    int type = 0;
+    if (fits_movabs_hdu(file.get(), hdu + 1, &type, &status) != 0) {
+      throw InputError(fits_error_text(path, "cannot read HDU " + std::to_string(hdu), status));
+    }
+    if (type != IMAGE_HDU) continue;  // tile-compressed images report IMAGE_HDU too
+    FitsImageInfo info = read_image_header(file.get(), path, hdu);
+    if (!has_pixels(info)) continue;
+    check_data_fits_in_file(file.get(), path, info, file_size);
+    images.push_back(std::move(info));
+  }
+  if (images.empty()) throw InputError(path.string() + ": no image HDU with at least two non-empty axes");
+  return images;
+}
+
+int64_t read_fits_plane(const fs::path& path, int hdu, int64_t plane, ImageBuffer& out, const ReadLimits& limits) {
+  FitsFile file = open_fits(path);
+  int status = 0;
+  int type = 0;
+  if (fits_movabs_hdu(file.get(), hdu + 1, &type, &status) != 0) {
+    throw InputError(fits_error_text(path, "cannot move to HDU " + std::to_string(hdu), status));
+  }
+  const FitsImageInfo info = read_image_header(file.get(), path, hdu);
+  if (!has_pixels(info)) throw InputError(path.string() + ": HDU " + std::to_string(hdu) + " holds no 2-D image");
+  if (plane < 0 || plane >= info.planes()) {
+    throw InputError(path.string() + ": HDU " + std::to_string(hdu) + " has no plane " + std::to_string(plane));
+  }
+  const int64_t width = info.width(), height = info.height();
+  if (width > limits.max_pixels / height) {
+    throw InputError(path.string() + ": HDU " + std::to_string(hdu) + ": " + std::to_string(width) + "x" +
+                     std::to_string(height) + " pixels exceeds the limit of " + std::to_string(limits.max_pixels));
+  }
+  check_data_fits_in_file(file.get(), path, info, fs::file_size(path));
+  out.resize(width, height);
+  // First pixel of the plane: (1, 1, p3, p4, ...) with the plane index spread over axes 3+.
+  long long first[kMaxAxes] = {1, 1, 1, 1, 1, 1, 1, 1, 1};
+  int64_t rest = plane;
+  for (size_t axis = 2; axis < info.naxes.size(); ++axis) {
+    first[axis] = 1 + rest % info.naxes[axis];
+    rest /= info.naxes[axis];
+  }
+  float null_value = std::numeric_limits<float>::quiet_NaN();
+  int any_null = 0;
+  if (fits_read_pixll(file.get(), TFLOAT, first, width * height, &null_value, out.data(), &any_null, &status) != 0) {
+    throw InputError(fits_error_text(path, "HDU " + std::to_string(hdu) + " plane " + std::to_string(plane) +
+                                               ": cannot read pixels",
+                                     status));
+  }
+  return width * height * (std::abs(info.bitpix) / 8);
+}
+
+}  // namespace imflow

@@ -1,0 +1,51 @@
+// CFITSIO error handling: turn a non-zero status into an exception naming the file.
+#pragma once
+#include <fitsio.h>
+
+#include <filesystem>
+#include <string>
+
+namespace imflow::detail {
+
+// "FILE: what: CFITSIO error N (text)" plus the first message on CFITSIO's error stack.
+std::string fits_error_text(const std::filesystem::path& path, const std::string& what, int status);
+
+// RAII for an open fitsfile*: closes it (ignoring errors) when it goes out of scope.
+class FitsFile {
+ public:
+  FitsFile() = default;
+  explicit FitsFile(fitsfile* file) : file_(file) {}
+  ~FitsFile() { close(); }
+  FitsFile(const FitsFile&) = delete;
+  FitsFile& operator=(const FitsFile&) = delete;
+  FitsFile(FitsFile&& other) noexcept : file_(other.file_) { other.file_ = nullptr; }
+  FitsFile& operator=(FitsFile&& other) noexcept {
+    if (this != &other) {
+      close();
+      file_ = other.file_;
+      other.file_ = nullptr;
+    }
+    return *this;
+  }
+  fitsfile* get() const { return file_; }
+  fitsfile** out() { return &file_; }
+  void close() {
+    if (file_ != nullptr) {
+      int status = 0;
+      fits_close_file(file_, &status);
+      file_ = nullptr;
+    }
+  }
+  // Close and report the status (for writers, where a failed close means a failed write).
+  int close_checked() {
+    int status = 0;
+    if (file_ != nullptr) fits_close_file(file_, &status);
+    file_ = nullptr;
+    return status;
+  }
+
+ private:
+  fitsfile* file_ = nullptr;
+};
+
+}  // namespace imflow::detail

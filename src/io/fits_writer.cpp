@@ -1,0 +1,116 @@
+// FITS writing through CFITSIO: float images, int32 label maps and catalog binary tables,
+// each written under a temporary name and renamed when complete.
+#include <fitsio.h>
+
+#include <string>
+#include <vector>
+
+#include "catalog_columns.hpp"
+#include "fits_status.hpp"
+#include "imflow/errors.hpp"
+#include "imflow/io/atomic_file.hpp"
+#include "imflow/io/fits.hpp"
+
+namespace imflow {
+
+namespace fs = std::filesystem;
+using detail::fits_error_text;
+using detail::FitsFile;
+
+namespace {
+[[noreturn]] void fail(const fs::path& path, const std::string& what, int status) {
+  throw OutputError(fits_error_text(path, what, status));
+}
+
+FitsFile create_fits(const AtomicOutput& output) {
+  FitsFile file;
+  int status = 0;
+  const std::string name = "!" + output.temp_path().string();  // '!' = overwrite
+  if (fits_create_file(file.out(), name.c_str(), &status) != 0) fail(output.final_path(), "cannot create", status);
+  return file;
+}
+
+void write_cards(fitsfile* file, const fs::path& path, const std::vector<FitsCard>& cards) {
+  int status = 0;
+  for (const FitsCard& card : cards) {
+    if (card.numeric) {
+      double value = std::stod(card.value);
+      fits_update_key(file, TDOUBLE, card.key.c_str(), &value, card.comment.c_str(), &status);
+    } else {
+      fits_update_key(file, TSTRING, card.key.c_str(), const_cast<char*>(card.value.c_str()), card.comment.c_str(),
+                      &status);
+    }
+  }
+  if (status != 0) fail(path, "cannot write header keywords", status);
+}
+
+void finish(FitsFile& file, AtomicOutput& output) {
+  const int status = file.close_checked();
+  if (status != 0) fail(output.final_path(), "cannot complete the file", status);
+  output.commit();
+}
+
+template <typename T>
+void write_image(const fs::path& path, View2D<const T> image, int bitpix, int datatype,
+                 const std::vector<FitsCard>& cards) {
+  AtomicOutput output(path);
+  FitsFile file = create_fits(output);
+  int status = 0;
+  long long naxes[2] = {image.width, image.height};
+  if (fits_create_imgll(file.get(), bitpix, 2, naxes, &status) != 0) fail(path, "cannot create the image", status);
+  write_cards(file.get(), path, cards);
+  long long first[2] = {1, 1};
+  if (fits_write_pixll(file.get(), datatype, first, image.size(), const_cast<T*>(image.data), &status) != 0) {
+    fail(path, "cannot write pixels", status);
+  }
+  finish(file, output);
+}
+}  // namespace
+
+void write_fits_image(const fs::path& path, ConstImageView image, const std::vector<FitsCard>& cards) {
+  write_image<float>(path, image, FLOAT_IMG, TFLOAT, cards);
+}
+
+void write_fits_labels(const fs::path& path, View2D<const int32_t> labels, const std::vector<FitsCard>& cards) {
+  write_image<int32_t>(path, labels, LONG_IMG, TINT, cards);
+}
+
+void write_catalog_fits(const fs::path& path, const Catalog& catalog, const std::vector<FitsCard>& cards) {
+  AtomicOutput output(path);
+  FitsFile file = create_fits(output);
+  int status = 0;
+  const auto& columns = detail::catalog_columns();
+  std::vector<char*> names, forms, units;
+  for (const auto& column : columns) {
+    names.push_back(const_cast<char*>(column.name));
+    forms.push_back(const_cast<char*>(column.integer ? "K" : "D"));
+    units.push_back(const_cast<char*>(column.unit));
+  }
+  if (fits_create_tbl(file.get(), BINARY_TBL, static_cast<LONGLONG>(catalog.size()), static_cast<int>(columns.size()),
+                      names.data(), forms.data(), units.data(), "CATALOG", &status) != 0) {
+    fail(path, "cannot create the catalog table", status);
+  }
+  write_cards(file.get(), path, cards);
+  std::vector<double> doubles(catalog.size());
+  std::vector<LONGLONG> integers(catalog.size());
+  for (size_t c = 0; c < columns.size(); ++c) {
+    const int column_number = static_cast<int>(c) + 1;
+    for (size_t row = 0; row < catalog.size(); ++row) {
+      const double value = columns[c].value(catalog[row]);
+      doubles[row] = value;
+      integers[row] = static_cast<LONGLONG>(value);
+    }
+    if (catalog.empty()) continue;
+    if (columns[c].integer) {
+      fits_write_col(file.get(), TLONGLONG, column_number, 1, 1, static_cast<LONGLONG>(catalog.size()), integers.data(),
+                     &status);
+    } else {
+      fits_write_col(file.get(), TDOUBLE, column_number, 1, 1, static_cast<LONGLONG>(catalog.size()), doubles.data(),
+                     &status);
+    }
+    if (status != 0) fail(path, std::string("cannot write column ") + columns[c].name, status);
+  }
+  finish(file, output);
+}
+
+}  // namespace imflow

@@ -1,0 +1,40 @@
+// ImageBuffer storage management and the default pageable allocator.
+#include <new>
+#include <stdexcept>
+
+#include "imflow/image.hpp"
+
+namespace imflow {
+
+namespace {
+class PageableAllocator final : public HostAllocator {
+ public:
+  void* allocate(size_t bytes) override { return ::operator new(bytes); }
+  void deallocate(void* pointer) noexcept override { ::operator delete(pointer); }
+};
+}  // namespace
+
+HostAllocator& pageable_allocator() {
+  static PageableAllocator allocator;
+  return allocator;
+}
+
+void ImageBuffer::resize(int64_t width, int64_t height) {
+  if (width < 0 || height < 0) throw std::invalid_argument("ImageBuffer::resize: negative size");
+  const size_t needed = static_cast<size_t>(width) * static_cast<size_t>(height);
+  if (needed > capacity_) {
+    release();
+    data_ = static_cast<float*>(allocator_->allocate(needed * sizeof(float)));
+    capacity_ = needed;
+  }
+  width_ = width;
+  height_ = height;
+}
+
+void ImageBuffer::release() noexcept {
+  if (data_ != nullptr) allocator_->deallocate(data_);
+  data_ = nullptr;
+  capacity_ = 0;
+}
+
+}  // namespace imflow

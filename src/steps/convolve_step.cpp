@@ -1,0 +1,96 @@
+// Step `convolve`: 2-D convolution with a Gaussian (size, sigma), the seed lesson's 15x15
+// kernel, or an explicit kernel; `apply_to: detection` filters the image segmentation uses,
+// `apply_to: image` replaces the pixels (the only choice for mode full, which grows the image).
+#include <cmath>
+
+#include "imflow/kernels/convolve.hpp"
+#include "imflow/params.hpp"
+#include "steps.hpp"
+
+#ifdef IMFLOW_HAVE_CUDA
+#include "cuda/convolve.hpp"
+#endif
+
+namespace imflow {
+
+namespace {
+class ConvolveStep final : public Step {
+ public:
+  explicit ConvolveStep(ParamReader& params) {
+    const YAML::Node kernel = params.child("kernel");
+    std::string kind = "gaussian";
+    if (kernel.IsDefined() && kernel.IsSequence()) {
+      kind = "explicit";
+      read_explicit_kernel(kernel, params);
+    } else if (kernel.IsDefined()) {
+      kind = kernel.IsScalar() ? kernel.Scalar() : "";
+      if (kind != "gaussian" && kind != "lesson") {
+        params.fail(kernel, "kernel", "expected gaussian, lesson or a list of rows of numbers");
+      }
+    }
+    if (kind == "gaussian") {
+      const int size = static_cast<int>(params.integer("size", 5, 1, 255));
+      const double sigma = params.number("sigma", 1.0, 1e-6, 1e4);
+      kernels::gaussian_kernel(size, sigma, kernel_);
+    } else if (kind == "lesson") {
+      kernels::lesson_gaussian_kernel(kernel_);
+    }
+    const std::string mode = params.choice("mode", "same", {"same", "full"});
+    mode_ = mode == "full" ? kernels::ConvolveMode::full : kernels::ConvolveMode::same;
+    to_detection_ = params.choice("apply_to", "detection", {"detection", "image"}) == "detection";
+    if (mode_ == kernels::ConvolveMode::full && to_detection_) {
+      params.fail(params.child("mode"), "mode", "mode full changes the image size: use apply_to: image");
+    }
+  }
+
+  void run_cpu(WorkItem& item) const override {
+    const ImageBuffer& source = item.detection_image();
+    ImageBuffer result;
+    result.resize(kernels::convolved_width(source.width(), kernel_.width(), mode_),
+                  kernels::convolved_height(source.height(), kernel_.height(), mode_));
+    kernels::convolve2d(source.view(), kernel_.view(), mode_, result.view());
+    if (to_detection_) {
+      item.detection = std::move(result);
+    } else {
+      item.pixels = std::move(result);
+      item.detection.resize(0, 0);
+    }
+  }
+
+#ifdef IMFLOW_HAVE_CUDA
+  bool has_cuda() const override { return true; }
+  void run_cuda(WorkItem&, GpuContext& gpu) const override {
+    cuda::convolve(gpu, kernel_.data(), static_cast<int>(kernel_.width()), static_cast<int>(kernel_.height()), mode_,
+                   to_detection_);
+  }
+#endif
+
+ private:
+  void read_explicit_kernel(const YAML::Node& rows, ParamReader& params) {
+    const size_t height = rows.size();
+    const size_t width = height > 0 && rows[0].IsSequence() ? rows[0].size() : 0;
+    if (height == 0 || width == 0) params.fail(rows, "kernel", "an explicit kernel needs at least one row and column");
+    kernel_.resize(static_cast<int64_t>(width), static_cast<int64_t>(height));
+    for (size_t y = 0; y < height; ++y) {
+      if (!rows[y].IsSequence() || rows[y].size() != width) {
+        params.fail(rows[y], "kernel", "every row of the kernel must have " + std::to_string(width) + " numbers");
+      }
+      for (size_t x = 0; x < width; ++x) {
+        double value = 0.0;
+        if (!YAML::convert<double>::decode(rows[y][x], value) || !std::isfinite(value)) {
+          params.fail(rows[y][x], "kernel", "kernel values must be finite numbers");
+        }
+        kernel_.view()(static_cast<int64_t>(x), static_cast<int64_t>(y)) = static_cast<float>(value);
+      }
+    }
+  }
+
+  ImageBuffer kernel_;
+  kernels::ConvolveMode mode_;
+  bool to_detection_;
+};
+}  // namespace
+
+std::unique_ptr<Step> make_convolve_step(ParamReader& params) { return std::make_unique<ConvolveStep>(params); }
+
+}  // namespace imflow

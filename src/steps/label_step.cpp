@@ -1,0 +1,38 @@
+// Step `label`: connected components of the segmentation mask (connectivity 4 or 8).
+#include "imflow/kernels/label.hpp"
+#include "imflow/params.hpp"
+#include "steps.hpp"
+
+#ifdef IMFLOW_HAVE_CUDA
+#include "cuda/label.hpp"
+#endif
+
+namespace imflow {
+
+namespace {
+class LabelStep final : public Step {
+ public:
+  explicit LabelStep(ParamReader& params) : connectivity_(static_cast<int>(params.integer("connectivity", 4, 4, 8))) {
+    if (connectivity_ != 4 && connectivity_ != 8) params.fail(params.child("connectivity"), "connectivity", "must be 4 or 8");
+  }
+
+  void run_cpu(WorkItem& item) const override {
+    const ImageBuffer& image = item.detection_image();
+    item.labels.resize(static_cast<size_t>(image.size()));
+    item.nlabels = kernels::label_components({item.mask.data(), image.width(), image.height()}, connectivity_,
+                                             item.labels.data());
+  }
+
+#ifdef IMFLOW_HAVE_CUDA
+  bool has_cuda() const override { return true; }
+  void run_cuda(WorkItem&, GpuContext& gpu) const override { cuda::label(gpu, connectivity_); }
+#endif
+
+ private:
+  int connectivity_;
+};
+}  // namespace
+
+std::unique_ptr<Step> make_label_step(ParamReader& params) { return std::make_unique<LabelStep>(params); }
+
+}  // namespace imflow

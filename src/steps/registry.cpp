@@ -1,0 +1,41 @@
+// The one place where steps are registered: a new step is one file plus one line here.
+#include "imflow/errors.hpp"
+#include "imflow/params.hpp"
+#include "imflow/step.hpp"
+#include "steps.hpp"
+
+namespace imflow {
+
+const std::vector<StepInfo>& step_registry() {
+  static const std::vector<StepInfo> registry = {
+      {"convolve", "2-D convolution with a Gaussian or explicit kernel (same|full)", make_convolve_step, {}, {}},
+      {"background", "kappa-sigma clipped background median and std", make_background_step, {}, {"background"}},
+      {"segment", "threshold at median + nsigma * std (or nsigma * std)", make_segment_step, {"background"}, {"mask"}},
+      {"label", "connected components, 4- or 8-connected, SciPy's numbering", make_label_step, {"mask"}, {"labels"}},
+      {"measure", "per-source centroid, flux, npix, peak, bounding box", make_measure_step, {"labels"}, {"catalog"}},
+  };
+  return registry;
+}
+
+const StepInfo* find_step(const std::string& name) {
+  for (const auto& info : step_registry()) {
+    if (name == info.name) return &info;
+  }
+  return nullptr;
+}
+
+std::unique_ptr<Step> make_step(const std::string& name, ParamReader& params) {
+  const StepInfo* info = find_step(name);
+  if (info == nullptr) throw ConfigError("unknown step '" + name + "'");
+  std::unique_ptr<Step> step = info->make(params);
+  params.finish();
+  step->name_ = name;
+  step->params_ = params.resolved();
+  return step;
+}
+
+void Step::run_cuda(WorkItem&, GpuContext&) const {
+  throw std::runtime_error("step '" + name_ + "' has no CUDA implementation");
+}
+
+}  // namespace imflow

@@ -1,0 +1,57 @@
+// Pipeline YAML: defaults, overrides, and errors that name the key, the line and the column.
+#include <catch2/catch.hpp>
+
+#include "imflow/errors.hpp"
+#include "test_helpers.hpp"
+
+using Catch::Matchers::Contains;
+
+namespace {
+std::string error_of(const std::string& yaml) {
+  try {
+    test::pipeline_from(yaml);
+  } catch (const imflow::ConfigError& error) {
+    return error.what();
+  }
+  return "no error";
+}
+}  // namespace
+
+TEST_CASE("a minimal pipeline gets every default", "[config]") {
+  const auto pipeline = test::pipeline_from("input: {dir: in}\nsteps: [background, segment, label, measure]\n");
+  CHECK(pipeline.input.dir == "in");
+  CHECK(pipeline.output.dir == "imflow-out");
+  CHECK(pipeline.engine.device == "auto");
+  REQUIRE(pipeline.steps.size() == 4);
+  const YAML::Node resolved = pipeline.resolved();
+  CHECK(resolved["steps"][0]["background"]["kappa"].as<double>() == 3.0);
+  CHECK(resolved["steps"][0]["background"]["max_iters"].as<int>() == 100);
+  CHECK(resolved["steps"][1]["segment"]["nsigma"].as<double>() == 5.0);
+  CHECK(resolved["steps"][2]["label"]["connectivity"].as<int>() == 4);
+}
+
+TEST_CASE("unknown keys are errors with line and column", "[config]") {
+  CHECK_THAT(error_of("steps:\n  - background: {kapa: 3}\n"),
+             Contains("test.yaml:2:") && Contains("steps[0].background.kapa") && Contains("unknown key"));
+  CHECK_THAT(error_of("inptu: {dir: x}\nsteps: [background]\n"), Contains("test.yaml:1:1") && Contains("inptu"));
+}
+
+TEST_CASE("wrong types and out-of-range values are errors", "[config]") {
+  CHECK_THAT(error_of("steps:\n  - background:\n      kappa: abc\n"),
+             Contains("test.yaml:3:14") && Contains("kappa") && Contains("expected a number"));
+  CHECK_THAT(error_of("steps:\n  - background: {max_iters: 0}\n"), Contains("max_iters") && Contains("out of range"));
+  CHECK_THAT(error_of("steps: [background, segment, {label: {connectivity: 6}}]\n"), Contains("connectivity"));
+  CHECK_THAT(error_of("device: gpu\nsteps: [background]\n"), Contains("test.yaml:1:9") && Contains("not one of"));
+  CHECK_THAT(error_of("output: {formats: [csv, xls]}\nsteps: [background]\n"), Contains("xls"));
+}
+
+TEST_CASE("unknown steps and steps out of order are errors", "[config]") {
+  CHECK_THAT(error_of("steps: [backgrund]\n"), Contains("unknown step 'backgrund'") && Contains("known:"));
+  CHECK_THAT(error_of("steps: [background, label]\n"), Contains("steps[1].label") && Contains("needs 'mask'"));
+  CHECK_THAT(error_of("steps: []\n"), Contains("steps"));
+  CHECK_THAT(error_of("steps: [convolve: {mode: full}]\n"), Contains("apply_to: image"));
+}
+
+TEST_CASE("YAML syntax errors carry a position", "[config]") {
+  CHECK_THAT(error_of("steps: [background\n"), Contains("test.yaml:") && Contains("YAML syntax error"));
+}

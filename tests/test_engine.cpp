@@ -1,0 +1,134 @@
+// The flow graph end to end: a directory mixing good images, a cube, a multi-extension file
+// and bad files; every good item processed correctly, every bad one reported, any thread count.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include "imflow/engine.hpp"
+#include "imflow/io/fits.hpp"
+#include "imflow/kernels/background.hpp"
+#include "test_helpers.hpp"
+
+using namespace imflow;
+
+namespace {
+std::string read_text(const std::filesystem::path& path) {
+  std::ifstream stream(path);
+  std::ostringstream text;
+  text << stream.rdbuf();
+  return text.str();
+}
+
+size_t count_lines(const std::string& text) { return static_cast<size_t>(std::count(text.begin(), text.end(), '\n')); }
+
+void make_inputs(const std::filesystem::path& in) {
+  std::filesystem::create_directories(in / "night2");
+  for (int i = 0; i < 6; ++i) test::write_fits(in / ("field" + std::to_string(i) + ".fits"), -32, {96, 80}, test::star_field(96, 80, i));
+  test::write_fits(in / "night2" / "cube.fits", 16, {64, 64, 3},
+                   [] {
+                     std::vector<double> v;
+                     for (int p = 0; p < 3; ++p) {
+                       auto plane = test::star_field(64, 64, 100 + p);
+                       v.insert(v.end(), plane.begin(), plane.end());
+                     }
+                     return v;
+                   }());
+  test::write_empty_primary(in / "mef.fits");
+  test::write_fits(in / "mef.fits", -32, {50, 40}, test::star_field(50, 40, 7), 1, 0, nullptr, false);
+  std::ofstream(in / "notes.fits") << "SIMPLE  = nonsense\n";
+  std::ofstream(in / "zero.fits").close();
+  test::write_fits(in / "truncated.fits", -32, {300, 300}, std::vector<double>(90000, 1.0));
+  std::filesystem::resize_file(in / "truncated.fits", 5760);
+  test::write_fits(in / "constant.fits", -32, {32, 32}, std::vector<double>(1024, 5.0));
+}
+
+Pipeline make_pipeline(const std::filesystem::path& in, const std::filesystem::path& out, int threads, int buffers) {
+  Pipeline pipeline = test::pipeline_from(
+      "input: {recursive: true}\n"
+      "output: {formats: [csv, fits, labels, bgsub]}\n"
+      "device: cpu\n"
+      "steps: [background, segment, label, measure]\n");
+  pipeline.input.dir = in;
+  pipeline.output.dir = out;
+  pipeline.engine.threads = threads;
+  pipeline.engine.buffers = buffers;
+  return pipeline;
+}
+}  // namespace
+
+TEST_CASE("a mixed directory: good items processed, bad ones reported, the rest carries on", "[engine]") {
+  test::TempDir dir("engine_mixed");
+  make_inputs(dir / "in");
+  for (auto [threads, buffers] : {std::pair{1, 1}, std::pair{4, 3}}) {
+    INFO("threads " << threads << " buffers " << buffers);
+    const auto out = dir / ("out" + std::to_string(threads));
+    RunOptions options;
+    options.trace_path = dir / ("trace" + std::to_string(threads) + ".json");
+    const RunSummary summary = run_pipeline(make_pipeline(dir / "in", out, threads, buffers), options);
+    // 6 fields + 3 cube planes + 1 MEF extension + 1 constant = 11 good; 3 bad files.
+    CHECK(summary.succeeded() == 11);
+    CHECK(summary.failed() == 3);
+    const nlohmann::json json = nlohmann::json::parse(read_text(out / "summary.json"));
+    CHECK(json["totals"]["failed"] == 3);
+    std::set<std::string> failed;
+    for (const auto& item : json["items"]) {
+      if (item["status"] == "failed") {
+        const std::string file = item["file"];
+        const std::string error = item["error"];
+        CHECK(error.find(std::filesystem::path(file).filename().string()) != std::string::npos);
+        failed.insert(std::filesystem::path(file).filename().string());
+      }
+    }
+    CHECK(failed == std::set<std::string>{"notes.fits", "zero.fits", "truncated.fits"});
+    // Outputs mirror the input tree; cube planes and extensions are named apart.
+    CHECK(std::filesystem::exists(out / "night2" / "cube.p2.cat.csv"));
+    CHECK(std::filesystem::exists(out / "mef.hdu1.cat.fits"));
+    CHECK(std::filesystem::exists(out / "field3.labels.fits"));
+    CHECK(std::filesystem::exists(out / "field3.bgsub.fits"));
+    CHECK(!std::filesystem::exists(out / "notes.cat.csv"));
+    // The constant image is processed: std 0, no sources.
+    CHECK(count_lines(read_text(out / "constant.cat.csv")) == 1);
+    // The catalog equals the steps run directly on the image.
+    ImageBuffer image;
+    read_fits_plane(dir / "in" / "field3.fits", 0, 0, image);
+    std::vector<float> work;
+    const auto stats = kernels::kappa_sigma_clip(image.view(), 3.0, 100, work);
+    for (const auto& item : json["items"]) {
+      if (item["file"].get<std::string>().find("field3") != std::string::npos) {
+        CHECK(item["background"]["median"].get<double>() == stats.median);
+        CHECK(item["nsources"].get<int>() + 1 == static_cast<int>(count_lines(read_text(out / "field3.cat.csv"))));
+        CHECK(item["nsources"].get<int>() >= 1);
+      }
+    }
+    CHECK(std::filesystem::exists(options.trace_path));
+  }
+  // Both runs wrote identical catalogs.
+  for (const char* name : {"field0.cat.csv", "night2/cube.p1.cat.csv", "mef.hdu1.cat.csv"}) {
+    CHECK(read_text(dir / "out1" / name) == read_text(dir / "out4" / name));
+  }
+}
+
+TEST_CASE("fail_fast stops taking new items after the first failure", "[engine]") {
+  test::TempDir dir("engine_failfast");
+  std::filesystem::create_directories(dir / "in");
+  std::ofstream(dir / "in" / "a_bad.fits") << "garbage";
+  for (int i = 0; i < 20; ++i) test::write_fits(dir / "in" / ("b" + std::to_string(i) + ".fits"), -32, {16, 16}, test::star_field(16, 16, i, 1));
+  Pipeline pipeline = make_pipeline(dir / "in", dir / "out", 1, 1);
+  pipeline.engine.fail_fast = true;
+  const RunSummary summary = run_pipeline(pipeline, {});
+  CHECK(summary.failed() == 1);
+  CHECK(summary.items() < 21);
+}
+
+TEST_CASE("a missing input directory or device cuda without CUDA stop the run", "[engine]") {
+  test::TempDir dir("engine_missing");
+  Pipeline pipeline = make_pipeline(dir / "nope", dir / "out", 1, 1);
+  CHECK_THROWS_WITH(run_pipeline(pipeline, {}), Catch::Contains("does not exist"));
+#ifndef IMFLOW_HAVE_CUDA
+  pipeline.engine.device = "cuda";
+  CHECK_THROWS_WITH(run_pipeline(pipeline, {}), Catch::Contains("without CUDA"));
+#endif
+}

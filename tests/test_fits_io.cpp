@@ -1,0 +1,169 @@
+// FITS reading: every BITPIX, BSCALE/BZERO, BLANK, multi-extension files, cubes, tile
+// compression; writing images and catalog tables that read back.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <fstream>
+
+#include "imflow/errors.hpp"
+#include "imflow/io/fits.hpp"
+#include "test_helpers.hpp"
+
+using namespace imflow;
+
+TEST_CASE("every BITPIX reads back as float32 physical values", "[fits]") {
+  test::TempDir dir("fits_bitpix");
+  const std::vector<double> values = {0, 1, 2, 3, 100, 120};
+  for (int bitpix : {8, 16, 32, 64, -32, -64}) {
+    INFO("BITPIX " << bitpix);
+    const auto path = dir / ("b" + std::to_string(bitpix) + ".fits");
+    test::write_fits(path, bitpix, {3, 2}, values);
+    const auto images = scan_fits(path);
+    REQUIRE(images.size() == 1);
+    CHECK(images[0].bitpix == bitpix);
+    ImageBuffer image;
+    const int64_t bytes = read_fits_plane(path, 0, 0, image);
+    CHECK(bytes == 6 * std::abs(bitpix) / 8);
+    REQUIRE(image.width() == 3);
+    REQUIRE(image.height() == 2);
+    for (int i = 0; i < 6; ++i) CHECK(image.data()[i] == static_cast<float>(values[i]));
+  }
+}
+
+TEST_CASE("BSCALE/BZERO (unsigned 16-bit) and BLANK are honoured", "[fits]") {
+  test::TempDir dir("fits_scaling");
+  const auto path = dir / "u16.fits";
+  // BZERO 32768 with BITPIX 16 is unsigned 16-bit.
+  test::write_fits(path, 16, {2, 2}, {0, 1, 40000, 65535}, 1.0, 32768.0);
+  ImageBuffer image;
+  read_fits_plane(path, 0, 0, image);
+  CHECK(image.data()[2] == 40000.f);
+  CHECK(image.data()[3] == 65535.f);
+
+  const auto scaled = dir / "scaled.fits";
+  const long long blank = -999;
+  test::write_fits(scaled, 16, {2, 2}, {1.5, 2.5, -3.0, 10.0}, 0.5, 10.0, &blank);
+  // Overwrite one raw value with BLANK through a raw write.
+  fitsfile* file = nullptr;
+  int status = 0;
+  fits_open_file(&file, scaled.c_str(), READWRITE, &status);
+  fits_set_bscale(file, 1.0, 0.0, &status);
+  short raw = -999;
+  fits_write_img(file, TSHORT, 4, 1, &raw, &status);
+  fits_close_file(file, &status);
+  REQUIRE(status == 0);
+  read_fits_plane(scaled, 0, 0, image);
+  CHECK(image.data()[0] == 1.5f);
+  CHECK(image.data()[2] == -3.0f);
+  CHECK(std::isnan(image.data()[3]));
+}
+
+TEST_CASE("multi-extension files and cubes list one item per image plane", "[fits]") {
+  test::TempDir dir("fits_mef");
+  const auto path = dir / "mef.fits";
+  test::write_empty_primary(path);
+  test::write_fits(path, -32, {4, 3}, std::vector<double>(12, 1.0), 1, 0, nullptr, false);
+  test::write_fits(path, 16, {4, 3, 2}, std::vector<double>(24, 2.0), 1, 0, nullptr, false);
+  const auto images = scan_fits(path);
+  REQUIRE(images.size() == 2);
+  CHECK(images[0].hdu == 1);
+  CHECK(images[1].hdu == 2);
+  CHECK(images[1].planes() == 2);
+  ImageBuffer image;
+  std::vector<double> cube(24);
+  for (int i = 0; i < 24; ++i) cube[i] = i;
+  test::write_fits(dir / "cube.fits", -32, {4, 3, 2}, cube);
+  read_fits_plane(dir / "cube.fits", 0, 1, image);
+  CHECK(image.data()[0] == 12.f);
+  CHECK(image.data()[11] == 23.f);
+  CHECK_THROWS_AS(read_fits_plane(dir / "cube.fits", 0, 2, image), InputError);
+}
+
+TEST_CASE("tile-compressed images read like plain ones", "[fits]") {
+  test::TempDir dir("fits_fz");
+  const auto plain = dir / "plain.fits";
+  std::vector<double> values(64 * 48);
+  for (size_t i = 0; i < values.size(); ++i) values[i] = static_cast<double>((i * 37) % 1000);
+  test::write_fits(plain, 16, {64, 48}, values);
+  const auto packed = dir / "packed.fits.fz";
+  fitsfile *in = nullptr, *out = nullptr;
+  int status = 0;
+  fits_open_file(&in, plain.c_str(), READONLY, &status);
+  fits_create_file(&out, ("!" + packed.string()).c_str(), &status);
+  fits_set_compression_type(out, RICE_1, &status);
+  fits_img_compress(in, out, &status);
+  fits_close_file(in, &status);
+  fits_close_file(out, &status);
+  REQUIRE(status == 0);
+  const auto images = scan_fits(packed);
+  REQUIRE(images.size() == 1);
+  CHECK(images[0].hdu == 1);
+  ImageBuffer image;
+  read_fits_plane(packed, 1, 0, image);
+  for (size_t i = 0; i < values.size(); ++i) REQUIRE(image.data()[i] == static_cast<float>(values[i]));
+}
+
+TEST_CASE("bad files give errors naming the file and the reason", "[fits]") {
+  test::TempDir dir("fits_bad");
+  auto message = [](const std::filesystem::path& path) -> std::string {
+    try {
+      scan_fits(path);
+    } catch (const InputError& error) {
+      return error.what();
+    }
+    return "no error";
+  };
+  std::ofstream(dir / "text.fits") << "this is not FITS\n";
+  CHECK_THAT(message(dir / "text.fits"), Catch::Contains("text.fits") && Catch::Contains("not a readable FITS"));
+  std::ofstream(dir / "empty.fits").close();
+  CHECK_THAT(message(dir / "empty.fits"), Catch::Contains("empty.fits") && Catch::Contains("empty"));
+  // A header claiming far more data than the file holds.
+  test::write_fits(dir / "full.fits", -32, {100, 100}, std::vector<double>(10000, 1.0));
+  std::filesystem::resize_file(dir / "full.fits", 2880 * 3);
+  CHECK_THAT(message(dir / "full.fits"), Catch::Contains("full.fits") && Catch::Contains("claims"));
+  test::write_empty_primary(dir / "noimage.fits");
+  CHECK_THAT(message(dir / "noimage.fits"), Catch::Contains("no image"));
+}
+
+TEST_CASE("an image above max_pixels is refused before allocation", "[fits]") {
+  test::TempDir dir("fits_limit");
+  test::write_fits(dir / "big.fits", 8, {100, 100}, std::vector<double>(10000, 1.0));
+  ImageBuffer image;
+  ReadLimits limits;
+  limits.max_pixels = 5000;
+  CHECK_THROWS_WITH(read_fits_plane(dir / "big.fits", 0, 0, image, limits), Catch::Contains("exceeds the limit"));
+  CHECK(image.capacity_bytes() == 0);
+}
+
+TEST_CASE("written images and catalogs read back", "[fits]") {
+  test::TempDir dir("fits_write");
+  std::vector<float> pixels = {1, 2, 3, 4, 5, 6};
+  write_fits_image(dir / "out" / "image.fits", {pixels.data(), 3, 2}, {{"BKG_MED", "1.5", "", true}});
+  ImageBuffer image;
+  read_fits_plane(dir / "out" / "image.fits", 0, 0, image);
+  CHECK(image.data()[5] == 6.f);
+  Catalog catalog(2);
+  catalog[0].id = 1;
+  catalog[0].x = 1.25;
+  catalog[1].id = 2;
+  catalog[1].flux = 99.5;
+  catalog[1].npix = 7;
+  write_catalog_fits(dir / "cat.fits", catalog, {{"SRCFILE", "a.fits", "", false}});
+  fitsfile* file = nullptr;
+  int status = 0;
+  fits_open_table(&file, (dir / "cat.fits").c_str(), READONLY, &status);
+  long rows = 0;
+  fits_get_num_rows(file, &rows, &status);
+  CHECK(rows == 2);
+  int column = 0;
+  fits_get_colnum(file, CASEINSEN, const_cast<char*>("flux"), &column, &status);
+  double flux[2] = {0, 0};
+  fits_read_col(file, TDOUBLE, column, 1, 1, 2, nullptr, flux, nullptr, &status);
+  CHECK(flux[1] == 99.5);
+  fits_close_file(file, &status);
+  CHECK(status == 0);
+  // No temporary files are left behind.
+  for (const auto& entry : std::filesystem::directory_iterator(dir.path())) {
+    CHECK(entry.path().filename().string().find(".tmp-") == std::string::npos);
+  }
+}

@@ -1,0 +1,97 @@
+// Helpers for the tests: temporary directories, FITS files made with CFITSIO, running steps.
+#pragma once
+#include <fitsio.h>
+
+#include <filesystem>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "imflow/pipeline.hpp"
+#include "imflow/work_item.hpp"
+
+namespace test {
+
+// A fresh, empty directory under the build tree, removed at the end of the scope.
+class TempDir {
+ public:
+  explicit TempDir(const std::string& name) : path_(std::filesystem::path(IMFLOW_TEST_OUTPUT_DIR) / "tmp" / name) {
+    std::filesystem::remove_all(path_);
+    std::filesystem::create_directories(path_);
+  }
+  ~TempDir() {
+    std::error_code ignored;
+    std::filesystem::remove_all(path_, ignored);
+  }
+  const std::filesystem::path& path() const { return path_; }
+  std::filesystem::path operator/(const std::string& name) const { return path_ / name; }
+
+ private:
+  std::filesystem::path path_;
+};
+
+inline std::filesystem::path source_dir() { return IMFLOW_SOURCE_DIR; }
+
+// Write an image HDU (appended; the file is created if needed) with BITPIX `bitpix` from
+// `values` (converted by CFITSIO), optional BSCALE/BZERO/BLANK. naxes = {w, h[, d]}.
+inline void write_fits(const std::filesystem::path& path, int bitpix, const std::vector<long>& naxes,
+                       const std::vector<double>& values, double bscale = 1.0, double bzero = 0.0,
+                       const long long* blank = nullptr, bool create = true) {
+  fitsfile* file = nullptr;
+  int status = 0;
+  if (create) {
+    fits_create_file(&file, ("!" + path.string()).c_str(), &status);
+  } else {
+    fits_open_file(&file, path.c_str(), READWRITE, &status);
+  }
+  fits_create_img(file, bitpix, static_cast<int>(naxes.size()), const_cast<long*>(naxes.data()), &status);
+  if (bscale != 1.0 || bzero != 0.0) {
+    fits_write_key(file, TDOUBLE, "BSCALE", &bscale, nullptr, &status);
+    fits_write_key(file, TDOUBLE, "BZERO", &bzero, nullptr, &status);
+    fits_set_bscale(file, bscale, bzero, &status);
+  }
+  if (blank != nullptr) {
+    long long b = *blank;
+    fits_write_key(file, TLONGLONG, "BLANK", &b, nullptr, &status);
+    fits_set_imgnull(file, b, &status);
+  }
+  if (!values.empty()) {
+    fits_write_img(file, TDOUBLE, 1, static_cast<LONGLONG>(values.size()), const_cast<double*>(values.data()), &status);
+  }
+  fits_close_file(file, &status);
+  if (status != 0) throw std::runtime_error("test write_fits failed: " + std::to_string(status));
+}
+
+// An empty primary HDU (NAXIS = 0), to start a multi-extension file.
+inline void write_empty_primary(const std::filesystem::path& path) {
+  fitsfile* file = nullptr;
+  int status = 0;
+  fits_create_file(&file, ("!" + path.string()).c_str(), &status);
+  fits_create_img(file, 8, 0, nullptr, &status);
+  fits_close_file(file, &status);
+  if (status != 0) throw std::runtime_error("test write_empty_primary failed");
+}
+
+// A noisy sky with a few Gaussian stars, deterministic for a seed.
+inline std::vector<double> star_field(int width, int height, unsigned seed, int stars = 8) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<double> noise(100.0, 5.0);
+  std::uniform_real_distribution<double> flux(500.0, 5000.0);
+  std::vector<double> image(static_cast<size_t>(width) * height);
+  for (auto& v : image) v = noise(rng);
+  std::uniform_real_distribution<double> px(4.0, width - 5.0), py(4.0, height - 5.0);
+  for (int s = 0; s < stars; ++s) {
+    const double cx = px(rng), cy = py(rng), f = flux(rng);
+    for (int y = 0; y < height; ++y)
+      for (int x = 0; x < width; ++x) {
+        const double r2 = (x - cx) * (x - cx) + (y - cy) * (y - cy);
+        if (r2 < 36) image[y * width + x] += f * std::exp(-r2 / 2.0) / 6.28;
+      }
+  }
+  return image;
+}
+
+// A pipeline from YAML text (steps and settings), for tests.
+inline imflow::Pipeline pipeline_from(const std::string& yaml) { return imflow::parse_pipeline(yaml, "test.yaml"); }
+
+}  // namespace test

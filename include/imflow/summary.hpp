@@ -20,7 +20,12 @@ class RunSummary {
   void add(const WorkItem& item, const std::vector<std::filesystem::path>& outputs);
 
   void set_context(nlohmann::json context) { context_ = std::move(context); }
+  // Add one run-level entry (e.g. the GPU overlap figures) next to the context.
+  void set(const std::string& key, nlohmann::json value);
   void finish(double wall_seconds);
+  // Why the run stopped before the end of its input (empty when it did not).
+  void set_stop_reason(const std::string& reason);
+  std::string stop_reason() const;
 
   int64_t succeeded() const { return succeeded_; }
   int64_t failed() const { return failed_; }
@@ -41,6 +46,7 @@ class RunSummary {
   int64_t input_bytes_ = 0;
   int64_t pixels_ = 0;
   double wall_seconds_ = 0.0;
+  std::string stop_reason_;
 };
 
 // Peak resident set size of this process so far, in bytes.

@@ -75,6 +75,7 @@ int command_run(const RunArgs& args, bool progress) {
                summary.input_bytes() / 1e6 / std::max(summary.wall_seconds(), 1e-9),
                (args.summary.empty() ? (pipeline.output.dir / "summary.json").string() : args.summary));
   if (g_stop_requested) return kExitInterrupted;
+  if (!summary.stop_reason().empty()) return kExitFatal;
   return summary.failed() > 0 ? kExitSomeFailed : kExitOk;
 }
 

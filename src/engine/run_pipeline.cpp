@@ -75,7 +75,7 @@ RunSummary run_pipeline(const Pipeline& pipeline, const RunOptions& options) {
                        {"files", files.size()}});
   Progress progress(static_cast<int64_t>(files.size()), options.progress);
   Trace trace;
-  RunContext run{pipeline, summary, &progress, options.trace_path.empty() ? nullptr : &trace, options.stop, {}, {}};
+  RunContext run(pipeline, summary, &progress, options.trace_path.empty() ? nullptr : &trace, options.stop);
 
   spdlog::info("imflow {}: {} files from {} on {} ({} threads)", kVersion, files.size(), pipeline.input.dir.string(),
                device, threads);
@@ -95,7 +95,12 @@ RunSummary run_pipeline(const Pipeline& pipeline, const RunOptions& options) {
   }
   progress.finish();
   summary.finish(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
-  if (!run.fatal_error.empty()) spdlog::error("run stopped: {}", run.fatal_error);
+  if (const std::string reason = run.fatal_reason(); !reason.empty()) {
+    spdlog::error("run stopped: {}", reason);
+    summary.set_stop_reason(reason);
+  } else if (options.stop != nullptr && options.stop->load()) {
+    summary.set_stop_reason("interrupted by a signal; items in flight were finished");
+  }
   const auto summary_path = options.summary_path.empty() ? pipeline.output.dir / "summary.json" : options.summary_path;
   summary.write(summary_path);
   if (!options.trace_path.empty()) trace.write(options.trace_path);

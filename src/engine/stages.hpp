@@ -2,6 +2,7 @@
 // finishing it (outputs, summary record, error line, progress). Each records its time.
 #pragma once
 #include <atomic>
+#include <mutex>
 #include <string>
 
 #include "imflow/pipeline.hpp"
@@ -13,15 +14,32 @@
 namespace imflow {
 
 struct RunContext {
+  RunContext(const Pipeline& pipeline_, RunSummary& summary_, Progress* progress_, Trace* trace_,
+             const std::atomic<bool>* stop_)
+      : pipeline(pipeline_), summary(summary_), progress(progress_), trace(trace_), stop(stop_) {}
+
   const Pipeline& pipeline;
   RunSummary& summary;
   Progress* progress = nullptr;           // null when not reporting
   Trace* trace = nullptr;                 // null when not tracing
   const std::atomic<bool>* stop = nullptr;  // external stop request (signals)
-  std::atomic<bool> halt{false};          // set by fail-fast or a fatal error
-  std::string fatal_error;                // why the run halted (device errors, ...)
+  std::atomic<bool> halt{false};  // set by fail-fast or a fatal error
 
   bool stopping() const { return halt.load() || (stop != nullptr && stop->load()); }
+  // Stop taking new items because of a fatal error; the first reason given is kept.
+  void halt_with(const std::string& reason) {
+    std::lock_guard lock(fatal_mutex);
+    if (fatal_error.empty()) fatal_error = reason;
+    halt = true;
+  }
+  std::string fatal_reason() const {
+    std::lock_guard lock(fatal_mutex);
+    return fatal_error;
+  }
+
+ private:
+  mutable std::mutex fatal_mutex;
+  std::string fatal_error;  // why the run halted (device errors, ...)
 };
 
 // Measures one stage of one item: adds its time to the item and (if tracing) to the trace.

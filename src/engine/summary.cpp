@@ -59,6 +59,21 @@ void RunSummary::add(const WorkItem& item, const std::vector<std::filesystem::pa
   for (const auto& time : item.times) stage_seconds_[time.stage] += time.seconds;
 }
 
+void RunSummary::set(const std::string& key, nlohmann::json value) {
+  std::lock_guard lock(*mutex_);
+  context_[key] = std::move(value);
+}
+
+void RunSummary::set_stop_reason(const std::string& reason) {
+  std::lock_guard lock(*mutex_);
+  stop_reason_ = reason;
+}
+
+std::string RunSummary::stop_reason() const {
+  std::lock_guard lock(*mutex_);
+  return stop_reason_;
+}
+
 void RunSummary::finish(double wall_seconds) {
   std::lock_guard lock(*mutex_);
   wall_seconds_ = wall_seconds;
@@ -78,6 +93,7 @@ nlohmann::json RunSummary::to_json() const {
                    {"megapixels", pixels_ / 1e6},
                    {"peak_rss_megabytes", peak_rss_bytes() / 1e6},
                    {"stage_busy_seconds", stage_seconds_}};
+  if (!stop_reason_.empty()) out["totals"]["stopped_early"] = stop_reason_;
   // Items in input order, whatever order they finished in.
   std::vector<nlohmann::json> sorted = records_;
   std::stable_sort(sorted.begin(), sorted.end(), [](const nlohmann::json& a, const nlohmann::json& b) {

@@ -12,7 +12,7 @@
 namespace imflow {
 
 class ParamReader;
-struct GpuContext;  // defined by the CUDA engine (cuda/gpu_context.cuh)
+struct GpuContext;  // defined by the CUDA engine (cuda/gpu_context.hpp)
 
 class Step {
  public:

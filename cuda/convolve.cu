@@ -1,0 +1,165 @@
+// Convolution: 32x32 output tiles, the zero-padded input tile and the flipped kernel in dynamic
+// shared memory; a direct global-memory kernel when a huge kernel does not fit in shared memory.
+#include <cstring>
+#include <stdexcept>
+
+#include "cuda/convolve.hpp"
+#include "cuda/device_common.cuh"
+
+namespace imflow::cuda {
+namespace {
+
+constexpr int kTileX = 32;
+constexpr int kTileY = 32;
+constexpr int kBlockY = 8;
+constexpr int kRowsPerThread = kTileY / kBlockY;
+
+struct ConvArgs {
+  const float* in;
+  float* out;
+  const float* weights;  // kw x kh, row-major, as given (not flipped)
+  int64_t in_w, in_h, out_w, out_h;
+  int kw, kh;
+  int64_t off_x, off_y;  // output (x, y) is full-result (x + off_x, y + off_y)
+};
+
+__global__ void __launch_bounds__(kTileX * kBlockY) tiled_kernel(ConvArgs c) {
+  extern __shared__ float shared[];
+  const int tile_w = kTileX + c.kw - 1;
+  const int tile_h = kTileY + c.kh - 1;
+  float* tile = shared;
+  float* flipped = shared + tile_w * tile_h;
+  const int tid = threadIdx.y * kTileX + threadIdx.x;
+  const int nthreads = kTileX * kBlockY;
+  const int ksize = c.kw * c.kh;
+  for (int k = tid; k < ksize; k += nthreads) flipped[k] = c.weights[ksize - 1 - k];
+
+  const int64_t x0 = static_cast<int64_t>(blockIdx.x) * kTileX;
+  const int64_t y0 = static_cast<int64_t>(blockIdx.y) * kTileY;
+  const int64_t base_x = x0 + c.off_x - (c.kw - 1);
+  const int64_t base_y = y0 + c.off_y - (c.kh - 1);
+  for (int t = tid; t < tile_w * tile_h; t += nthreads) {
+    const int ty = t / tile_w;
+    const int tx = t - ty * tile_w;
+    const int64_t gx = base_x + tx, gy = base_y + ty;
+    tile[t] = (gx >= 0 && gx < c.in_w && gy >= 0 && gy < c.in_h) ? __ldg(c.in + gy * c.in_w + gx) : 0.0f;
+  }
+  __syncthreads();
+
+  float acc[kRowsPerThread] = {};
+  for (int j = 0; j < c.kh; ++j) {
+    for (int i = 0; i < c.kw; ++i) {
+      const float w = flipped[j * c.kw + i];
+#pragma unroll
+      for (int r = 0; r < kRowsPerThread; ++r)
+        acc[r] = fmaf(w, tile[(threadIdx.y + r * kBlockY + j) * tile_w + threadIdx.x + i], acc[r]);
+    }
+  }
+  const int64_t x = x0 + threadIdx.x;
+#pragma unroll
+  for (int r = 0; r < kRowsPerThread; ++r) {
+    const int64_t y = y0 + threadIdx.y + r * kBlockY;
+    if (x < c.out_w && y < c.out_h) c.out[y * c.out_w + x] = acc[r];
+  }
+}
+
+__global__ void direct_kernel(ConvArgs c) {
+  const int64_t x = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (x >= c.out_w) return;
+  for (int64_t y = static_cast<int64_t>(blockIdx.y) * blockDim.y + threadIdx.y; y < c.out_h;
+       y += static_cast<int64_t>(gridDim.y) * blockDim.y) {
+    float acc = 0.0f;
+    for (int j = 0; j < c.kh; ++j) {
+      const int64_t sy = y + c.off_y - j;
+      if (sy < 0 || sy >= c.in_h) continue;
+      for (int i = 0; i < c.kw; ++i) {
+        const int64_t sx = x + c.off_x - i;
+        if (sx < 0 || sx >= c.in_w) continue;
+        acc = fmaf(__ldg(c.weights + j * c.kw + i), __ldg(c.in + sy * c.in_w + sx), acc);
+      }
+    }
+    c.out[y * c.out_w + x] = acc;
+  }
+}
+
+// The device copy of a kernel, uploaded once per slot and content.
+const float* cached_weights(GpuContext& gpu, const float* host_kernel, int kw, int kh) {
+  const size_t count = static_cast<size_t>(kw) * static_cast<size_t>(kh);
+  for (const auto& w : gpu.convolve_weights)
+    if (w->kw == kw && w->kh == kh && std::memcmp(w->host.data(), host_kernel, count * sizeof(float)) == 0)
+      return w->device.data();
+  auto w = std::make_unique<ConvolveWeights>();
+  w->host.assign(host_kernel, host_kernel + count);
+  w->kw = kw;
+  w->kh = kh;
+  w->staging.reserve(count);
+  std::memcpy(w->staging.data(), host_kernel, count * sizeof(float));
+  w->device.reserve(count);
+  IMFLOW_CUDA_CHECK(
+      cudaMemcpyAsync(w->device.data(), w->staging.data(), count * sizeof(float), cudaMemcpyHostToDevice, gpu.stream));
+  gpu.convolve_weights.push_back(std::move(w));
+  return gpu.convolve_weights.back()->device.data();
+}
+
+}  // namespace
+
+void convolve(GpuContext& gpu, const float* host_kernel, int kw, int kh, kernels::ConvolveMode mode,
+              bool to_detection) {
+  if (kw < 1 || kh < 1 || host_kernel == nullptr) throw std::invalid_argument("cuda::convolve: empty kernel");
+  if (to_detection && mode != kernels::ConvolveMode::same)
+    throw std::invalid_argument("cuda::convolve: a detection image needs mode 'same'");
+  DeviceGuard guard(gpu.device);
+  const bool full = mode == kernels::ConvolveMode::full;
+  ConvArgs c{};
+  c.in = gpu.image.data();
+  c.in_w = gpu.width;
+  c.in_h = gpu.height;
+  c.out_w = kernels::convolved_width(gpu.width, kw, mode);
+  c.out_h = kernels::convolved_height(gpu.height, kh, mode);
+  c.kw = kw;
+  c.kh = kh;
+  c.off_x = full ? 0 : (kw - 1) / 2;
+  c.off_y = full ? 0 : (kh - 1) / 2;
+  if (!to_detection && gpu.has_detection && (c.out_w != gpu.width || c.out_h != gpu.height))
+    throw std::logic_error("cuda::convolve: cannot resize the image after a detection image was made");
+  c.weights = cached_weights(gpu, host_kernel, kw, kh);
+  const int64_t out_n = c.out_w * c.out_h;
+  if (to_detection) {
+    gpu.detection.reserve(static_cast<size_t>(out_n));
+    c.out = gpu.detection.data();
+  } else {
+    gpu.image_spare.reserve(static_cast<size_t>(out_n) + 4);
+    c.out = gpu.image_spare.data();
+  }
+
+  if (out_n > 0 && c.in_w > 0 && c.in_h > 0) {
+    const size_t smem = (static_cast<size_t>(kTileX + kw - 1) * (kTileY + kh - 1) + static_cast<size_t>(kw) * kh) *
+                        sizeof(float);
+    const int64_t rows = (c.out_h + kTileY - 1) / kTileY;
+    if (smem <= gpu.max_shared_optin && rows <= 65535) {
+      if (smem > 48 * 1024)
+        IMFLOW_CUDA_CHECK(
+            cudaFuncSetAttribute(tiled_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)));
+      const dim3 grid(static_cast<unsigned>((c.out_w + kTileX - 1) / kTileX), static_cast<unsigned>(rows));
+      tiled_kernel<<<grid, dim3(kTileX, kBlockY), smem, gpu.stream>>>(c);
+    } else {
+      const int64_t brows = (c.out_h + 7) / 8;
+      const dim3 grid(static_cast<unsigned>((c.out_w + 31) / 32), static_cast<unsigned>(brows < 65535 ? brows : 65535));
+      direct_kernel<<<grid, dim3(32, 8), 0, gpu.stream>>>(c);
+    }
+    IMFLOW_CUDA_CHECK_LAUNCH();
+  } else if (out_n > 0) {  // empty input, full mode: all zeros
+    IMFLOW_CUDA_CHECK(cudaMemsetAsync(c.out, 0, static_cast<size_t>(out_n) * sizeof(float), gpu.stream));
+  }
+
+  if (to_detection) {
+    gpu.has_detection = true;
+  } else {
+    swap(gpu.image, gpu.image_spare);
+    gpu.width = c.out_w;
+    gpu.height = c.out_h;
+    gpu.image_modified = true;
+  }
+}
+
+}  // namespace imflow::cuda

@@ -1,0 +1,16 @@
+// 2-D zero-padded convolution on the device (twin of kernels::convolve2d).
+#pragma once
+#include "cuda/gpu_context.hpp"
+#include "imflow/kernels/convolve.hpp"
+
+namespace imflow::cuda {
+
+// Convolve gpu.image with the kw x kh row-major `host_kernel` (copied to the device once per
+// slot and cached by content). Float accumulation: agrees with the float64 CPU kernel to about
+// 1e-5 of the output's largest magnitude. to_detection: the result goes to gpu.detection (same
+// mode only) and segmentation uses it; otherwise it replaces gpu.image (and its size in full
+// mode).
+void convolve(GpuContext& gpu, const float* host_kernel, int kw, int kh, kernels::ConvolveMode mode,
+              bool to_detection);
+
+}  // namespace imflow::cuda

@@ -1,0 +1,195 @@
+// GpuContext set-up and the item entry points: upload, download (never synchronizing) and the
+// host-side collection of results, including the host fallback for an overflowing catalog.
+#include <cstring>
+#include <stdexcept>
+
+#include "cuda/gpu_context.hpp"
+#include "cuda/measure.hpp"
+#include "imflow/kernels/measure.hpp"
+
+namespace imflow {
+
+GpuContext::GpuContext(int device_, cudaStream_t stream_) : device(device_), stream(stream_) {
+  cuda::DeviceGuard guard(device);
+  IMFLOW_CUDA_CHECK(cudaDeviceGetAttribute(&sm_count, cudaDevAttrMultiProcessorCount, device));
+  int optin = 0;
+  IMFLOW_CUDA_CHECK(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
+  max_shared_optin = static_cast<size_t>(optin);
+  int cooperative = 0;
+  IMFLOW_CUDA_CHECK(cudaDeviceGetAttribute(&cooperative, cudaDevAttrCooperativeLaunch, device));
+  if (!cooperative) throw std::runtime_error("imflow: the CUDA device does not support cooperative launches");
+  results.reserve(1);
+  results_host.reserve(1);
+  cuda::set_catalog_capacity(*this, catalog_capacity);
+}
+
+namespace cuda {
+
+void CatalogAccumulators::reserve(size_t rows) {
+  npix.reserve(rows);
+  flux.reserve(rows);
+  sum_x.reserve(rows);
+  sum_y.reserve(rows);
+  peak.reserve(rows);
+  peak_index.reserve(rows);
+  xmin.reserve(rows);
+  xmax.reserve(rows);
+  ymin.reserve(rows);
+  ymax.reserve(rows);
+}
+
+void set_catalog_capacity(GpuContext& gpu, int64_t capacity) {
+  if (capacity < 1) capacity = 1;
+  DeviceGuard guard(gpu.device);
+  gpu.accumulators.reserve(static_cast<size_t>(capacity));
+  gpu.catalog_host.reserve(static_cast<size_t>(capacity));
+  gpu.catalog_capacity = capacity;
+}
+
+void enqueue_upload(GpuContext& gpu, const WorkItem& item) {
+  DeviceGuard guard(gpu.device);
+  gpu.width = item.pixels.width();
+  gpu.height = item.pixels.height();
+  const int64_t n = gpu.size();
+  gpu.image.reserve(static_cast<size_t>(n) + 4);
+  if (n > 0)
+    IMFLOW_CUDA_CHECK(cudaMemcpyAsync(gpu.image.data(), item.pixels.data(), static_cast<size_t>(n) * sizeof(float),
+                                      cudaMemcpyHostToDevice, gpu.stream));
+  IMFLOW_CUDA_CHECK(cudaMemsetAsync(gpu.results.data(), 0, sizeof(DeviceResults), gpu.stream));
+  gpu.has_detection = gpu.has_background = gpu.has_threshold = gpu.has_mask = false;
+  gpu.has_labels = gpu.has_catalog = gpu.image_modified = false;
+  gpu.downloaded = DownloadWants{};
+}
+
+void enqueue_download(GpuContext& gpu, const DownloadWants& wants) {
+  DeviceGuard guard(gpu.device);
+  const size_t n = static_cast<size_t>(gpu.size());
+  IMFLOW_CUDA_CHECK(cudaMemcpyAsync(gpu.results_host.data(), gpu.results.data(), sizeof(DeviceResults),
+                                    cudaMemcpyDeviceToHost, gpu.stream));
+  detail::enqueue_catalog_rows(gpu);
+  DownloadWants done;
+  if (wants.labels && gpu.has_labels && n > 0) {
+    gpu.labels_host.reserve(n);
+    IMFLOW_CUDA_CHECK(cudaMemcpyAsync(gpu.labels_host.data(), gpu.labels.data(), n * sizeof(int32_t),
+                                      cudaMemcpyDeviceToHost, gpu.stream));
+  }
+  done.labels = wants.labels && gpu.has_labels;
+  if (wants.mask && gpu.has_mask && n > 0) {
+    gpu.mask_host.reserve(n);
+    IMFLOW_CUDA_CHECK(cudaMemcpyAsync(gpu.mask_host.data(), gpu.mask.data(), n, cudaMemcpyDeviceToHost, gpu.stream));
+  }
+  done.mask = wants.mask && gpu.has_mask;
+  if (wants.detection && gpu.has_detection && n > 0) {
+    gpu.detection_host.reserve(n);
+    IMFLOW_CUDA_CHECK(cudaMemcpyAsync(gpu.detection_host.data(), gpu.detection.data(), n * sizeof(float),
+                                      cudaMemcpyDeviceToHost, gpu.stream));
+  }
+  done.detection = wants.detection && gpu.has_detection;
+  if (wants.pixels && n > 0) {
+    gpu.pixels_host.reserve(n);
+    IMFLOW_CUDA_CHECK(cudaMemcpyAsync(gpu.pixels_host.data(), gpu.image.data(), n * sizeof(float),
+                                      cudaMemcpyDeviceToHost, gpu.stream));
+  }
+  done.pixels = wants.pixels;
+  gpu.downloaded = done;
+}
+
+namespace {
+
+int64_t next_power_of_two(int64_t v) {
+  int64_t p = 1;
+  while (p < v) p *= 2;
+  return p;
+}
+
+// Synchronous copy of a device array (collect_results runs after the stream completed).
+template <typename T>
+void copy_now(GpuContext& gpu, std::vector<T>& out, const T* device, size_t n) {
+  out.resize(n);
+  if (n == 0) return;
+  IMFLOW_CUDA_CHECK(cudaMemcpyAsync(out.data(), device, n * sizeof(T), cudaMemcpyDeviceToHost, gpu.stream));
+  IMFLOW_CUDA_CHECK(cudaStreamSynchronize(gpu.stream));
+}
+
+Source to_source(const DeviceSource& d) {
+  Source s;
+  s.id = d.id;
+  s.x = d.x;
+  s.y = d.y;
+  s.flux = d.flux;
+  s.npix = d.npix;
+  s.peak = d.peak;
+  s.peak_x = d.peak_x;
+  s.peak_y = d.peak_y;
+  s.xmin = d.xmin;
+  s.xmax = d.xmax;
+  s.ymin = d.ymin;
+  s.ymax = d.ymax;
+  return s;
+}
+
+// The catalog measured on the host from the device's labels and image, for more labels than
+// the device catalog holds; grows the capacity so the next such item stays on the device.
+Catalog host_catalog(GpuContext& gpu, const WorkItem& item, int32_t nlabels) {
+  const size_t n = static_cast<size_t>(gpu.size());
+  std::vector<int32_t> labels_copy;
+  const int32_t* labels = gpu.labels_host.data();
+  if (!gpu.downloaded.labels) {
+    copy_now(gpu, labels_copy, gpu.labels.data(), n);
+    labels = labels_copy.data();
+  }
+  std::vector<float> image_copy;
+  const float* image = item.pixels.data();
+  if (gpu.image_modified && !gpu.downloaded.pixels) {
+    copy_now(gpu, image_copy, gpu.image.data(), n);
+    image = image_copy.data();
+  } else if (gpu.downloaded.pixels) {
+    image = gpu.pixels_host.data();
+  }
+  Catalog catalog = kernels::measure_sources(ConstImageView{image, gpu.width, gpu.height}, labels, nlabels);
+  set_catalog_capacity(gpu, next_power_of_two(static_cast<int64_t>(nlabels)));
+  return catalog;
+}
+
+}  // namespace
+
+void collect_results(GpuContext& gpu, WorkItem& item) {
+  DeviceGuard guard(gpu.device);
+  const DeviceResults r = *gpu.results_host.data();
+  const size_t n = static_cast<size_t>(gpu.size());
+  if (gpu.downloaded.pixels) {
+    item.pixels.resize(gpu.width, gpu.height);
+    if (n > 0) std::memcpy(item.pixels.data(), gpu.pixels_host.data(), n * sizeof(float));
+  }
+  if (gpu.has_detection && gpu.downloaded.detection) {
+    item.detection.resize(gpu.width, gpu.height);
+    if (n > 0) std::memcpy(item.detection.data(), gpu.detection_host.data(), n * sizeof(float));
+  }
+  if (gpu.has_background) {
+    BackgroundStats b;
+    b.median = r.median;
+    b.std = r.std;
+    b.iterations = r.iterations;
+    b.kept = r.kept;
+    b.valid = r.valid;
+    item.background = b;
+  }
+  if (gpu.has_threshold) item.threshold = r.threshold;
+  if (gpu.has_mask && gpu.downloaded.mask) item.mask.assign(gpu.mask_host.data(), gpu.mask_host.data() + n);
+  if (gpu.has_labels) {
+    item.nlabels = r.nlabels;
+    if (gpu.downloaded.labels) item.labels.assign(gpu.labels_host.data(), gpu.labels_host.data() + n);
+  }
+  if (gpu.has_catalog) {
+    if (r.catalog_overflow != 0 || r.nlabels > gpu.catalog_capacity) {
+      item.catalog = host_catalog(gpu, item, r.nlabels);
+    } else {
+      Catalog catalog(static_cast<size_t>(r.nlabels));
+      for (int32_t i = 0; i < r.nlabels; ++i) catalog[static_cast<size_t>(i)] = to_source(gpu.catalog_host.data()[i]);
+      item.catalog = std::move(catalog);
+    }
+  }
+}
+
+}  // namespace cuda
+}  // namespace imflow

@@ -1,0 +1,146 @@
+// One slot's device state (buffers, results, catalog) used by one item at a time in stream order,
+// and the upload / download / collect entry points that move an item through it.
+#pragma once
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "cuda/resources.hpp"
+#include "imflow/work_item.hpp"
+
+namespace imflow {
+
+namespace cuda {
+
+// Scalar results written by the kernels (device memory; a pinned mirror is downloaded).
+struct DeviceResults {
+  double median;           // background
+  double std;
+  long long kept;
+  long long valid;
+  int iterations;
+  int nlabels;             // label
+  double threshold;        // segment
+  long long mask_pixels;   // segment: pixels set in the mask
+  int catalog_overflow;    // measure: nlabels exceeded the catalog capacity
+  int reserved;
+};
+
+// Plain twin of imflow::Source, written by the device straight into mapped pinned memory.
+struct DeviceSource {
+  int32_t id;
+  int32_t reserved;
+  double x, y, flux;
+  int64_t npix;
+  double peak;
+  int64_t peak_x, peak_y;
+  int64_t xmin, xmax, ymin, ymax;
+};
+
+// Per-label accumulators of the measure kernel (struct of arrays, `capacity` rows).
+struct CatalogAccumulators {
+  DeviceBuffer<unsigned long long> npix;
+  DeviceBuffer<double> flux, sum_x, sum_y;
+  DeviceBuffer<unsigned long long> peak;  // ordered value << 32 | ~index (or value only, see measure.cu)
+  DeviceBuffer<unsigned long long> peak_index;
+  DeviceBuffer<unsigned int> xmin, xmax, ymin, ymax;
+  void reserve(size_t rows);
+};
+
+// What enqueue_download copies besides the results and the catalog.
+struct DownloadWants {
+  bool labels = false;     // the int32 label map
+  bool mask = false;       // the uint8 mask
+  bool detection = false;  // the filtered detection image (when a GPU convolve produced one)
+  bool pixels = false;     // the image itself (when a GPU step replaced it, e.g. convolve full)
+};
+
+// A convolution kernel uploaded once per slot (kept for the slot's lifetime).
+struct ConvolveWeights {
+  std::vector<float> host;  // content, the cache key (with the sizes)
+  int kw = 0, kh = 0;
+  PinnedBuffer<float> staging;
+  DeviceBuffer<float> device;
+};
+
+inline constexpr int64_t kInitialCatalogCapacity = 65536;
+
+}  // namespace cuda
+
+// step.hpp forward-declares imflow::GpuContext; the launchers live in imflow::cuda.
+struct GpuContext {
+  // `stream` is not owned (the engine owns the Stream); it must belong to `device`.
+  GpuContext(int device, cudaStream_t stream);
+  GpuContext(const GpuContext&) = delete;
+  GpuContext& operator=(const GpuContext&) = delete;
+
+  int device = 0;
+  cudaStream_t stream = nullptr;
+  int64_t width = 0;
+  int64_t height = 0;
+  int64_t size() const { return width * height; }
+
+  // Device buffers (grow-only).
+  cuda::DeviceBuffer<float> image;       // the uploaded pixels (or what a GPU step made of them)
+  cuda::DeviceBuffer<float> image_spare; // output of a size-changing step, swapped with `image`
+  cuda::DeviceBuffer<float> detection;   // filtered image, valid when has_detection
+  cuda::DeviceBuffer<uint8_t> mask;
+  cuda::DeviceBuffer<int32_t> labels;
+  cuda::DeviceBuffer<int32_t> label_rank;     // CCL: scan of the root flags
+  cuda::DeviceBuffer<unsigned char> scratch;  // CUB temporary storage
+  cuda::DeviceBuffer<unsigned char> background_work;
+  cuda::DeviceBuffer<cuda::DeviceResults> results;
+  cuda::CatalogAccumulators accumulators;
+  int64_t catalog_capacity = cuda::kInitialCatalogCapacity;
+  std::vector<std::unique_ptr<cuda::ConvolveWeights>> convolve_weights;
+
+  // Pinned host mirrors (grow-only). catalog_host is written directly by the device.
+  cuda::PinnedBuffer<cuda::DeviceResults> results_host;
+  cuda::PinnedBuffer<cuda::DeviceSource> catalog_host;
+  cuda::PinnedBuffer<int32_t> labels_host;
+  cuda::PinnedBuffer<uint8_t> mask_host;
+  cuda::PinnedBuffer<float> detection_host;
+  cuda::PinnedBuffer<float> pixels_host;
+
+  // Which steps were enqueued for the current item (set on the host as they are enqueued).
+  bool has_detection = false;
+  bool has_background = false;
+  bool has_threshold = false;
+  bool has_mask = false;
+  bool has_labels = false;
+  bool has_catalog = false;
+  bool image_modified = false;
+  cuda::DownloadWants downloaded;  // what the last enqueue_download copied
+
+  // Device properties read once.
+  int sm_count = 0;
+  size_t max_shared_optin = 0;
+  // Test hook: measure with the two-pass peak search used for images of 2^32 pixels or more.
+  bool force_wide_peak = false;
+};
+
+namespace cuda {
+using ::imflow::GpuContext;
+
+// Set width/height, grow the buffers, copy item.pixels to the device (asynchronous: the
+// engine gives items pinned pixel buffers), reset the step flags and the device results.
+void enqueue_upload(GpuContext& gpu, const WorkItem& item);
+
+// Copy the results, the catalog rows and what `wants` asks for into the context's pinned
+// mirrors. Never synchronizes.
+void enqueue_download(GpuContext& gpu, const DownloadWants& wants);
+
+// On a host thread after gpu.stream has completed: move the downloaded results into `item`.
+// A catalog that overflowed the device capacity is measured on the host (and the capacity grown
+// for the next item), so results never depend on a fixed limit.
+void collect_results(GpuContext& gpu, WorkItem& item);
+
+// Set the number of catalog rows measured on the device (buffers only grow; a smaller value is
+// honoured, which tests use to exercise the overflow path). May synchronize the device through
+// cudaMalloc/cudaFree: call between items only.
+void set_catalog_capacity(GpuContext& gpu, int64_t capacity);
+
+}  // namespace cuda
+}  // namespace imflow

@@ -1,0 +1,211 @@
+// Measurement kernels: each thread walks a short run of pixels and accumulates while the label
+// stays the same (segments are runs along rows), then flushes with float64/64-bit atomics.
+#include <climits>
+#include <stdexcept>
+
+#include "cuda/device_common.cuh"
+#include "cuda/measure.hpp"
+
+namespace imflow::cuda {
+namespace {
+
+constexpr int kThreads = 256;
+constexpr int kRun = 8;  // pixels per thread
+
+struct Accumulators {
+  unsigned long long* npix;
+  double* flux;
+  double* sum_x;
+  double* sum_y;
+  unsigned long long* peak;
+  unsigned long long* peak_index;
+  unsigned int* xmin;
+  unsigned int* xmax;
+  unsigned int* ymin;
+  unsigned int* ymax;
+  int64_t capacity;
+};
+
+Accumulators accumulators_of(GpuContext& gpu) {
+  auto& a = gpu.accumulators;
+  return {a.npix.data(), a.flux.data(), a.sum_x.data(), a.sum_y.data(), a.peak.data(), a.peak_index.data(),
+          a.xmin.data(), a.xmax.data(), a.ymin.data(), a.ymax.data(), gpu.catalog_capacity};
+}
+
+__device__ __forceinline__ int64_t valid_rows(const DeviceResults* results, int64_t capacity) {
+  const int64_t n = results->nlabels;
+  return n < capacity ? n : capacity;
+}
+
+__global__ void reset_kernel(Accumulators a, const DeviceResults* results) {
+  const int64_t rows = valid_rows(results, a.capacity);
+  for (int64_t r = static_cast<int64_t>(blockIdx.x) * kThreads + threadIdx.x; r < rows;
+       r += static_cast<int64_t>(gridDim.x) * kThreads) {
+    a.npix[r] = 0;
+    a.flux[r] = 0.0;
+    a.sum_x[r] = 0.0;
+    a.sum_y[r] = 0.0;
+    a.peak[r] = 0;
+    a.peak_index[r] = ULLONG_MAX;
+    a.xmin[r] = UINT_MAX;
+    a.ymin[r] = UINT_MAX;
+    a.xmax[r] = 0;
+    a.ymax[r] = 0;
+  }
+}
+
+// Non-finite values never win the peak (they rank below every finite value).
+__device__ __forceinline__ uint32_t peak_key(float v) { return isfinite(v) ? detail::float_key(v) : 0u; }
+
+struct Run {
+  int32_t label = 0;
+  unsigned long long npix = 0;
+  double flux = 0.0, sx = 0.0, sy = 0.0;
+  unsigned long long peak = 0;
+  unsigned int xmin = UINT_MAX, xmax = 0, ymin = UINT_MAX, ymax = 0;
+};
+
+// Wide = true: images of 2^32 pixels or more; `peak` holds the value key only, the position is
+// found by position_kernel.
+template <bool Wide>
+__device__ void flush(const Run& r, const Accumulators& a, DeviceResults* results) {
+  if (r.label <= 0) return;
+  const int64_t row = r.label - 1;
+  if (row >= a.capacity) {
+    results->catalog_overflow = 1;
+    return;
+  }
+  atomicAdd(a.npix + row, r.npix);
+  atomicAdd(a.flux + row, r.flux);
+  atomicAdd(a.sum_x + row, r.sx);
+  atomicAdd(a.sum_y + row, r.sy);
+  atomicMax(a.peak + row, r.peak);
+  atomicMin(a.xmin + row, r.xmin);
+  atomicMax(a.xmax + row, r.xmax);
+  atomicMin(a.ymin + row, r.ymin);
+  atomicMax(a.ymax + row, r.ymax);
+}
+
+template <bool Wide>
+__global__ void __launch_bounds__(kThreads)
+    accumulate_kernel(const float* __restrict__ image, const int32_t* __restrict__ labels, int64_t width, int64_t n,
+                      Accumulators a, DeviceResults* results) {
+  const int64_t runs = (n + kRun - 1) / kRun;
+  for (int64_t t = static_cast<int64_t>(blockIdx.x) * kThreads + threadIdx.x; t < runs;
+       t += static_cast<int64_t>(gridDim.x) * kThreads) {
+    const int64_t begin = t * kRun;
+    const int64_t end = begin + kRun < n ? begin + kRun : n;
+    int64_t y = begin / width;
+    int64_t x = begin - y * width;
+    Run r;
+    for (int64_t i = begin; i < end; ++i) {
+      const int32_t l = labels[i];
+      if (l != r.label) {
+        flush<Wide>(r, a, results);
+        r = Run{};
+        r.label = l;
+      }
+      if (l > 0) {
+        const float v = image[i];
+        const double d = v;
+        r.npix += 1;
+        r.flux += d;
+        r.sx += d * static_cast<double>(x);
+        r.sy += d * static_cast<double>(y);
+        const unsigned long long key =
+            Wide ? peak_key(v)
+                 : (static_cast<unsigned long long>(peak_key(v)) << 32) | (0xFFFFFFFFull - static_cast<uint64_t>(i));
+        r.peak = key > r.peak ? key : r.peak;
+        const auto ux = static_cast<unsigned int>(x), uy = static_cast<unsigned int>(y);
+        r.xmin = ux < r.xmin ? ux : r.xmin;
+        r.xmax = ux > r.xmax ? ux : r.xmax;
+        r.ymin = uy < r.ymin ? uy : r.ymin;
+        r.ymax = uy > r.ymax ? uy : r.ymax;
+      }
+      if (++x == width) {
+        x = 0;
+        ++y;
+      }
+    }
+    flush<Wide>(r, a, results);
+  }
+}
+
+// Wide images only: the smallest index holding each label's maximum value.
+__global__ void __launch_bounds__(kThreads)
+    position_kernel(const float* __restrict__ image, const int32_t* __restrict__ labels, int64_t n, Accumulators a) {
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * kThreads + threadIdx.x; i < n;
+       i += static_cast<int64_t>(gridDim.x) * kThreads) {
+    const int32_t l = labels[i];
+    if (l <= 0 || l > a.capacity) continue;
+    if (peak_key(image[i]) == a.peak[l - 1]) atomicMin(a.peak_index + l - 1, static_cast<unsigned long long>(i));
+  }
+}
+
+__global__ void rows_kernel(Accumulators a, const DeviceResults* results, int64_t width, bool wide,
+                            DeviceSource* out) {
+  const int64_t rows = valid_rows(results, a.capacity);
+  for (int64_t r = static_cast<int64_t>(blockIdx.x) * kThreads + threadIdx.x; r < rows;
+       r += static_cast<int64_t>(gridDim.x) * kThreads) {
+    DeviceSource s;
+    s.id = static_cast<int32_t>(r + 1);
+    s.reserved = 0;
+    s.flux = a.flux[r];
+    s.x = a.sum_x[r] / s.flux;
+    s.y = a.sum_y[r] / s.flux;
+    s.npix = static_cast<int64_t>(a.npix[r]);
+    const unsigned long long peak = a.peak[r];
+    const uint32_t value_key = wide ? static_cast<uint32_t>(peak) : static_cast<uint32_t>(peak >> 32);
+    const int64_t index = wide ? static_cast<int64_t>(a.peak_index[r])
+                               : static_cast<int64_t>(0xFFFFFFFFull - (peak & 0xFFFFFFFFull));
+    s.peak = value_key == 0 ? NAN : static_cast<double>(detail::key_float(value_key));
+    s.peak_y = index / width;
+    s.peak_x = index - s.peak_y * width;
+    s.xmin = a.xmin[r];
+    s.xmax = a.xmax[r];
+    s.ymin = a.ymin[r];
+    s.ymax = a.ymax[r];
+    out[r] = s;
+  }
+}
+
+bool wide_peak(const GpuContext& gpu) { return gpu.force_wide_peak || gpu.size() > 0xFFFFFFFFll; }
+
+}  // namespace
+
+void measure(GpuContext& gpu) {
+  if (!gpu.has_labels) throw std::logic_error("cuda::measure: the label step has not run on the GPU");
+  DeviceGuard guard(gpu.device);
+  const int64_t n = gpu.size();
+  gpu.accumulators.reserve(static_cast<size_t>(gpu.catalog_capacity));
+  const Accumulators a = accumulators_of(gpu);
+  const int rows_blocks = detail::blocks_for(gpu.catalog_capacity, kThreads, 1024);
+  reset_kernel<<<rows_blocks, kThreads, 0, gpu.stream>>>(a, gpu.results.data());
+  IMFLOW_CUDA_CHECK_LAUNCH();
+  gpu.has_catalog = true;
+  if (n == 0) return;
+  const int blocks = detail::blocks_for((n + kRun - 1) / kRun, kThreads, static_cast<int64_t>(gpu.sm_count) * 32);
+  if (wide_peak(gpu)) {
+    accumulate_kernel<true>
+        <<<blocks, kThreads, 0, gpu.stream>>>(gpu.image.data(), gpu.labels.data(), gpu.width, n, a, gpu.results.data());
+    IMFLOW_CUDA_CHECK_LAUNCH();
+    const int pblocks = detail::blocks_for(n, kThreads, static_cast<int64_t>(gpu.sm_count) * 32);
+    position_kernel<<<pblocks, kThreads, 0, gpu.stream>>>(gpu.image.data(), gpu.labels.data(), n, a);
+  } else {
+    accumulate_kernel<false>
+        <<<blocks, kThreads, 0, gpu.stream>>>(gpu.image.data(), gpu.labels.data(), gpu.width, n, a, gpu.results.data());
+  }
+  IMFLOW_CUDA_CHECK_LAUNCH();
+}
+
+void detail::enqueue_catalog_rows(GpuContext& gpu) {
+  if (!gpu.has_catalog) return;
+  gpu.catalog_host.reserve(static_cast<size_t>(gpu.catalog_capacity));
+  const int rows_blocks = detail::blocks_for(gpu.catalog_capacity, kThreads, 1024);
+  rows_kernel<<<rows_blocks, kThreads, 0, gpu.stream>>>(accumulators_of(gpu), gpu.results.data(),
+                                                       gpu.width > 0 ? gpu.width : 1, wide_peak(gpu),
+                                                       gpu.catalog_host.device_pointer());
+  IMFLOW_CUDA_CHECK_LAUNCH();
+}
+
+}  // namespace imflow::cuda

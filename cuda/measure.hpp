@@ -1,0 +1,19 @@
+// Per-source measurements on the device (twin of kernels::measure_sources).
+#pragma once
+#include "cuda/gpu_context.hpp"
+
+namespace imflow::cuda {
+
+// For labels 1..min(nlabels, catalog_capacity) of gpu.labels (label must have been enqueued):
+// npix, flux, centroid, peak (first maximum in raster order) and bbox, measured on gpu.image
+// with float64 sums. More labels than the capacity set results.catalog_overflow; collect_results
+// then measures on the host.
+void measure(GpuContext& gpu);
+
+namespace detail {
+// Write the catalog rows (only the valid ones) into the mapped pinned gpu.catalog_host.
+// Called by enqueue_download.
+void enqueue_catalog_rows(GpuContext& gpu);
+}  // namespace detail
+
+}  // namespace imflow::cuda

@@ -1,0 +1,206 @@
+// The CUDA flow graph. Pinned work items are the reader's tokens (streams x buffers_per_stream
+// per GPU: the reader fills one while the GPU works on another); slots (stream + device
+// buffers) are the GPU stage's tokens. The GPU stage only enqueues work and returns; a stream
+// callback hands the item on, so no TBB worker waits on the device and N streams are N items in
+// flight. cudaStreamAddCallback (not cudaLaunchHostFunc) is used because it is also called when
+// the stream failed, so the graph can always account for the item and never hangs.
+#include "gpu_graph.hpp"
+
+#include <spdlog/spdlog.h>
+#include <tbb/flow_graph.h>
+
+#include <algorithm>
+#include <memory>
+#include <tuple>
+
+#include "cuda/cuda_check.hpp"
+#include "gpu_overlap.hpp"
+#include "gpu_slot.hpp"
+
+namespace imflow {
+
+namespace flow = tbb::flow;
+using Work = std::tuple<WorkItem*, GpuSlot*>;
+using GpuNode = flow::async_node<Work, Work>;
+
+int cuda_devices_available() { return cuda::device_count(); }
+
+GpuSlot::GpuSlot(int device_id, int slot_index, size_t steps) : device(device_id), index(slot_index) {
+  cuda::DeviceGuard guard(device);
+  stream = cuda::Stream();
+  context = std::make_unique<GpuContext>(device, stream.get());
+  for (size_t i = 0; i < steps + 3; ++i) marks.emplace_back(true);
+  track = "gpu" + std::to_string(device) + " stream " + std::to_string(index);
+}
+
+namespace {
+void CUDART_CB on_stream_done(cudaStream_t, cudaError_t status, void* user_data) {
+  auto* slot = static_cast<GpuSlot*>(user_data);
+  slot->status = status;
+  auto* gateway = static_cast<GpuNode::gateway_type*>(slot->gateway);
+  gateway->try_put(Work{slot->item, slot});
+  gateway->release_wait();
+}
+
+cuda::DownloadWants download_wants(const OutputConfig& output, const GpuContext& context) {
+  cuda::DownloadWants wants;
+  wants.labels = output.wants("labels") && context.has_labels;
+  wants.pixels = context.image_modified;
+  wants.detection = context.has_detection;
+  return wants;
+}
+
+// Enqueue upload, every step and the download on the slot's stream; never waits.
+void enqueue_item(RunContext& run, GpuSlot& slot, WorkItem& item) {
+  cuda::DeviceGuard guard(slot.device);
+  GpuContext& context = *slot.context;
+  slot.marks[0].record(slot.stream);
+  cuda::enqueue_upload(context, item);
+  slot.marks[1].record(slot.stream);
+  const auto& steps = run.pipeline.steps;
+  for (size_t s = 0; s < steps.size(); ++s) {
+    steps[s]->run_cuda(item, context);
+    slot.marks[2 + s].record(slot.stream);
+  }
+  cuda::enqueue_download(context, download_wants(run.pipeline.output, context));
+  slot.marks[2 + steps.size()].record(slot.stream);
+}
+
+// After completion: stage times from the events (into the item, the trace and the overlap
+// accounting), then the results into the item.
+void collect_item(RunContext& run, GpuSlot& slot, WorkItem& item, GpuTimeline& timeline) {
+  cuda::DeviceGuard guard(slot.device);
+  const auto& steps = run.pipeline.steps;
+  const double base_us = timeline.epoch_us(slot.device);
+  auto at_us = [&](size_t mark) {
+    return base_us + 1000.0 * cuda::Event::elapsed_ms(timeline.epoch(slot.device), slot.marks[mark]);
+  };
+  std::vector<std::pair<std::string, GpuInterval::Kind>> stages = {{"h2d", GpuInterval::copy_in}};
+  for (const auto& step : steps) stages.emplace_back(step->name(), GpuInterval::compute);
+  stages.emplace_back("d2h", GpuInterval::copy_out);
+  for (size_t i = 0; i < stages.size(); ++i) {
+    const double start = at_us(i), end = at_us(i + 1);
+    item.times.push_back({stages[i].first, (end - start) * 1e-6});
+    timeline.add(slot.device, {stages[i].second, start, end});
+    if (run.trace != nullptr) {
+      run.trace->add(slot.track, stages[i].first, start, end - start, "{\"item\":" + std::to_string(item.ref.index) + "}");
+    }
+  }
+  cuda::collect_results(*slot.context, item);
+}
+
+void fail_on_device(RunContext& run, WorkItem& item, GpuSlot& slot, const std::string& what, cudaError_t code) {
+  item.fail(item_name(item.ref) + ": GPU " + std::to_string(slot.device) + ": " + what);
+  if (cuda::is_sticky(code)) {
+    run.halt_with("device " + std::to_string(slot.device) + " is in an unrecoverable state (" + what +
+                  "); stopping, finished items are kept");
+  }
+}
+}  // namespace
+
+void run_gpu_graph(RunContext& run, ItemSource& source, int threads, const EngineConfig& engine) {
+  const int devices = std::min(cuda::device_count(), 1);  // several GPUs: the scale-out issue
+  GpuTimeline timeline(devices);
+  std::vector<std::unique_ptr<GpuSlot>> slots;
+  std::vector<std::unique_ptr<WorkItem>> items;
+  for (int device = 0; device < devices; ++device) {
+    for (int s = 0; s < engine.streams; ++s) {
+      slots.push_back(std::make_unique<GpuSlot>(device, s, run.pipeline.steps.size()));
+      for (int b = 0; b < engine.buffers_per_stream; ++b) {
+        items.push_back(std::make_unique<WorkItem>());
+        items.back()->pixels.set_allocator(cuda::pinned_allocator());
+      }
+    }
+  }
+  timeline.start(slots, run.trace);
+
+  flow::graph graph;
+  flow::input_node<ItemRef> files(graph, [&](tbb::flow_control& control) -> ItemRef {
+    ItemRef ref;
+    if (run.stopping() || !source.next(ref)) control.stop();
+    return ref;
+  });
+  flow::buffer_node<WorkItem*> free_items(graph);
+  flow::join_node<std::tuple<ItemRef, WorkItem*>, flow::reserving> to_read(graph);
+  flow::function_node<std::tuple<ItemRef, WorkItem*>, WorkItem*> reader(
+      graph, threads, [&](const std::tuple<ItemRef, WorkItem*>& work) {
+        WorkItem* item = std::get<1>(work);
+        read_stage(run, *item, std::get<0>(work));
+        return item;
+      });
+  flow::queue_node<WorkItem*> read_items(graph);
+  flow::buffer_node<GpuSlot*> free_slots(graph);
+  flow::join_node<Work, flow::reserving> to_gpu(graph);
+  GpuNode gpu(graph, flow::unlimited, [&](const Work& work, GpuNode::gateway_type& gateway) {
+    auto [item, slot] = work;
+    gateway.reserve_wait();
+    if (item->status == ItemStatus::failed || run.halt) {
+      if (item->status != ItemStatus::failed) item->fail(item_name(item->ref) + ": not processed: " + run.fatal_reason());
+      slot->status = cudaSuccess;
+      gateway.try_put(work);
+      gateway.release_wait();
+      return;
+    }
+    slot->item = item;
+    slot->gateway = &gateway;
+    slot->status = cudaSuccess;
+    try {
+      enqueue_item(run, *slot, *item);
+      IMFLOW_CUDA_CHECK(cudaStreamAddCallback(slot->stream, on_stream_done, slot, 0));
+    } catch (const std::exception& error) {
+      // Nothing will call back: let queued copies finish before the item's buffer is reused.
+      const cudaError_t code = cudaStreamSynchronize(slot->stream);
+      const auto* cuda_error = dynamic_cast<const cuda::CudaError*>(&error);
+      fail_on_device(run, *item, *slot, error.what(), cuda_error ? cuda_error->code() : code);
+      slot->status = cudaErrorUnknown;
+      gateway.try_put(work);
+      gateway.release_wait();
+    }
+  });
+  flow::function_node<Work, WorkItem*> collect(graph, threads, [&](const Work& work) {
+    auto [item, slot] = work;
+    if (item->status != ItemStatus::failed) {
+      if (slot->status != cudaSuccess) {
+        fail_on_device(run, *item, *slot,
+                       std::string("CUDA error ") + cudaGetErrorName(slot->status) + ": " +
+                           cudaGetErrorString(slot->status),
+                       slot->status);
+      } else {
+        try {
+          collect_item(run, *slot, *item, timeline);
+        } catch (const cuda::CudaError& error) {
+          fail_on_device(run, *item, *slot, error.what(), error.code());
+        } catch (const std::exception& error) {
+          item->fail(item_name(item->ref) + ": " + error.what());
+        }
+      }
+    }
+    slot->item = nullptr;
+    free_slots.try_put(slot);
+    return item;
+  });
+  flow::function_node<WorkItem*, WorkItem*> writer(graph, threads, [&](WorkItem* item) {
+    finish_stage(run, *item);
+    return item;
+  });
+
+  flow::make_edge(files, flow::input_port<0>(to_read));
+  flow::make_edge(free_items, flow::input_port<1>(to_read));
+  flow::make_edge(to_read, reader);
+  flow::make_edge(reader, read_items);
+  flow::make_edge(read_items, flow::input_port<0>(to_gpu));
+  flow::make_edge(free_slots, flow::input_port<1>(to_gpu));
+  flow::make_edge(to_gpu, gpu);
+  flow::make_edge(gpu, collect);
+  flow::make_edge(collect, writer);
+  flow::make_edge(writer, free_items);
+  for (auto& item : items) free_items.try_put(item.get());
+  for (auto& slot : slots) free_slots.try_put(slot.get());
+  files.activate();
+  graph.wait_for_all();
+
+  for (auto& slot : slots) IMFLOW_CUDA_LOG(cudaStreamSynchronize(slot->stream));
+  run.summary.set("gpu", timeline.summary(slots));
+}
+
+}  // namespace imflow

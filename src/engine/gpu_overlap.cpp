@@ -1,0 +1,97 @@
+// GpuTimeline: epochs, intervals, and the copy/compute overlap figures of the run summary.
+#include "gpu_overlap.hpp"
+
+#include <algorithm>
+
+#include "cuda/cuda_check.hpp"
+#include "gpu_slot.hpp"
+
+namespace imflow {
+
+std::vector<std::pair<double, double>> merge_intervals(std::vector<std::pair<double, double>> intervals) {
+  std::sort(intervals.begin(), intervals.end());
+  std::vector<std::pair<double, double>> merged;
+  for (const auto& interval : intervals) {
+    if (!merged.empty() && interval.first <= merged.back().second) {
+      merged.back().second = std::max(merged.back().second, interval.second);
+    } else {
+      merged.push_back(interval);
+    }
+  }
+  return merged;
+}
+
+double covered_length(const std::vector<std::pair<double, double>>& merged, double start, double end) {
+  double covered = 0.0;
+  auto it = std::lower_bound(merged.begin(), merged.end(), std::pair{start, start},
+                             [](const auto& a, const auto& b) { return a.second < b.first; });
+  for (; it != merged.end() && it->first < end; ++it) {
+    covered += std::max(0.0, std::min(end, it->second) - std::max(start, it->first));
+  }
+  return covered;
+}
+
+GpuTimeline::GpuTimeline(int devices) : epoch_us_(devices, 0.0), intervals_(devices) {
+  for (int d = 0; d < devices; ++d) {
+    cuda::DeviceGuard guard(d);
+    epochs_.emplace_back(true);
+  }
+}
+
+void GpuTimeline::start(const std::vector<std::unique_ptr<GpuSlot>>& slots, const Trace* trace) {
+  for (size_t d = 0; d < epochs_.size(); ++d) {
+    for (const auto& slot : slots) {
+      if (slot->device != static_cast<int>(d)) continue;
+      cuda::DeviceGuard guard(slot->device);
+      epochs_[d].record(slot->stream);
+      epochs_[d].synchronize();
+      epoch_us_[d] = trace != nullptr ? trace->now_us() : 0.0;
+      break;
+    }
+  }
+}
+
+void GpuTimeline::add(int device, GpuInterval interval) {
+  std::lock_guard lock(mutex_);
+  intervals_[device].push_back(interval);
+}
+
+nlohmann::json GpuTimeline::summary(const std::vector<std::unique_ptr<GpuSlot>>& slots) const {
+  std::lock_guard lock(mutex_);
+  nlohmann::json devices = nlohmann::json::array();
+  double copy_total = 0.0, copy_overlapped = 0.0;
+  for (size_t d = 0; d < intervals_.size(); ++d) {
+    std::vector<std::pair<double, double>> kernels;
+    double busy[3] = {0, 0, 0};
+    for (const auto& interval : intervals_[d]) {
+      busy[interval.kind] += interval.end_us - interval.start_us;
+      if (interval.kind == GpuInterval::compute) kernels.emplace_back(interval.start_us, interval.end_us);
+    }
+    const auto merged = merge_intervals(kernels);
+    double overlapped[3] = {0, 0, 0};
+    for (const auto& interval : intervals_[d]) {
+      if (interval.kind != GpuInterval::compute) {
+        overlapped[interval.kind] += covered_length(merged, interval.start_us, interval.end_us);
+      }
+    }
+    double kernel_union = 0.0;
+    for (const auto& [start, end] : merged) kernel_union += end - start;
+    auto fraction = [](double part, double whole) { return whole > 0 ? part / whole : 0.0; };
+    int streams = 0;
+    for (const auto& slot : slots) streams += slot->device == static_cast<int>(d);
+    devices.push_back({{"device", d},
+                       {"name", cuda::device_name(static_cast<int>(d))},
+                       {"streams", streams},
+                       {"h2d_seconds", busy[GpuInterval::copy_in] * 1e-6},
+                       {"kernel_seconds", busy[GpuInterval::compute] * 1e-6},
+                       {"kernel_busy_seconds", kernel_union * 1e-6},
+                       {"d2h_seconds", busy[GpuInterval::copy_out] * 1e-6},
+                       {"h2d_overlap_fraction", fraction(overlapped[GpuInterval::copy_in], busy[GpuInterval::copy_in])},
+                       {"d2h_overlap_fraction", fraction(overlapped[GpuInterval::copy_out], busy[GpuInterval::copy_out])}});
+    copy_total += busy[GpuInterval::copy_in] + busy[GpuInterval::copy_out];
+    copy_overlapped += overlapped[GpuInterval::copy_in] + overlapped[GpuInterval::copy_out];
+  }
+  return {{"devices", devices}, {"copy_overlap_fraction", copy_total > 0 ? copy_overlapped / copy_total : 0.0}};
+}
+
+}  // namespace imflow

@@ -1,0 +1,46 @@
+// GPU timeline accounting: per-device epoch events that map CUDA event times onto the trace's
+// clock, the copy and kernel intervals of every item, and how much copy time overlapped kernels.
+#pragma once
+#include <nlohmann/json.hpp>
+
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "cuda/resources.hpp"
+#include "imflow/trace.hpp"
+
+namespace imflow {
+
+struct GpuSlot;
+
+struct GpuInterval {
+  enum Kind { copy_in, compute, copy_out } kind;
+  double start_us, end_us;
+};
+
+class GpuTimeline {
+ public:
+  explicit GpuTimeline(int devices);
+  // Record and wait for an epoch event on every device (once, before the run).
+  void start(const std::vector<std::unique_ptr<GpuSlot>>& slots, const Trace* trace);
+  const cuda::Event& epoch(int device) const { return epochs_[device]; }
+  double epoch_us(int device) const { return epoch_us_[device]; }
+  void add(int device, GpuInterval interval);
+  // Busy time per kind and per device, and the fraction of H2D / D2H time during which some
+  // kernel of the same device was running.
+  nlohmann::json summary(const std::vector<std::unique_ptr<GpuSlot>>& slots) const;
+
+ private:
+  std::vector<cuda::Event> epochs_;
+  std::vector<double> epoch_us_;
+  mutable std::mutex mutex_;
+  std::vector<std::vector<GpuInterval>> intervals_;
+};
+
+// Length of the part of [start, end) covered by the union `merged` (sorted, disjoint).
+double covered_length(const std::vector<std::pair<double, double>>& merged, double start, double end);
+// Sorted, disjoint union of intervals.
+std::vector<std::pair<double, double>> merge_intervals(std::vector<std::pair<double, double>> intervals);
+
+}  // namespace imflow

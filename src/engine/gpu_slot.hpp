@@ -1,0 +1,33 @@
+// A GPU slot: one CUDA stream with its device context (buffers, results) and the timing events
+// of the item it is working on. A slot serves one item at a time.
+#pragma once
+#include <cuda_runtime_api.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "cuda/gpu_context.hpp"
+#include "cuda/resources.hpp"
+#include "imflow/work_item.hpp"
+
+namespace imflow {
+
+struct GpuSlot {
+  GpuSlot(int device, int index, size_t steps);
+
+  int device;
+  int index;                         // slot number on its device
+  cuda::Stream stream;
+  std::unique_ptr<GpuContext> context;
+  // marks[0]: before upload; [1]: after upload; [2 + s]: after step s; [2 + steps]: after download.
+  std::vector<cuda::Event> marks;
+  std::string track;                 // trace row, e.g. "gpu0 stream 1"
+
+  // Set while an item is on the GPU.
+  WorkItem* item = nullptr;
+  void* gateway = nullptr;           // the async_node gateway to hand the item back through
+  cudaError_t status = cudaSuccess;  // what the stream reported at completion
+};
+
+}  // namespace imflow

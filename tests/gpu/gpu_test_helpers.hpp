@@ -1,0 +1,164 @@
+// Shared fixtures of the GPU tests: a slot (stream + context), pinned items, synthetic images,
+// the CPU pipeline as the reference, and catalog comparison.
+#pragma once
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <cstdint>
+#include <functional>
+#include <random>
+#include <vector>
+
+#include "cuda/background.hpp"
+#include "cuda/convolve.hpp"
+#include "cuda/gpu_context.hpp"
+#include "cuda/label.hpp"
+#include "cuda/measure.hpp"
+#include "cuda/resources.hpp"
+#include "cuda/segment.hpp"
+#include "imflow/kernels/background.hpp"
+#include "imflow/kernels/convolve.hpp"
+#include "imflow/kernels/label.hpp"
+#include "imflow/kernels/measure.hpp"
+#include "imflow/kernels/segment.hpp"
+
+namespace gpu_test {
+
+using imflow::GpuContext;
+using imflow::WorkItem;
+
+// One engine slot: a stream and the context that uses it.
+struct Slot {
+  imflow::cuda::Stream stream;
+  GpuContext gpu{0, stream.get()};
+};
+
+inline void make_pinned(WorkItem& item, int64_t width, int64_t height) {
+  item.pixels.set_allocator(imflow::cuda::pinned_allocator());
+  item.pixels.resize(width, height);
+}
+
+// Background level 365 +- 37 (like the ISAAC crop), `sources` Gaussian blobs, a few NaN/Inf.
+inline void fill_sky(WorkItem& item, int64_t width, int64_t height, uint32_t seed, int sources = 20,
+                     double nan_fraction = 0.001) {
+  make_pinned(item, width, height);
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> noise(365.0f, 37.0f);
+  std::uniform_real_distribution<double> u(0.0, 1.0);
+  float* p = item.pixels.data();
+  for (int64_t i = 0; i < width * height; ++i) p[i] = noise(rng);
+  for (int s = 0; s < sources; ++s) {
+    const double cx = u(rng) * width, cy = u(rng) * height, amp = 200 + 3000 * u(rng), sig = 0.7 + 2.5 * u(rng);
+    for (int64_t y = 0; y < height; ++y)
+      for (int64_t x = 0; x < width; ++x) {
+        const double r2 = (x - cx) * (x - cx) + (y - cy) * (y - cy);
+        if (r2 < 36 * sig * sig) p[y * width + x] += static_cast<float>(amp * std::exp(-r2 / (2 * sig * sig)));
+      }
+  }
+  for (int64_t i = 0; i < width * height; ++i) {
+    const double r = u(rng);
+    if (r < nan_fraction) p[i] = NAN;
+    else if (r < nan_fraction * 1.2) p[i] = (i % 2) ? INFINITY : -INFINITY;
+  }
+}
+
+// What the CPU kernels make of an image: the reference for every GPU result.
+struct CpuResult {
+  imflow::BackgroundStats background;
+  double threshold = 0.0;
+  std::vector<uint8_t> mask;
+  std::vector<int32_t> labels;
+  int32_t nlabels = 0;
+  imflow::Catalog catalog;
+};
+
+inline CpuResult cpu_pipeline(imflow::ConstImageView image, imflow::ConstImageView detection, double kappa,
+                              int max_iters, double threshold, int connectivity) {
+  CpuResult r;
+  std::vector<float> work;
+  r.background = imflow::kernels::kappa_sigma_clip(image, kappa, max_iters, work);
+  r.threshold = threshold;
+  const size_t n = static_cast<size_t>(image.size());
+  r.mask.assign(n, 0);
+  r.labels.assign(n, 0);
+  imflow::kernels::threshold_mask(detection, threshold, r.mask.data());
+  r.nlabels = imflow::kernels::label_components({r.mask.data(), image.width, image.height}, connectivity,
+                                                r.labels.data());
+  r.catalog = imflow::kernels::measure_sources(image, r.labels.data(), r.nlabels);
+  return r;
+}
+
+inline void check_background(const imflow::BackgroundStats& gpu, const imflow::BackgroundStats& cpu) {
+  CHECK(gpu.valid == cpu.valid);
+  CHECK(gpu.iterations == cpu.iterations);
+  CHECK(gpu.kept == cpu.kept);
+  if (std::isnan(cpu.median)) {
+    CHECK(std::isnan(gpu.median));
+    CHECK(std::isnan(gpu.std));
+    return;
+  }
+  CHECK(gpu.median == cpu.median);
+  CHECK(gpu.std == Approx(cpu.std).epsilon(1e-6).margin(1e-300));
+}
+
+inline void check_catalog(const imflow::Catalog& gpu, const imflow::Catalog& cpu) {
+  REQUIRE(gpu.size() == cpu.size());
+  for (size_t i = 0; i < cpu.size(); ++i) {
+    INFO("source " << i + 1);
+    const auto &g = gpu[i], &c = cpu[i];
+    CHECK(g.id == c.id);
+    CHECK(g.npix == c.npix);
+    CHECK(g.flux == Approx(c.flux).epsilon(1e-9));
+    CHECK(g.x == Approx(c.x).margin(1e-6));
+    CHECK(g.y == Approx(c.y).margin(1e-6));
+    CHECK(g.peak == c.peak);
+    CHECK(g.peak_x == c.peak_x);
+    CHECK(g.peak_y == c.peak_y);
+    CHECK(g.xmin == c.xmin);
+    CHECK(g.xmax == c.xmax);
+    CHECK(g.ymin == c.ymin);
+    CHECK(g.ymax == c.ymax);
+  }
+}
+
+// Upload, enqueue `steps`, download, wait, collect: what the engine does for one item.
+inline void run_item(Slot& slot, WorkItem& item, const std::function<void(GpuContext&)>& steps,
+                     imflow::cuda::DownloadWants wants = {true, true, true, false}) {
+  imflow::cuda::enqueue_upload(slot.gpu, item);
+  steps(slot.gpu);
+  imflow::cuda::enqueue_download(slot.gpu, wants);
+  slot.stream.synchronize();
+  imflow::cuda::collect_results(slot.gpu, item);
+}
+
+// The whole seed pipeline on the GPU and the CPU, compared step by step.
+inline void check_pipeline(Slot& slot, WorkItem& item, double kappa, int max_iters, double nsigma, int connectivity,
+                           bool relative_to_zero = false) {
+  run_item(slot, item, [&](GpuContext& gpu) {
+    imflow::cuda::background(gpu, kappa, max_iters);
+    imflow::cuda::segment(gpu, nsigma, relative_to_zero);
+    imflow::cuda::label(gpu, connectivity);
+    imflow::cuda::measure(gpu);
+  });
+  REQUIRE(item.background.has_value());
+  REQUIRE(item.threshold.has_value());
+  const auto view = item.pixels.view();
+  // The CPU segments at the GPU's threshold so that a last-bit difference in std cannot move a
+  // pixel across it; the threshold itself is checked against the CPU's stats.
+  const CpuResult cpu = cpu_pipeline(view, view, kappa, max_iters, *item.threshold, connectivity);
+  check_background(*item.background, cpu.background);
+  const double expected = (relative_to_zero ? 0.0 : cpu.background.median) + nsigma * cpu.background.std;
+  if (std::isnan(expected)) {
+    CHECK(std::isnan(*item.threshold));
+  } else {
+    CHECK(*item.threshold == Approx(expected).epsilon(1e-9).margin(1e-9));
+  }
+  CHECK(item.mask == cpu.mask);
+  REQUIRE(item.nlabels.has_value());
+  CHECK(*item.nlabels == cpu.nlabels);
+  CHECK(item.labels == cpu.labels);
+  REQUIRE(item.catalog.has_value());
+  check_catalog(*item.catalog, cpu.catalog);
+}
+
+}  // namespace gpu_test

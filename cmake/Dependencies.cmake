@@ -14,3 +14,20 @@ if(TARGET yaml-cpp::yaml-cpp)
 else()
   set(IMFLOW_YAML_TARGET yaml-cpp)
 endif()
+
+# MRI workload (issue 3), found by path so an unpacked-.deb prefix (CMAKE_PREFIX_PATH) works too:
+# LAPACKE + OpenBLAS (sgesdd), stb_image (PNG in, libstb), libpng (PNG out), nifticlib + zlib (NIfTI).
+find_path(LAPACKE_INCLUDE_DIR lapacke.h REQUIRED)
+find_library(LAPACKE_LIBRARY lapacke REQUIRED)
+find_library(OPENBLAS_LIBRARY openblas REQUIRED)
+find_path(STB_INCLUDE_DIR stb/stb_image.h REQUIRED)
+find_library(STB_LIBRARY stb REQUIRED)
+find_package(PNG REQUIRED)
+find_package(ZLIB REQUIRED)
+find_path(NIFTI_INCLUDE_DIR nifti1_io.h PATH_SUFFIXES nifti REQUIRED)
+find_library(NIFTI_IO_LIBRARY niftiio REQUIRED)
+find_library(NIFTI_ZNZ_LIBRARY znz REQUIRED)
+add_library(imflow_mri_deps INTERFACE)
+target_include_directories(imflow_mri_deps INTERFACE ${LAPACKE_INCLUDE_DIR} ${STB_INCLUDE_DIR} ${NIFTI_INCLUDE_DIR})
+target_link_libraries(imflow_mri_deps INTERFACE
+  ${LAPACKE_LIBRARY} ${OPENBLAS_LIBRARY} ${STB_LIBRARY} PNG::PNG ${NIFTI_IO_LIBRARY} ${NIFTI_ZNZ_LIBRARY} ZLIB::ZLIB m)

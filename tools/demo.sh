@@ -26,3 +26,7 @@ for item in summary["items"]:
           f"{fmt(bg.get('median'))} {fmt(bg.get('std'))[1:]} {item.get('nsources', 0):>7}")
 print(f"\ncatalogs (CSV and FITS tables) and summary.json are in out/astro/")
 PY
+# MRI: SVD rank-50 reconstruction of every axial slice of the real Colin27 head (docs/mri.md).
+datasets/fetch_mri.sh datasets/data
+build/imflow run config/mri-svd.yaml
+echo "MRI: reconstructed slices (PNG, FITS) and metrics.csv are in out/mri-svd/"

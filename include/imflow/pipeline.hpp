@@ -16,6 +16,7 @@ struct InputConfig {
   std::vector<std::string> patterns;  // glob patterns matched against file names
   bool recursive = false;
   int64_t max_pixels = int64_t{1} << 32;  // per image plane, checked before allocation
+  int nifti_axis = 2;                     // NIfTI volumes: slice along i (0), j (1) or k (2)
 };
 
 struct OutputConfig {

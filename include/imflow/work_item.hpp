@@ -24,6 +24,7 @@ struct ItemRef {
   int64_t file_index = 0;          // sequence number of its file in the run
   std::string error;               // set when the file could not even be scanned
   bool last_of_file = false;       // the last item of its file
+  int bit_depth = 0;               // integer sample depth as stored (8, 16: PNG/NIfTI), 0 for float/other
 };
 
 // Wall time of one stage for one item, in seconds.
@@ -33,6 +34,12 @@ struct StageTime {
 };
 
 enum class ItemStatus { pending, ok, failed };
+
+// How the `normalize` step mapped an item's pixels: original = normalized * scale + offset.
+struct Normalization {
+  double offset = 0.0;
+  double scale = 1.0;
+};
 
 struct WorkItem {
   ItemRef ref;
@@ -55,6 +62,8 @@ struct WorkItem {
 
   // Free-form numeric results for the summary (e.g. metrics of other workloads).
   std::map<std::string, double> metrics;
+  // Set by `normalize`, so outputs (PNG) can be written back in the original intensity range.
+  std::optional<Normalization> normalization;
 
   std::vector<StageTime> times;
   std::vector<float> scratch;  // reusable working memory for steps
@@ -74,6 +83,7 @@ struct WorkItem {
     nlabels.reset();
     catalog.reset();
     metrics.clear();
+    normalization.reset();
     times.clear();
   }
 

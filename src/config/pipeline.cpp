@@ -11,7 +11,8 @@
 namespace imflow {
 
 namespace {
-const std::vector<std::string> kDefaultPatterns = {"*.fits", "*.fit", "*.fts", "*.fits.fz", "*.fits.gz"};
+const std::vector<std::string> kDefaultPatterns = {"*.fits", "*.fit", "*.fts", "*.fits.fz", "*.fits.gz",
+                                                   "*.png",  "*.nii", "*.nii.gz"};
 const std::vector<std::string> kFormats = {"csv", "fits", "labels", "bgsub", "png", "fits_image", "metrics"};
 
 InputConfig parse_input(ParamReader reader) {
@@ -20,6 +21,7 @@ InputConfig parse_input(ParamReader reader) {
   input.patterns = reader.text_list("patterns", kDefaultPatterns);
   input.recursive = reader.boolean("recursive", false);
   input.max_pixels = reader.integer("max_pixels", input.max_pixels, 1);
+  input.nifti_axis = static_cast<int>(reader.integer("nifti_axis", 2, 0, 2));
   reader.finish();
   return input;
 }
@@ -140,6 +142,7 @@ YAML::Node Pipeline::resolved() const {
   root["input"]["patterns"] = input.patterns;
   root["input"]["recursive"] = input.recursive;
   root["input"]["max_pixels"] = input.max_pixels;
+  root["input"]["nifti_axis"] = input.nifti_axis;
   root["output"]["dir"] = output.dir.string();
   root["output"]["formats"] = output.formats;
   root["device"] = engine.device;

@@ -27,6 +27,7 @@ void ItemSource::scan_next_file() {
       ref.hdu = plane.hdu;
       ref.plane = plane.plane;
       ref.planes = plane.planes;
+      ref.bit_depth = plane.bit_depth;
       pending_.push_back(std::move(ref));
     }
   } catch (const std::exception& failure) {

@@ -11,7 +11,9 @@
 #include "imflow/engine.hpp"
 #include "imflow/errors.hpp"
 #include "imflow/version.hpp"
+#include "imflow/io/nifti.hpp"
 #include "item_source.hpp"
+#include "mri_outputs.hpp"
 #include "stages.hpp"
 
 #ifdef IMFLOW_HAVE_CUDA
@@ -61,6 +63,7 @@ RunSummary run_pipeline(const Pipeline& pipeline, const RunOptions& options) {
 
   std::vector<std::filesystem::path> files = list_input_files(pipeline.input);
   if (files.empty()) spdlog::warn("{}: no input file matches the patterns", pipeline.input.dir.string());
+  set_nifti_slice_axis(pipeline.input.nifti_axis);
   ItemSource source(files, pipeline.input.dir);
   RunSummary summary;
   summary.set_context({{"imflow_version", kVersion},
@@ -102,6 +105,7 @@ RunSummary run_pipeline(const Pipeline& pipeline, const RunOptions& options) {
     summary.set_stop_reason("interrupted by a signal; items in flight were finished");
   }
   const auto summary_path = options.summary_path.empty() ? pipeline.output.dir / "summary.json" : options.summary_path;
+  if (pipeline.output.wants("metrics")) write_metrics_csv(summary, pipeline.output.dir / "metrics.csv");
   summary.write(summary_path);
   if (!options.trace_path.empty()) trace.write(options.trace_path);
   return summary;

@@ -7,6 +7,7 @@
 #include "imflow/io/fits.hpp"
 #include "imflow/io/input_format.hpp"
 #include "imflow/version.hpp"
+#include "mri_outputs.hpp"
 
 namespace imflow {
 
@@ -65,6 +66,10 @@ std::vector<fs::path> write_outputs(const WorkItem& item, const OutputConfig& ou
   if (output.wants("fits_image")) {
     written.push_back(with_suffix(stem, ".image.fits"));
     write_fits_image(written.back(), item.pixels.view(), cards);
+  }
+  if (output.wants("png")) {
+    written.push_back(with_suffix(stem, ".image.png"));
+    write_png_output(item, written.back());
   }
   return written;
 }

@@ -4,6 +4,7 @@
 #include <cctype>
 
 #include "imflow/io/input_format.hpp"
+#include "mri_formats.hpp"
 
 namespace imflow {
 
@@ -43,6 +44,8 @@ int64_t read_fits(const ItemRef& ref, ImageBuffer& out, const ReadLimits& limits
 
 const InputFormat kFormats[] = {
     {"fits", is_fits, scan_fits_planes, read_fits},
+    {"png", is_png_path, scan_png_planes, read_png_plane},
+    {"nifti", is_nifti_path, scan_nifti_planes, read_nifti_plane},
 };
 }  // namespace
 

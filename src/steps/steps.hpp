@@ -11,5 +11,7 @@ std::unique_ptr<Step> make_background_step(ParamReader& params);
 std::unique_ptr<Step> make_segment_step(ParamReader& params);
 std::unique_ptr<Step> make_label_step(ParamReader& params);
 std::unique_ptr<Step> make_measure_step(ParamReader& params);
+std::unique_ptr<Step> make_normalize_step(ParamReader& params);
+std::unique_ptr<Step> make_svd_reconstruct_step(ParamReader& params);
 
 }  // namespace imflow

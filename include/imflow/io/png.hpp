@@ -1,0 +1,34 @@
+// PNG slices: reading 8/16-bit grayscale (RGB/RGBA/palette -> luminance) through stb_image,
+// writing 8/16-bit grayscale through libpng (atomically).
+#pragma once
+#include <cstdint>
+#include <filesystem>
+#include <vector>
+
+#include "imflow/image.hpp"
+#include "imflow/io/fits.hpp"
+
+namespace imflow {
+
+struct PngInfo {
+  int64_t width = 0;
+  int64_t height = 0;
+  int bit_depth = 8;  // 8 or 16 (stb_image's view: 1/2/4-bit samples are expanded to 8)
+  int channels = 1;   // 1 gray, 2 gray+alpha, 3 RGB (and palette), 4 RGBA
+};
+
+// Header only; throws InputError naming the file when it is not a readable PNG.
+PngInfo scan_png(const std::filesystem::path& path);
+
+// Decode into `out` as float32 sample values (0..255 or 0..65535). Colour images become
+// luminance Y = 0.299 R + 0.587 G + 0.114 B (alpha ignored), with one warning per file when the
+// channels actually differ. Checks width*height against limits.max_pixels before decoding.
+// Returns the bytes of pixel data as stored (width * height * channels * bytes per sample).
+int64_t read_png(const std::filesystem::path& path, ImageBuffer& out, const ReadLimits& limits = {},
+                 int* bit_depth = nullptr);
+
+// Write `image` as a grayscale PNG of `bit_depth` (8 or 16). Values are rounded to the nearest
+// integer and clamped to [0, 2^bit_depth - 1]; NaN becomes 0. Atomic; throws OutputError.
+void write_png_gray(const std::filesystem::path& path, ConstImageView image, int bit_depth);
+
+}  // namespace imflow

@@ -1,0 +1,59 @@
+// Input-format adapters for PNG slices and NIfTI volumes (one plane per slice).
+#include "mri_formats.hpp"
+
+#include <algorithm>
+#include <cctype>
+
+#include "imflow/io/nifti.hpp"
+#include "imflow/io/png.hpp"
+
+namespace imflow {
+
+namespace {
+std::string lower_name(const std::filesystem::path& path) {
+  std::string name = path.filename().string();
+  std::transform(name.begin(), name.end(), name.begin(), [](unsigned char c) { return std::tolower(c); });
+  return name;
+}
+bool ends_with(const std::string& text, const std::string& suffix) {
+  return text.size() > suffix.size() && text.compare(text.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+}  // namespace
+
+bool is_png_path(const std::filesystem::path& path) { return ends_with(lower_name(path), ".png"); }
+
+std::vector<PlaneInfo> scan_png_planes(const std::filesystem::path& path) {
+  const PngInfo info = scan_png(path);
+  PlaneInfo plane;
+  plane.width = info.width;
+  plane.height = info.height;
+  plane.bit_depth = info.bit_depth;
+  return {plane};
+}
+
+int64_t read_png_plane(const ItemRef& ref, ImageBuffer& out, const ReadLimits& limits) {
+  return read_png(ref.path, out, limits);
+}
+
+bool is_nifti_path(const std::filesystem::path& path) {
+  const std::string name = lower_name(path);
+  return ends_with(name, ".nii") || ends_with(name, ".nii.gz");
+}
+
+std::vector<PlaneInfo> scan_nifti_planes(const std::filesystem::path& path) {
+  const int axis = nifti_slice_axis();
+  const NiftiInfo info = scan_nifti(path);
+  std::vector<PlaneInfo> planes;
+  const int64_t count = info.slices(axis);
+  planes.reserve(static_cast<size_t>(count));
+  for (int64_t p = 0; p < count; ++p) {
+    planes.push_back({0, p, count, info.slice_width(axis), info.slice_height(axis), info.bit_depth()});
+  }
+  return planes;
+}
+
+int64_t read_nifti_plane(const ItemRef& ref, ImageBuffer& out, const ReadLimits& limits) {
+  return read_nifti_slice(ref.path, nifti_slice_axis(), ref.plane, out, limits);
+}
+
+}  // namespace imflow

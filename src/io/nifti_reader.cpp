@@ -1,0 +1,181 @@
+// NIfTI-1 input through nifticlib (Debian libnifti2-dev): header checks, one slice per read.
+#include <nifti1_io.h>
+
+#include <algorithm>
+#include <atomic>
+#include <bit>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "imflow/errors.hpp"
+#include "imflow/io/nifti.hpp"
+
+namespace imflow {
+
+namespace fs = std::filesystem;
+
+namespace {
+std::atomic<int> slice_axis{2};
+
+struct NiftiFree {
+  void operator()(nifti_image* image) const { nifti_image_free(image); }
+};
+using NiftiPtr = std::unique_ptr<nifti_image, NiftiFree>;
+
+NiftiPtr open_header(const fs::path& path) {
+  static std::once_flag quiet;
+  std::call_once(quiet, [] { nifti_set_debug_level(0); });  // our exceptions say what went wrong
+  std::error_code error;
+  if (!fs::is_regular_file(path, error)) throw InputError(path.string() + ": no such NIfTI file");
+  NiftiPtr image(nifti_image_read(path.c_str(), 0));
+  if (!image) throw InputError(path.string() + ": not a readable NIfTI-1 file (bad, truncated or NIfTI-2 header)");
+  return image;
+}
+
+bool supported(int datatype) {
+  return datatype == DT_UINT8 || datatype == DT_INT16 || datatype == DT_UINT16 || datatype == DT_INT32 ||
+         datatype == DT_FLOAT32 || datatype == DT_FLOAT64;
+}
+
+NiftiInfo info_of(const nifti_image& image, const fs::path& path) {
+  NiftiInfo info;
+  const int ndim = image.dim[0];
+  if (ndim < 2 || ndim > 7) {
+    throw InputError(path.string() + ": NIfTI dim[0] = " + std::to_string(ndim) + " (expected 2 to 7 dimensions)");
+  }
+  for (int d = 0; d < ndim; ++d) {
+    if (image.dim[d + 1] < 1) {
+      throw InputError(path.string() + ": NIfTI dim[" + std::to_string(d + 1) + "] = " +
+                       std::to_string(image.dim[d + 1]) + " (must be >= 1)");
+    }
+    info.dims[d] = image.dim[d + 1];
+  }
+  if (!supported(image.datatype)) {
+    throw InputError(path.string() + ": NIfTI datatype " + std::to_string(image.datatype) + " (" +
+                     nifti_datatype_string(image.datatype) +
+                     ") is not supported (uint8, int16, uint16, int32, float32, float64)");
+  }
+  info.datatype = image.datatype;
+  info.bytes_per_voxel = image.nbyper;
+  info.slope = image.scl_slope;
+  info.inter = image.scl_inter;
+  return info;
+}
+
+// Bytes the header claims for the voxel data, in double: no overflow (each dim <= 32767) and
+// exact well past any real file size.
+double data_bytes(const NiftiInfo& info) {
+  double bytes = info.bytes_per_voxel;
+  for (int64_t d : info.dims) bytes *= static_cast<double>(d);
+  return bytes;
+}
+
+bool is_gzip(const fs::path& path) {
+  const std::string name = path.filename().string();
+  return name.size() > 3 && (name.compare(name.size() - 3, 3, ".gz") == 0 || name.compare(name.size() - 3, 3, ".GZ") == 0);
+}
+
+// Stored values (already in this machine's byte order) to float, scaled when scl_slope is set.
+template <typename T>
+void convert(const unsigned char* raw, int64_t count, bool scale, double slope, double inter, float* out) {
+  for (int64_t i = 0; i < count; ++i) {
+    T stored;
+    std::memcpy(&stored, raw + i * sizeof(T), sizeof(T));
+    const double value = static_cast<double>(stored);
+    out[i] = static_cast<float>(scale ? value * slope + inter : value);
+  }
+}
+}  // namespace
+
+void set_nifti_slice_axis(int axis) {
+  if (axis < 0 || axis > 2) throw ConfigError("nifti_axis must be 0, 1 or 2");
+  slice_axis = axis;
+}
+int nifti_slice_axis() { return slice_axis; }
+
+int64_t NiftiInfo::slice_width(int axis) const { return axis == 0 ? dims[1] : dims[0]; }
+int64_t NiftiInfo::slice_height(int axis) const { return axis == 2 ? dims[1] : dims[2]; }
+int64_t NiftiInfo::slices(int axis) const { return dims[axis] * dims[3] * dims[4] * dims[5] * dims[6]; }
+
+int NiftiInfo::bit_depth() const {
+  const bool unscaled = slope == 0.0 || !std::isfinite(slope) || (slope == 1.0 && inter == 0.0);
+  if (!unscaled) return 0;
+  if (datatype == DT_UINT8) return 8;
+  if (datatype == DT_INT16 || datatype == DT_UINT16) return 16;
+  return 0;
+}
+
+NiftiInfo scan_nifti(const fs::path& path) {
+  const NiftiPtr image = open_header(path);
+  const NiftiInfo info = info_of(*image, path);
+  const double needed = data_bytes(info) + static_cast<double>(std::max<int64_t>(image->iname_offset, 0));
+  std::error_code error;
+  const uint64_t file_size = fs::file_size(path, error);
+  if (error) throw InputError(path.string() + ": cannot stat: " + error.message());
+  // Deflate expands at most ~1032:1, so a .nii.gz cannot hold more than this (bomb guard).
+  const double capacity = is_gzip(path) ? static_cast<double>(file_size) * 1100.0 + 65536.0 : static_cast<double>(file_size);
+  if (needed > capacity) {
+    char claimed[32];
+    std::snprintf(claimed, sizeof claimed, "%.0f", needed);
+    throw InputError(path.string() + ": NIfTI header claims " + claimed + " bytes (dims " +
+                     std::to_string(info.dims[0]) + "x" + std::to_string(info.dims[1]) + "x" +
+                     std::to_string(info.dims[2]) + "...) but the file has only " + std::to_string(file_size) +
+                     " bytes" + (is_gzip(path) ? " compressed" : "") + ": truncated or corrupt");
+  }
+  return info;
+}
+
+int64_t read_nifti_slice(const fs::path& path, int axis, int64_t plane, ImageBuffer& out, const ReadLimits& limits) {
+  const NiftiPtr image = open_header(path);
+  const NiftiInfo info = info_of(*image, path);
+  const int64_t width = info.slice_width(axis), height = info.slice_height(axis);
+  if (width * height > limits.max_pixels) {
+    throw InputError(path.string() + ": NIfTI slice of " + std::to_string(width) + "x" + std::to_string(height) +
+                     " pixels exceeds the limit of " + std::to_string(limits.max_pixels) + " pixels per image");
+  }
+  if (plane < 0 || plane >= info.slices(axis)) {
+    throw InputError(path.string() + ": slice " + std::to_string(plane) + " out of range (the file has " +
+                     std::to_string(info.slices(axis)) + " along axis " + std::to_string(axis) + ")");
+  }
+  int start[7] = {0, 0, 0, 0, 0, 0, 0};
+  int size[7];
+  for (int d = 0; d < 7; ++d) size[d] = static_cast<int>(info.dims[d]);
+  start[axis] = static_cast<int>(plane % info.dims[axis]);
+  size[axis] = 1;
+  int64_t volume = plane / info.dims[axis];  // index over dims 4..7
+  for (int d = 3; d < 7; ++d) {
+    start[d] = static_cast<int>(volume % info.dims[d]);
+    size[d] = 1;
+    volume /= info.dims[d];
+  }
+  const int64_t stored = width * height * info.bytes_per_voxel;
+  // nifticlib allocates the slice (malloc) and frees it itself when a read fails part-way.
+  void* buffer = nullptr;
+  const int got = nifti_read_subregion_image(image.get(), start, size, &buffer);
+  const std::unique_ptr<unsigned char, void (*)(void*)> raw(got == stored ? static_cast<unsigned char*>(buffer) : nullptr,
+                                                            std::free);
+  if (got != stored) {
+    throw InputError(path.string() + ": cannot read slice " + std::to_string(plane) + " (" + std::to_string(stored) +
+                     " bytes expected, " + std::to_string(std::max(got, 0)) + " read): truncated or corrupt data");
+  }
+  // nifticlib has already swapped the data to this machine's byte order (tested with big-endian files).
+  const bool scale = info.slope != 0.0 && std::isfinite(info.slope) && std::isfinite(info.inter);
+  out.resize(width, height);
+  const int64_t n = width * height;
+  switch (info.datatype) {
+    case DT_UINT8: convert<uint8_t>(raw.get(), n, scale, info.slope, info.inter, out.data()); break;
+    case DT_INT16: convert<int16_t>(raw.get(), n, scale, info.slope, info.inter, out.data()); break;
+    case DT_UINT16: convert<uint16_t>(raw.get(), n, scale, info.slope, info.inter, out.data()); break;
+    case DT_INT32: convert<int32_t>(raw.get(), n, scale, info.slope, info.inter, out.data()); break;
+    case DT_FLOAT32: convert<float>(raw.get(), n, scale, info.slope, info.inter, out.data()); break;
+    default: convert<double>(raw.get(), n, scale, info.slope, info.inter, out.data()); break;
+  }
+  return stored;
+}
+
+}  // namespace imflow

@@ -1,0 +1,81 @@
+// PNG output through libpng: 8- or 16-bit grayscale, rounded and clamped, written atomically.
+#include <png.h>
+
+#include <cmath>
+#include <csetjmp>
+#include <cstdio>
+#include <vector>
+
+#include "imflow/errors.hpp"
+#include "imflow/io/atomic_file.hpp"
+#include "imflow/io/png.hpp"
+
+namespace imflow {
+
+namespace {
+// Nearest integer, halves away from zero, clamped to [0, max]; NaN -> 0.
+uint16_t to_sample(float value, int max) {
+  if (!(value > 0.0f)) return 0;  // also NaN
+  const double rounded = std::round(static_cast<double>(value));
+  return static_cast<uint16_t>(rounded >= max ? max : rounded);
+}
+
+void png_error_to_exception(png_structp png, png_const_charp message) {
+  auto* text = static_cast<std::string*>(png_get_error_ptr(png));
+  if (text != nullptr) *text = message;
+  png_longjmp(png, 1);
+}
+// libpng reports errors by longjmp: keep that inside this function, with nothing to unwind.
+bool encode(FILE* file, png_bytep* rows, int64_t width, int64_t height, int bit_depth, std::string& error) {
+  png_structp png = png_create_write_struct(PNG_LIBPNG_VER_STRING, &error, png_error_to_exception, nullptr);
+  if (png == nullptr) return false;
+  png_infop info = png_create_info_struct(png);
+  if (info == nullptr || setjmp(png_jmpbuf(png)) != 0) {
+    png_destroy_write_struct(&png, info != nullptr ? &info : nullptr);
+    return false;
+  }
+  png_init_io(png, file);
+  png_set_IHDR(png, info, static_cast<png_uint_32>(width), static_cast<png_uint_32>(height), bit_depth,
+               PNG_COLOR_TYPE_GRAY, PNG_INTERLACE_NONE, PNG_COMPRESSION_TYPE_DEFAULT, PNG_FILTER_TYPE_DEFAULT);
+  png_set_rows(png, info, rows);
+  png_write_png(png, info, PNG_TRANSFORM_IDENTITY, nullptr);
+  png_destroy_write_struct(&png, &info);
+  return true;
+}
+}  // namespace
+
+void write_png_gray(const std::filesystem::path& path, ConstImageView image, int bit_depth) {
+  if (bit_depth != 8 && bit_depth != 16) throw OutputError(path.string() + ": PNG bit depth must be 8 or 16");
+  if (image.width <= 0 || image.height <= 0 || image.width > 0x7fffffff || image.height > 0x7fffffff) {
+    throw OutputError(path.string() + ": cannot write an empty or oversized image as PNG");
+  }
+  // Rows converted before libpng is involved, so nothing below needs C++ cleanup on longjmp.
+  const int max = bit_depth == 8 ? 255 : 65535;
+  const size_t row_bytes = static_cast<size_t>(image.width) * (bit_depth / 8);
+  std::vector<png_byte> bytes(row_bytes * static_cast<size_t>(image.height));
+  for (int64_t y = 0; y < image.height; ++y) {
+    png_byte* row = bytes.data() + static_cast<size_t>(y) * row_bytes;
+    for (int64_t x = 0; x < image.width; ++x) {
+      const uint16_t sample = to_sample(image(x, y), max);
+      if (bit_depth == 8) {
+        row[x] = static_cast<png_byte>(sample);
+      } else {  // PNG stores 16-bit samples big-endian
+        row[2 * x] = static_cast<png_byte>(sample >> 8);
+        row[2 * x + 1] = static_cast<png_byte>(sample & 0xff);
+      }
+    }
+  }
+  std::vector<png_bytep> rows(static_cast<size_t>(image.height));
+  for (size_t y = 0; y < rows.size(); ++y) rows[y] = bytes.data() + y * row_bytes;
+
+  AtomicOutput output(path);
+  FILE* file = std::fopen(output.temp_path().c_str(), "wb");
+  if (file == nullptr) throw OutputError(output.temp_path().string() + ": cannot open for writing");
+  std::string error = "out of memory";
+  const bool encoded = encode(file, rows.data(), image.width, image.height, bit_depth, error);
+  const bool closed = std::fclose(file) == 0;
+  if (!encoded || !closed) throw OutputError(path.string() + ": cannot write PNG: " + (encoded ? "close failed" : error));
+  output.commit();
+}
+
+}  // namespace imflow

@@ -1,0 +1,33 @@
+// Step `normalize`: min-max to [0, 1] (the intended (im - min) / (max - min)) or z-score;
+// remembers the mapping in item.normalization so outputs can be written in the original range.
+#include "imflow/kernels/normalize.hpp"
+#include "imflow/params.hpp"
+#include "steps.hpp"
+
+namespace imflow {
+
+namespace {
+class NormalizeStep final : public Step {
+ public:
+  explicit NormalizeStep(ParamReader& params)
+      : method_(params.choice("method", "minmax", {"minmax", "zscore"}) == "minmax" ? kernels::NormalizeMethod::minmax
+                                                                                  : kernels::NormalizeMethod::zscore) {}
+
+  void run_cpu(WorkItem& item) const override {
+    const Normalization step = kernels::normalize(item.pixels.view(), method_);
+    if (item.normalization) {  // normalized twice: compose, original = (x * s2 + o2) * s1 + o1
+      const Normalization first = *item.normalization;
+      item.normalization = Normalization{step.offset * first.scale + first.offset, step.scale * first.scale};
+    } else {
+      item.normalization = step;
+    }
+  }
+
+ private:
+  kernels::NormalizeMethod method_;
+};
+}  // namespace
+
+std::unique_ptr<Step> make_normalize_step(ParamReader& params) { return std::make_unique<NormalizeStep>(params); }
+
+}  // namespace imflow

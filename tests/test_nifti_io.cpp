@@ -1,0 +1,141 @@
+// NIfTI-1 input: datatypes, scl_slope/scl_inter, both byte orders, .nii.gz, slice axes, 4-D,
+// bad headers (datatype, absurd dims, truncation), the committed real volume.
+#include <catch2/catch.hpp>
+
+#include "imflow/errors.hpp"
+#include "imflow/io/nifti.hpp"
+#include "io/mri_formats.hpp"
+#include "mri_test_helpers.hpp"
+#include "test_helpers.hpp"
+
+using namespace imflow;
+
+namespace {
+// Values v(i, j, k) = i + 10 j + 100 k for a 4 x 3 x 2 volume, i fastest.
+std::vector<double> ramp(int nx = 4, int ny = 3, int nz = 2) {
+  std::vector<double> v;
+  for (int k = 0; k < nz; ++k)
+    for (int j = 0; j < ny; ++j)
+      for (int i = 0; i < nx; ++i) v.push_back(i + 10 * j + 100 * k);
+  return v;
+}
+
+std::vector<float> slice(const std::filesystem::path& path, int axis, int64_t plane) {
+  ImageBuffer image;
+  read_nifti_slice(path, axis, plane, image);
+  return {image.begin(), image.end()};
+}
+}  // namespace
+
+TEST_CASE("NIfTI datatypes in both byte orders, plain and gzipped", "[nifti]") {
+  test::TempDir dir("nifti_types");
+  const std::vector<float> expected = {100, 101, 102, 103, 110, 111, 112, 113, 120, 121, 122, 123};
+  for (bool big : {false, true}) {
+    for (bool gz : {false, true}) {
+      const std::string tag = std::string(big ? "be" : "le") + (gz ? ".nii.gz" : ".nii");
+      test::NiftiSpec spec{{4, 3, 2}, 2, 8, 0.0f, 0.0f, big, gz};
+      auto check = [&](const std::string& name) {
+        const auto path = dir / (name + tag);
+        INFO(path);
+        CHECK(slice(path, 2, 1) == expected);
+      };
+      spec.datatype = 2, spec.bitpix = 8;
+      test::write_nifti<uint8_t>(dir / ("u8" + tag), spec, ramp());
+      check("u8");
+      spec.datatype = 4, spec.bitpix = 16;
+      test::write_nifti<int16_t>(dir / ("i16" + tag), spec, ramp());
+      check("i16");
+      spec.datatype = 512, spec.bitpix = 16;
+      test::write_nifti<uint16_t>(dir / ("u16" + tag), spec, ramp());
+      check("u16");
+      spec.datatype = 8, spec.bitpix = 32;
+      test::write_nifti<int32_t>(dir / ("i32" + tag), spec, ramp());
+      check("i32");
+      spec.datatype = 16, spec.bitpix = 32;
+      test::write_nifti<float>(dir / ("f32" + tag), spec, ramp());
+      check("f32");
+      spec.datatype = 64, spec.bitpix = 64;
+      test::write_nifti<double>(dir / ("f64" + tag), spec, ramp());
+      check("f64");
+    }
+  }
+  // Negative int16 values and the full uint16 range survive.
+  test::write_nifti<int16_t>(dir / "neg.nii", {{2, 1, 1}, 4, 16}, {-32768, 32767});
+  CHECK(slice(dir / "neg.nii", 2, 0) == std::vector<float>{-32768, 32767});
+  test::write_nifti<uint16_t>(dir / "big.nii", {{2, 1, 1}, 512, 16, 0, 0, true}, {65535, 1});
+  CHECK(slice(dir / "big.nii", 2, 0) == std::vector<float>{65535, 1});
+}
+
+TEST_CASE("NIfTI scl_slope and scl_inter are applied; slope 0 means unscaled", "[nifti]") {
+  test::TempDir dir("nifti_scale");
+  test::write_nifti<int16_t>(dir / "scaled.nii", {{2, 2, 1}, 4, 16, 0.5f, -10.0f}, {0, 1, 2, 100});
+  CHECK(slice(dir / "scaled.nii", 2, 0) == std::vector<float>{-10, -9.5f, -9, 40});
+  CHECK(scan_nifti(dir / "scaled.nii").bit_depth() == 0);
+  test::write_nifti<int16_t>(dir / "slope0.nii", {{2, 2, 1}, 4, 16, 0.0f, 5.0f}, {0, 1, 2, 100});
+  CHECK(slice(dir / "slope0.nii", 2, 0) == std::vector<float>{0, 1, 2, 100});
+  CHECK(scan_nifti(dir / "slope0.nii").bit_depth() == 16);
+  test::write_nifti<uint8_t>(dir / "unit.nii.gz", {{2, 2, 1}, 2, 8, 1.0f, 0.0f, true, true}, {0, 1, 2, 255});
+  CHECK(scan_nifti(dir / "unit.nii.gz").bit_depth() == 8);
+}
+
+TEST_CASE("NIfTI slices along each axis, and 4-D volumes", "[nifti]") {
+  test::TempDir dir("nifti_axes");
+  const auto path = dir / "ramp.nii.gz";
+  test::write_nifti<int16_t>(path, {{4, 3, 2}, 4, 16, 0, 0, false, true}, ramp());
+  // axis 2: width nx, rows along j.
+  CHECK(slice(path, 2, 0) == std::vector<float>{0, 1, 2, 3, 10, 11, 12, 13, 20, 21, 22, 23});
+  // axis 1 (j = 2): width nx, rows along k.
+  CHECK(slice(path, 1, 2) == std::vector<float>{20, 21, 22, 23, 120, 121, 122, 123});
+  // axis 0 (i = 3): width ny, rows along k.
+  CHECK(slice(path, 0, 3) == std::vector<float>{3, 13, 23, 103, 113, 123});
+  set_nifti_slice_axis(0);
+  auto planes = scan_nifti_planes(path);
+  set_nifti_slice_axis(2);
+  REQUIRE(planes.size() == 4);
+  CHECK(planes[3].width == 3);
+  CHECK(planes[3].height == 2);
+  CHECK(planes[3].planes == 4);
+  CHECK(planes[3].bit_depth == 16);
+  // 4-D: 2 volumes of 4 x 3 x 2; plane p = volume * nz + k.
+  std::vector<double> two = ramp();
+  for (double v : ramp()) two.push_back(v + 1000);
+  test::write_nifti<float>(dir / "t.nii", {{4, 3, 2, 2}, 16, 32}, two);
+  CHECK(scan_nifti_planes(dir / "t.nii").size() == 4);
+  CHECK(slice(dir / "t.nii", 2, 3).front() == 1100.0f);
+  CHECK_THROWS_WITH(slice(dir / "t.nii", 2, 4), Catch::Contains("out of range"));
+}
+
+TEST_CASE("bad NIfTI files give errors naming the file and the reason", "[nifti]") {
+  test::TempDir dir("nifti_bad");
+  ImageBuffer image;
+  test::write_nifti<uint8_t>(dir / "rgb.nii", {{2, 2, 1}, 128, 24}, {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12});
+  CHECK_THROWS_WITH(scan_nifti(dir / "rgb.nii"), Catch::Contains("rgb.nii") && Catch::Contains("not supported"));
+  // A header claiming 30000^3 voxels in a tiny .nii.gz: rejected before any allocation.
+  test::write_nifti<uint8_t>(dir / "bomb.nii.gz", {{30000, 30000, 30000}, 2, 8, 0, 0, false, true}, {1, 2, 3});
+  CHECK_THROWS_WITH(scan_nifti(dir / "bomb.nii.gz"), Catch::Contains("bomb.nii.gz") && Catch::Contains("claims"));
+  test::write_nifti<uint8_t>(dir / "bomb.nii", {{30000, 30000, 3}, 2, 8}, {1, 2, 3});
+  CHECK_THROWS_WITH(scan_nifti(dir / "bomb.nii"), Catch::Contains("bomb.nii") && Catch::Contains("truncated"));
+  ReadLimits limits;
+  limits.max_pixels = 1000;
+  CHECK_THROWS_WITH(read_nifti_slice(dir / "bomb.nii", 2, 0, image, limits), Catch::Contains("exceeds the limit"));
+  // Truncated .nii.gz: the header is fine, the data stops early.
+  std::vector<double> values(64 * 64 * 4, 7.0);
+  test::write_nifti<int16_t>(dir / "cut.nii.gz", {{64, 64, 4}, 4, 16, 0, 0, false, true}, values, 64 * 64 * 2 * 2 + 10);
+  CHECK_NOTHROW(read_nifti_slice(dir / "cut.nii.gz", 2, 0, image));
+  CHECK_THROWS_WITH(read_nifti_slice(dir / "cut.nii.gz", 2, 3, image), Catch::Contains("cut.nii.gz"));
+  std::ofstream(dir / "junk.nii") << "not a nifti file at all";
+  CHECK_THROWS_WITH(scan_nifti(dir / "junk.nii"), Catch::Contains("junk.nii"));
+  CHECK_THROWS_AS(set_nifti_slice_axis(3), ConfigError);
+}
+
+TEST_CASE("the committed real NIfTI volume (ITK KmeansTest, int16) reads", "[nifti]") {
+  const auto path = test::source_dir() / "datasets/samples/mri/KmeansTest_T1UCharRaw.nii.gz";
+  const NiftiInfo info = scan_nifti(path);
+  CHECK(info.dims[0] == 128);
+  CHECK(info.dims[1] == 128);
+  CHECK(info.dims[2] == 62);
+  CHECK(info.slices(2) == 62);
+  ImageBuffer image;
+  CHECK(read_nifti_slice(path, 2, 31, image) == 128 * 128 * 2);
+  CHECK(*std::max_element(image.begin(), image.end()) > 100.0f);
+}

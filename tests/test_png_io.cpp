@@ -1,0 +1,102 @@
+// PNG input (stb_image) and output (libpng): 8/16-bit round trips, rounding and clamping,
+// colour -> luminance, bad files, size limits, the committed real slices.
+#include <stb/stb_image_write.h>
+
+#include <catch2/catch.hpp>
+#include <cmath>
+#include <fstream>
+
+#include "imflow/errors.hpp"
+#include "imflow/io/png.hpp"
+#include "io/mri_formats.hpp"
+#include "test_helpers.hpp"
+
+using namespace imflow;
+
+TEST_CASE("PNG 8-bit and 16-bit round trips are exact", "[png]") {
+  test::TempDir dir("png_roundtrip");
+  for (int depth : {8, 16}) {
+    const int max = depth == 8 ? 255 : 65535;
+    std::vector<float> values(37 * 23);
+    for (size_t i = 0; i < values.size(); ++i) values[i] = static_cast<float>((i * 7919) % (max + 1));
+    values[0] = 0.0f;
+    values[1] = static_cast<float>(max);
+    const auto path = dir / ("r" + std::to_string(depth) + ".png");
+    write_png_gray(path, ConstImageView{values.data(), 37, 23}, depth);
+    const PngInfo info = scan_png(path);
+    CHECK(info.width == 37);
+    CHECK(info.height == 23);
+    CHECK(info.bit_depth == depth);
+    ImageBuffer image;
+    int read_depth = 0;
+    CHECK(read_png(path, image, {}, &read_depth) == 37 * 23 * depth / 8);
+    CHECK(read_depth == depth);
+    REQUIRE(image.width() == 37);
+    REQUIRE(image.height() == 23);
+    for (size_t i = 0; i < values.size(); ++i) REQUIRE(image.data()[i] == values[i]);
+    CHECK(scan_png_planes(path).at(0).bit_depth == depth);
+  }
+}
+
+TEST_CASE("PNG output rounds to nearest and clamps; NaN becomes 0", "[png]") {
+  test::TempDir dir("png_clamp");
+  const std::vector<float> values = {-3.0f, 2.5f, 2.49f, 254.6f, 300.0f, NAN, 1e9f, 0.5f};
+  write_png_gray(dir / "c8.png", ConstImageView{values.data(), 4, 2}, 8);
+  write_png_gray(dir / "c16.png", ConstImageView{values.data(), 4, 2}, 16);
+  ImageBuffer image;
+  read_png(dir / "c8.png", image);
+  CHECK(std::vector<float>(image.begin(), image.end()) == std::vector<float>{0, 3, 2, 255, 255, 0, 255, 1});
+  read_png(dir / "c16.png", image);
+  CHECK(std::vector<float>(image.begin(), image.end()) == std::vector<float>{0, 3, 2, 255, 300, 0, 65535, 1});
+  CHECK_THROWS_AS(write_png_gray(dir / "bad.png", ConstImageView{values.data(), 4, 2}, 12), OutputError);
+}
+
+TEST_CASE("colour PNG becomes BT.601 luminance; gray RGB stays exact", "[png]") {
+  test::TempDir dir("png_rgb");
+  const unsigned char rgb[] = {255, 0, 0, 0, 255, 0, 0, 0, 255, 10, 10, 10};
+  REQUIRE(stbi_write_png((dir / "rgb.png").c_str(), 2, 2, 3, rgb, 6) != 0);
+  ImageBuffer image;
+  CHECK(read_png(dir / "rgb.png", image) == 2 * 2 * 3);
+  CHECK(image.data()[0] == Approx(0.299 * 255));
+  CHECK(image.data()[1] == Approx(0.587 * 255));
+  CHECK(image.data()[2] == Approx(0.114 * 255));
+  CHECK(image.data()[3] == 10.0f);
+  const unsigned char rgba[] = {7, 7, 7, 0, 200, 200, 200, 255};
+  REQUIRE(stbi_write_png((dir / "rgba.png").c_str(), 2, 1, 4, rgba, 8) != 0);
+  read_png(dir / "rgba.png", image);
+  CHECK(image.data()[0] == 7.0f);
+  CHECK(image.data()[1] == 200.0f);
+}
+
+TEST_CASE("bad PNG files and size limits give errors naming the file", "[png]") {
+  test::TempDir dir("png_bad");
+  std::ofstream(dir / "corrupt.png") << "\x89PNG\r\n\x1a\n this is not a PNG";
+  ImageBuffer image;
+  CHECK_THROWS_WITH(read_png(dir / "corrupt.png", image), Catch::Contains("corrupt.png"));
+  CHECK_THROWS_AS(scan_png(dir / "missing.png"), InputError);
+  // A valid PNG cut short: the header is fine, decoding fails.
+  std::vector<float> values(64 * 64, 100.0f);
+  for (size_t i = 0; i < values.size(); ++i) values[i] = static_cast<float>(i % 251);
+  write_png_gray(dir / "full.png", ConstImageView{values.data(), 64, 64}, 8);
+  std::ifstream in(dir / "full.png", std::ios::binary);
+  std::string bytes((std::istreambuf_iterator<char>(in)), {});
+  std::ofstream(dir / "truncated.png", std::ios::binary) << bytes.substr(0, bytes.size() / 2);
+  CHECK_THROWS_WITH(read_png(dir / "truncated.png", image), Catch::Contains("truncated.png"));
+  ReadLimits limits;
+  limits.max_pixels = 64 * 63;
+  CHECK_THROWS_WITH(read_png(dir / "full.png", image, limits), Catch::Contains("exceeds the limit"));
+}
+
+TEST_CASE("the committed real MRI PNG slices read with their bit depth", "[png]") {
+  const auto samples = test::source_dir() / "datasets/samples/mri";
+  ImageBuffer image;
+  int depth = 0;
+  read_png(samples / "BrainProtonDensitySlice.png", image, {}, &depth);
+  CHECK(image.width() == 181);
+  CHECK(image.height() == 217);
+  CHECK(depth == 8);
+  read_png(samples / "inia19_t1_s064_16bit.png", image, {}, &depth);
+  CHECK(image.width() == 168);
+  CHECK(depth == 16);
+  CHECK(*std::max_element(image.begin(), image.end()) > 255.0f);
+}

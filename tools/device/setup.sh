@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# On the lent GPU machine (no package registry): unpack the Debian packages carried in .devdeps
+# (made here by ../shared/tools/offline-debs.sh) into /opt/deps and configure + build imflow with
+# CUDA into build-dev. Source it: `. tools/device/setup.sh` (it exports the library paths).
+set -euo pipefail
+mkdir -p /opt/deps
+for deb in .devdeps/*.deb; do dpkg -x "$deb" /opt/deps; done
+export CMAKE_PREFIX_PATH=/opt/deps/usr
+export LD_LIBRARY_PATH=/opt/deps/usr/lib/x86_64-linux-gnu:/opt/deps/usr/lib/x86_64-linux-gnu/openblas-pthread:${LD_LIBRARY_PATH:-}
+export PKG_CONFIG_PATH=/opt/deps/usr/lib/x86_64-linux-gnu/pkgconfig:/opt/deps/usr/share/pkgconfig
+export PKG_CONFIG_SYSROOT_DIR=/opt/deps
+cmake -S . -B build-dev -G Ninja -DCMAKE_BUILD_TYPE=Release -DIMFLOW_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90 \
+  -DCMAKE_CXX_FLAGS=-I/opt/deps/usr/include > "${OUT:-/tmp}/cmake.log" 2>&1 || { tail -40 "${OUT:-/tmp}/cmake.log"; exit 1; }
+ninja -C build-dev -j 16 > "${OUT:-/tmp}/build.log" 2>&1 || { grep -B2 -A10 -m3 "error" "${OUT:-/tmp}/build.log"; exit 1; }
+set +euo pipefail

@@ -1,7 +1,9 @@
-// Convolution: 32x32 output tiles, the zero-padded input tile and the flipped kernel in dynamic
-// shared memory; a direct global-memory kernel when a huge kernel does not fit in shared memory.
+// Convolution: rank-1 kernels by one fused separable kernel (64x32 output tile + halo in shared
+// memory, row pass then column pass); others by 32x32 tiles of the general 2-D kernel, or a direct
+// global-memory kernel when a huge kernel does not fit in shared memory.
 #include <cstring>
 #include <stdexcept>
+#include <vector>
 
 #include "cuda/convolve.hpp"
 #include "cuda/device_common.cuh"
@@ -63,6 +65,77 @@ __global__ void __launch_bounds__(kTileX * kBlockY) tiled_kernel(ConvArgs c) {
   }
 }
 
+// Separable: weights = [flipped row (kw) | flipped column (kh)]. Each block: load the zero-padded
+// (64+kw-1) x (32+kh-1) input tile, convolve its rows into a (32+kh-1) x 64 tile, then each thread
+// slides down its column for 8 consecutive outputs.
+constexpr int kSepTileX = 64;
+constexpr int kSepTileY = 32;
+constexpr int kSepBlockY = 4;
+constexpr int kSepRows = kSepTileY / kSepBlockY;
+
+size_t separable_smem(int kw, int kh) {
+  return (static_cast<size_t>(kSepTileX + kw - 1) * (kSepTileY + kh - 1) +
+          static_cast<size_t>(kSepTileY + kh - 1) * kSepTileX + kw + kh) * sizeof(float);
+}
+
+// KW, KH: the kernel's size when known at compile time (fully unrolled loops), 0 for any size.
+template <int KW, int KH>
+__global__ void __launch_bounds__(kSepTileX * kSepBlockY) separable_kernel(ConvArgs c) {
+  extern __shared__ float shared[];
+  const int kw = KW ? KW : c.kw;
+  const int kh = KH ? KH : c.kh;
+  const int tile_w = kSepTileX + kw - 1;
+  const int tile_h = kSepTileY + kh - 1;
+  float* tile = shared;
+  float* mid = tile + tile_w * tile_h;
+  float* wrow = mid + tile_h * kSepTileX;
+  float* wcol = wrow + kw;
+  const int tid = threadIdx.y * kSepTileX + threadIdx.x;
+  constexpr int nthreads = kSepTileX * kSepBlockY;
+  for (int k = tid; k < kw + kh; k += nthreads) wrow[k] = c.weights[k];
+
+  const int64_t x0 = static_cast<int64_t>(blockIdx.x) * kSepTileX;
+  const int64_t y0 = static_cast<int64_t>(blockIdx.y) * kSepTileY;
+  const int64_t base_x = x0 + c.off_x - (kw - 1);
+  const int64_t base_y = y0 + c.off_y - (kh - 1);
+  for (int ty = threadIdx.y; ty < tile_h; ty += kSepBlockY) {
+    const int64_t gy = base_y + ty;
+    const bool row_in = gy >= 0 && gy < c.in_h;
+    const float* src = c.in + (row_in ? gy : 0) * c.in_w;
+    for (int tx = threadIdx.x; tx < tile_w; tx += kSepTileX) {
+      const int64_t gx = base_x + tx;
+      tile[ty * tile_w + tx] = (row_in && gx >= 0 && gx < c.in_w) ? __ldg(src + gx) : 0.0f;
+    }
+  }
+  __syncthreads();
+  for (int ty = threadIdx.y; ty < tile_h; ty += kSepBlockY) {
+    const float* src = tile + ty * tile_w + threadIdx.x;
+    float acc = 0.0f;
+#pragma unroll
+    for (int i = 0; i < kw; ++i) acc = fmaf(wrow[i], src[i], acc);
+    mid[ty * kSepTileX + threadIdx.x] = acc;
+  }
+  __syncthreads();
+  const int r0 = threadIdx.y * kSepRows;
+  float acc[kSepRows] = {};
+#pragma unroll
+  for (int m = 0; m < kh + kSepRows - 1; ++m) {  // mid row r0 + m feeds outputs r with tap m - r
+    const float v = mid[(r0 + m) * kSepTileX + threadIdx.x];
+#pragma unroll
+    for (int r = 0; r < kSepRows; ++r) {
+      const int k = m - r;
+      if (k >= 0 && k < kh) acc[r] = fmaf(wcol[k], v, acc[r]);
+    }
+  }
+  const int64_t x = x0 + threadIdx.x;
+  if (x >= c.out_w) return;
+#pragma unroll
+  for (int r = 0; r < kSepRows; ++r) {
+    const int64_t y = y0 + r0 + r;
+    if (y < c.out_h) c.out[y * c.out_w + x] = acc[r];
+  }
+}
+
 __global__ void direct_kernel(ConvArgs c) {
   const int64_t x = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (x >= c.out_w) return;
@@ -82,29 +155,37 @@ __global__ void direct_kernel(ConvArgs c) {
   }
 }
 
-// The device copy of a kernel, uploaded once per slot and content.
-const float* cached_weights(GpuContext& gpu, const float* host_kernel, int kw, int kh) {
+// The device copy of a kernel, uploaded once per slot and content: [kernel | flipped row |
+// flipped column], the factors only when the kernel is rank-1 (kernels::separable_factors).
+const ConvolveWeights& cached_weights(GpuContext& gpu, const float* host_kernel, int kw, int kh) {
   const size_t count = static_cast<size_t>(kw) * static_cast<size_t>(kh);
   for (const auto& w : gpu.convolve_weights)
     if (w->kw == kw && w->kh == kh && std::memcmp(w->host.data(), host_kernel, count * sizeof(float)) == 0)
-      return w->device.data();
+      return *w;
   auto w = std::make_unique<ConvolveWeights>();
   w->host.assign(host_kernel, host_kernel + count);
   w->kw = kw;
   w->kh = kh;
-  w->staging.reserve(count);
+  std::vector<float> row, col;
+  w->separable = count > 1 && kernels::separable_factors({host_kernel, kw, kh}, row, col);
+  const size_t total = count + (w->separable ? static_cast<size_t>(kw + kh) : 0);
+  w->staging.reserve(total);
   std::memcpy(w->staging.data(), host_kernel, count * sizeof(float));
-  w->device.reserve(count);
+  if (w->separable) {
+    for (int i = 0; i < kw; ++i) w->staging.data()[count + i] = row[static_cast<size_t>(kw - 1 - i)];
+    for (int j = 0; j < kh; ++j) w->staging.data()[count + kw + j] = col[static_cast<size_t>(kh - 1 - j)];
+  }
+  w->device.reserve(total);
   IMFLOW_CUDA_CHECK(
-      cudaMemcpyAsync(w->device.data(), w->staging.data(), count * sizeof(float), cudaMemcpyHostToDevice, gpu.stream));
+      cudaMemcpyAsync(w->device.data(), w->staging.data(), total * sizeof(float), cudaMemcpyHostToDevice, gpu.stream));
   gpu.convolve_weights.push_back(std::move(w));
-  return gpu.convolve_weights.back()->device.data();
+  return *gpu.convolve_weights.back();
 }
 
 }  // namespace
 
 void convolve(GpuContext& gpu, const float* host_kernel, int kw, int kh, kernels::ConvolveMode mode,
-              bool to_detection) {
+              bool to_detection, bool allow_separable) {
   if (kw < 1 || kh < 1 || host_kernel == nullptr) throw std::invalid_argument("cuda::convolve: empty kernel");
   if (to_detection && mode != kernels::ConvolveMode::same)
     throw std::invalid_argument("cuda::convolve: a detection image needs mode 'same'");
@@ -122,7 +203,8 @@ void convolve(GpuContext& gpu, const float* host_kernel, int kw, int kh, kernels
   c.off_y = full ? 0 : (kh - 1) / 2;
   if (!to_detection && gpu.has_detection && (c.out_w != gpu.width || c.out_h != gpu.height))
     throw std::logic_error("cuda::convolve: cannot resize the image after a detection image was made");
-  c.weights = cached_weights(gpu, host_kernel, kw, kh);
+  const ConvolveWeights& weights = cached_weights(gpu, host_kernel, kw, kh);
+  c.weights = weights.device.data();
   const int64_t out_n = c.out_w * c.out_h;
   if (to_detection) {
     gpu.detection.reserve(static_cast<size_t>(out_n));
@@ -136,7 +218,19 @@ void convolve(GpuContext& gpu, const float* host_kernel, int kw, int kh, kernels
     const size_t smem = (static_cast<size_t>(kTileX + kw - 1) * (kTileY + kh - 1) + static_cast<size_t>(kw) * kh) *
                         sizeof(float);
     const int64_t rows = (c.out_h + kTileY - 1) / kTileY;
-    if (smem <= gpu.max_shared_optin && rows <= 65535) {
+    const size_t sep_smem = separable_smem(kw, kh);
+    const int64_t sep_rows = (c.out_h + kSepTileY - 1) / kSepTileY;
+    if (allow_separable && weights.separable && sep_smem <= gpu.max_shared_optin && sep_rows <= 65535) {
+      void (*kernel)(ConvArgs) = kw == 15 && kh == 15 ? separable_kernel<15, 15>
+                                 : kw == 5 && kh == 5 ? separable_kernel<5, 5>
+                                                      : separable_kernel<0, 0>;
+      if (sep_smem > 48 * 1024)
+        IMFLOW_CUDA_CHECK(
+            cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(sep_smem)));
+      c.weights += static_cast<size_t>(kw) * kh;
+      const dim3 grid(static_cast<unsigned>((c.out_w + kSepTileX - 1) / kSepTileX), static_cast<unsigned>(sep_rows));
+      kernel<<<grid, dim3(kSepTileX, kSepBlockY), sep_smem, gpu.stream>>>(c);
+    } else if (smem <= gpu.max_shared_optin && rows <= 65535) {
       if (smem > 48 * 1024)
         IMFLOW_CUDA_CHECK(
             cudaFuncSetAttribute(tiled_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)));

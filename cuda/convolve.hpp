@@ -9,8 +9,9 @@ namespace imflow::cuda {
 // slot and cached by content). Float accumulation: agrees with the float64 CPU kernel to about
 // 1e-5 of the output's largest magnitude. to_detection: the result goes to gpu.detection (same
 // mode only) and segmentation uses it; otherwise it replaces gpu.image (and its size in full
-// mode).
+// mode). A rank-1 kernel (Gaussians) runs the fused separable kernel unless allow_separable is
+// false (benchmarks and tests of the general path).
 void convolve(GpuContext& gpu, const float* host_kernel, int kw, int kh, kernels::ConvolveMode mode,
-              bool to_detection);
+              bool to_detection, bool allow_separable = true);
 
 }  // namespace imflow::cuda

@@ -5,6 +5,7 @@
 
 #include "cuda/gpu_context.hpp"
 #include "cuda/measure.hpp"
+#include "cuda/svd.hpp"
 #include "imflow/kernels/measure.hpp"
 
 namespace imflow {
@@ -58,6 +59,7 @@ void enqueue_upload(GpuContext& gpu, const WorkItem& item) {
   IMFLOW_CUDA_CHECK(cudaMemsetAsync(gpu.results.data(), 0, sizeof(DeviceResults), gpu.stream));
   gpu.has_detection = gpu.has_background = gpu.has_threshold = gpu.has_mask = false;
   gpu.has_labels = gpu.has_catalog = gpu.image_modified = false;
+  gpu.has_normalization = gpu.has_svd_metrics = false;
   gpu.downloaded = DownloadWants{};
 }
 
@@ -175,6 +177,15 @@ void collect_results(GpuContext& gpu, WorkItem& item) {
     item.background = b;
   }
   if (gpu.has_threshold) item.threshold = r.threshold;
+  if (gpu.has_normalization) {  // composed on the device when normalize ran more than once
+    if (item.normalization) {
+      const Normalization first = *item.normalization;
+      item.normalization = Normalization{r.norm_offset * first.scale + first.offset, r.norm_scale * first.scale};
+    } else {
+      item.normalization = Normalization{r.norm_offset, r.norm_scale};
+    }
+  }
+  if (gpu.has_svd_metrics) collect_svd_metrics(gpu, item);
   if (gpu.has_mask && gpu.downloaded.mask) item.mask.assign(gpu.mask_host.data(), gpu.mask_host.data() + n);
   if (gpu.has_labels) {
     item.nlabels = r.nlabels;

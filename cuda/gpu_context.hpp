@@ -26,6 +26,14 @@ struct DeviceResults {
   long long mask_pixels;   // segment: pixels set in the mask
   int catalog_overflow;    // measure: nlabels exceeded the catalog capacity
   int reserved;
+  // normalize (cuda/normalize.hpp): original = x * norm_scale + norm_offset; norm_set counts the
+  // normalize steps run (a second one composes with the first, as on the CPU).
+  double norm_offset;
+  double norm_scale;
+  int norm_set;
+  int svd_status;          // svd_reconstruct: cuSOLVER info (0 ok), or the error codes of cuda/svd.hpp
+  // svd_reconstruct metrics (cuda/svd.hpp, SvdMetric indices), named as the CPU step's.
+  double svd_metrics[8];
 };
 
 // Plain twin of imflow::Source, written by the device straight into mapped pinned memory.
@@ -58,9 +66,12 @@ struct DownloadWants {
 };
 
 // A convolution kernel uploaded once per slot (kept for the slot's lifetime).
+struct SvdState;  // svd_reconstruct's per-slot solver state (cuda/svd.hpp)
+
 struct ConvolveWeights {
   std::vector<float> host;  // content, the cache key (with the sizes)
   int kw = 0, kh = 0;
+  bool separable = false;  // rank 1: device holds [kernel | flipped row (kw) | flipped column (kh)]
   PinnedBuffer<float> staging;
   DeviceBuffer<float> device;
 };
@@ -113,6 +124,9 @@ struct GpuContext {
   bool has_catalog = false;
   bool image_modified = false;
   cuda::DownloadWants downloaded;  // what the last enqueue_download copied
+  bool has_normalization = false;  // normalize ran: results.norm_* hold the mapping
+  bool has_svd_metrics = false;    // svd_reconstruct ran: results.svd_metrics hold its metrics
+  std::shared_ptr<cuda::SvdState> svd;  // created by the first svd_reconstruct on this slot
 
   // Device properties read once.
   int sm_count = 0;

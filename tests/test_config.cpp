@@ -55,3 +55,14 @@ TEST_CASE("unknown steps and steps out of order are errors", "[config]") {
 TEST_CASE("YAML syntax errors carry a position", "[config]") {
   CHECK_THAT(error_of("steps: [background\n"), Contains("test.yaml:") && Contains("YAML syntax error"));
 }
+
+TEST_CASE("devices: all, a list, and bad values", "[config]") {
+  CHECK(test::pipeline_from("steps: [background]\n").engine.devices.empty());
+  CHECK(test::pipeline_from("devices: all\nsteps: [background]\n").engine.devices.empty());
+  CHECK(test::pipeline_from("devices: [0, 1]\nsteps: [background]\n").engine.devices == std::vector<int>{0, 1});
+  CHECK_THAT(error_of("devices: [0, -1]\nsteps: [background]\n"), Contains("test.yaml:1:14") && Contains("devices"));
+  CHECK_THAT(error_of("devices: some\nsteps: [background]\n"), Contains("devices"));
+  CHECK(imflow::parse_device_list("all").empty());
+  CHECK(imflow::parse_device_list("1,0") == std::vector<int>{1, 0});
+  CHECK_THROWS_AS(imflow::parse_device_list("0,x"), imflow::ConfigError);
+}

@@ -3,6 +3,8 @@
 #pragma once
 #include <atomic>
 #include <filesystem>
+#include <functional>
+#include <optional>
 #include <string>
 
 #include "imflow/pipeline.hpp"
@@ -15,6 +17,11 @@ struct RunOptions {
   std::filesystem::path trace_path;        // Chrome trace JSON, empty for none
   std::filesystem::path summary_path;      // default: <output>/summary.json
   const std::atomic<bool>* stop = nullptr; // set to stop taking new items (signals)
+  bool resume = false;                     // skip items OUT/manifest.jsonl records as done and still valid
+  // MPI: the next input file index for this process (nullopt: none left); empty: all files in order.
+  std::function<std::optional<int64_t>()> file_feed;
+  bool write_summary = true;               // false: the caller merges and writes it (MPI rank 0)
+  std::string manifest_name = "manifest.jsonl";
 };
 
 // Run the pipeline; per-item failures are recorded in the summary, not thrown. Throws for
@@ -23,6 +30,9 @@ RunSummary run_pipeline(const Pipeline& pipeline, const RunOptions& options);
 
 // Files under the input directory matching the patterns, sorted; the input may also be one file.
 std::vector<std::filesystem::path> list_input_files(const InputConfig& input);
+
+// Usable CUDA devices (0 without a driver, a device, or CUDA support in this build).
+int cuda_device_count();
 
 // Resolve device "auto" to "cpu" or "cuda" (with a warning when no GPU); "cuda" without a GPU throws.
 std::string resolve_device(const std::string& requested);

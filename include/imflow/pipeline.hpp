@@ -16,12 +16,15 @@ struct InputConfig {
   std::vector<std::string> patterns;  // glob patterns matched against file names
   bool recursive = false;
   int64_t max_pixels = int64_t{1} << 32;  // per image plane, checked before allocation
+  int64_t max_file_bytes = int64_t{16} << 30;  // per input file (uncompressed size for .gz), checked before reading
   int nifti_axis = 2;                     // NIfTI volumes: slice along i (0), j (1) or k (2)
 };
 
 struct OutputConfig {
   std::filesystem::path dir;
   std::vector<std::string> formats;  // csv, fits (catalogs), labels, bgsub
+  bool manifest_sync = false;        // fdatasync OUT/manifest.jsonl after each line
+  bool fsync = false;                // fsync every output file before its rename (power-loss durability)
   bool wants(const std::string& format) const;
 };
 
@@ -29,6 +32,7 @@ struct EngineConfig {
   std::string device = "auto";  // auto | cpu | cuda
   int threads = 0;              // 0: all hardware threads
   int buffers = 0;              // work buffers in flight on the CPU path; 0: 2 x threads
+  std::vector<int> devices;     // CUDA devices to use; empty: all of them
   int streams = 4;              // CUDA streams per GPU
   int buffers_per_stream = 2;   // pinned buffers per stream (double buffering)
   bool fail_fast = false;
@@ -48,6 +52,9 @@ struct Pipeline {
 // Parse and validate a pipeline. Errors (ConfigError) name the file, line, column and key.
 Pipeline load_pipeline(const std::filesystem::path& file);
 Pipeline parse_pipeline(const std::string& yaml_text, const std::string& source_name);
+
+// "all" -> {} (every device); "0,1" -> {0, 1}. Throws ConfigError.
+std::vector<int> parse_device_list(const std::string& text);
 
 // Check what the engine settings allow once overrides are applied (throws ConfigError).
 void validate_engine(const EngineConfig& engine);

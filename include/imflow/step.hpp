@@ -26,6 +26,13 @@ class Step {
   // Enqueue the step on the item's stream; device buffers live in `gpu`. Must not synchronize.
   virtual void run_cuda(WorkItem& item, GpuContext& gpu) const;
 
+  // Host work a GPU step needs before its item is uploaded (the CUDA graph's reader calls it,
+  // after read, on a host thread; e.g. the CPU SVD of svd_reconstruct's hybrid mode). When a
+  // step says needs_host_phase(), the CUDA graph runs the steps before it with run_cpu on the
+  // reader thread, then its prepare_host, and the GPU runs it (run_cuda) and the steps after it.
+  virtual bool needs_host_phase() const { return false; }
+  virtual void prepare_host(WorkItem&) const {}
+
   const std::string& name() const { return name_; }
   // The parameters with every default filled in, as `imflow validate` prints them.
   const YAML::Node& params() const { return params_; }

@@ -18,6 +18,10 @@ class RunSummary {
  public:
   // Record a finished item (thread-safe); `outputs` are the files written for it.
   void add(const WorkItem& item, const std::vector<std::filesystem::path>& outputs);
+  // Record an item a resumed run skipped: its previous record, marked "skipped": true (thread-safe).
+  void add_skipped(nlohmann::json previous_record);
+  // The JSON record add() stores for an item (also what the manifest keeps).
+  static nlohmann::json item_record(const WorkItem& item, const std::vector<std::filesystem::path>& outputs);
 
   void set_context(nlohmann::json context) { context_ = std::move(context); }
   // Add one run-level entry (e.g. the GPU overlap figures) next to the context.
@@ -30,6 +34,7 @@ class RunSummary {
   int64_t succeeded() const { return succeeded_; }
   int64_t failed() const { return failed_; }
   int64_t items() const { return succeeded_ + failed_; }
+  int64_t skipped() const { return skipped_; }  // counted in succeeded() too
   double wall_seconds() const { return wall_seconds_; }
   int64_t input_bytes() const { return input_bytes_; }
   nlohmann::json to_json() const;
@@ -43,6 +48,7 @@ class RunSummary {
   std::map<std::string, double> stage_seconds_;
   int64_t succeeded_ = 0;
   int64_t failed_ = 0;
+  int64_t skipped_ = 0;
   int64_t input_bytes_ = 0;
   int64_t pixels_ = 0;
   double wall_seconds_ = 0.0;

@@ -67,6 +67,10 @@ struct WorkItem {
 
   std::vector<StageTime> times;
   std::vector<float> scratch;  // reusable working memory for steps
+  // Host-computed data a GPU step uploads (e.g. svd_reconstruct's hybrid: the CPU SVD factors,
+  // [U_k | s | V_k]); filled by Step::prepare_host, pinned in the CUDA engine's items.
+  std::vector<float> host_factors;
+  int64_t host_factors_k = -1;  // the rank those factors were cut to (-1: none)
 
   // Forget the previous item's results, keeping the buffers' capacity.
   void reset(ItemRef new_ref) {
@@ -85,6 +89,7 @@ struct WorkItem {
     metrics.clear();
     normalization.reset();
     times.clear();
+    host_factors_k = -1;
   }
 
   // The image that thresholding and labelling use.

@@ -14,13 +14,23 @@
 #include "imflow/errors.hpp"
 #include "imflow/step.hpp"
 #include "imflow/version.hpp"
+#ifdef IMFLOW_HAVE_MPI
+#include "mpi/mpi_run.hpp"
+#endif
+#include "cli/bench_command.hpp"
 
 namespace imflow {
 
 namespace {
 std::atomic<bool> g_stop_requested{false};
 
-extern "C" void on_stop_signal(int) { g_stop_requested = true; }
+// First SIGINT/SIGTERM: stop taking new items, finish those in flight. Second: abort at once
+// (exit 130); outputs are atomic, so no half-written file is left under a final name.
+extern "C" void on_stop_signal(int) {
+  if (g_stop_requested.exchange(true)) _exit(130);
+  static const char note[] = "imflow: stopping after the items in flight (again to abort)\n";
+  [[maybe_unused]] const auto ignored = ::write(STDERR_FILENO, note, sizeof note - 1);
+}
 
 const char* kExitCodes =
     "Exit codes: 0 all items succeeded; 1 bad command line or pipeline file; 2 some items failed;\n"
@@ -28,9 +38,10 @@ const char* kExitCodes =
 
 struct RunArgs {
   std::string pipeline;
-  std::string input, output, device, trace, summary;
+  std::string input, output, device, devices, trace, summary;
   int threads = -1, buffers = -1, streams = -1, buffers_per_stream = -1;
   bool fail_fast = false;
+  bool resume = false;
 };
 
 void apply_overrides(Pipeline& pipeline, const RunArgs& args) {
@@ -39,6 +50,7 @@ void apply_overrides(Pipeline& pipeline, const RunArgs& args) {
   if (!args.device.empty()) pipeline.engine.device = args.device;
   if (args.threads >= 0) pipeline.engine.threads = args.threads;
   if (args.buffers >= 0) pipeline.engine.buffers = args.buffers;
+  if (!args.devices.empty()) pipeline.engine.devices = parse_device_list(args.devices);
   if (args.streams >= 0) pipeline.engine.streams = args.streams;
   if (args.buffers_per_stream >= 0) pipeline.engine.buffers_per_stream = args.buffers_per_stream;
   if (args.fail_fast) pipeline.engine.fail_fast = true;
@@ -53,6 +65,7 @@ void add_engine_options(CLI::App* command, RunArgs& args) {
       ->check(CLI::IsMember({"auto", "cpu", "cuda"}));
   command->add_option("--threads,-j", args.threads, "worker threads (0: all cores)")->check(CLI::Range(0, 4096));
   command->add_option("--buffers", args.buffers, "CPU work buffers in flight (0: 2 x threads)")->check(CLI::Range(0, 4096));
+  command->add_option("--devices", args.devices, "CUDA devices: all (default) or a list such as 0,1; overrides devices");
   command->add_option("--streams", args.streams, "CUDA streams per GPU")->check(CLI::Range(1, 64));
   command->add_option("--buffers-per-stream", args.buffers_per_stream, "pinned buffers per stream")
       ->check(CLI::Range(1, 16));
@@ -66,8 +79,17 @@ int command_run(const RunArgs& args, bool progress) {
   options.trace_path = args.trace;
   options.summary_path = args.summary;
   options.stop = &g_stop_requested;
+  options.resume = args.resume;
   std::signal(SIGINT, on_stop_signal);
   std::signal(SIGTERM, on_stop_signal);
+#ifdef IMFLOW_HAVE_MPI
+  if (mpi::launched_under_mpi()) {
+    const mpi::MpiOutcome outcome = mpi::run_pipeline_mpi(pipeline, options);
+    if (g_stop_requested) return kExitInterrupted;
+    if (outcome.stopped) return kExitFatal;
+    return outcome.failed > 0 ? kExitSomeFailed : kExitOk;
+  }
+#endif
   const RunSummary summary = run_pipeline(pipeline, options);
   spdlog::info("{} items: {} succeeded, {} failed in {:.3f} s ({:.1f} images/s, {:.1f} MB/s); summary in {}",
                summary.items(), summary.succeeded(), summary.failed(), summary.wall_seconds(),
@@ -121,6 +143,7 @@ int run_cli(int argc, char** argv) {
   run->add_option("--trace", run_args.trace, "write a Chrome trace (Perfetto) JSON file");
   run->add_option("--summary", run_args.summary, "summary JSON path (default: OUTPUT/summary.json)");
   run->add_flag("--fail-fast", run_args.fail_fast, "stop at the first failed item");
+  run->add_flag("--resume", run_args.resume, "skip items OUTPUT/manifest.jsonl lists as done (input unchanged, outputs intact)");
   run->footer(kExitCodes);
 
   RunArgs validate_args;
@@ -128,6 +151,7 @@ int run_cli(int argc, char** argv) {
   add_engine_options(validate, validate_args);
 
   CLI::App* steps = app.add_subcommand("steps", "list the available steps");
+  BenchCommand bench(app, argc, argv);
 
   try {
     app.parse(argc, argv);
@@ -139,6 +163,7 @@ int run_cli(int argc, char** argv) {
     if (run->parsed()) return command_run(run_args, !quiet && isatty(STDERR_FILENO));
     if (validate->parsed()) return command_validate(validate_args);
     if (steps->parsed()) return command_steps();
+    if (bench.parsed()) return bench.run(verbosity > 0);
   } catch (const ConfigError& error) {
     spdlog::error("{}", error.what());
     return kExitUsage;

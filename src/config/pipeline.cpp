@@ -21,6 +21,7 @@ InputConfig parse_input(ParamReader reader) {
   input.patterns = reader.text_list("patterns", kDefaultPatterns);
   input.recursive = reader.boolean("recursive", false);
   input.max_pixels = reader.integer("max_pixels", input.max_pixels, 1);
+  input.max_file_bytes = reader.integer("max_file_bytes", input.max_file_bytes, 1);
   input.nifti_axis = static_cast<int>(reader.integer("nifti_axis", 2, 0, 2));
   reader.finish();
   return input;
@@ -30,6 +31,8 @@ OutputConfig parse_output(ParamReader reader, const YAML::Node& node) {
   OutputConfig output;
   output.dir = reader.text("dir", "imflow-out");
   output.formats = reader.text_list("formats", {"csv", "fits"});
+  output.manifest_sync = reader.boolean("manifest_sync", false);
+  output.fsync = reader.boolean("fsync", false);
   for (const auto& format : output.formats) {
     if (std::find(kFormats.begin(), kFormats.end(), format) == kFormats.end()) {
       std::string known;
@@ -46,6 +49,18 @@ EngineConfig parse_engine(ParamReader& reader) {
   engine.device = reader.choice("device", "auto", {"auto", "cpu", "cuda"});
   engine.threads = static_cast<int>(reader.integer("threads", 0, 0, 4096));
   engine.buffers = static_cast<int>(reader.integer("buffers", 0, 0, 4096));
+  const YAML::Node devices = reader.child("devices");
+  if (devices.IsDefined() && devices.IsSequence()) {
+    for (const auto& device : devices) {
+      int id = -1;
+      if (!device.IsScalar() || !YAML::convert<int>::decode(device, id) || id < 0) {
+        reader.fail(device, "devices", "expected 'all' or a list of device numbers >= 0");
+      }
+      engine.devices.push_back(id);
+    }
+  } else if (devices.IsDefined() && !(devices.IsScalar() && devices.Scalar() == "all")) {
+    reader.fail(devices, "devices", "expected 'all' or a list of device numbers >= 0");
+  }
   engine.streams = static_cast<int>(reader.integer("streams", 4, 1, 64));
   engine.buffers_per_stream = static_cast<int>(reader.integer("buffers_per_stream", 2, 1, 16));
   engine.fail_fast = reader.boolean("fail_fast", false);
@@ -92,6 +107,25 @@ void check_step_order(const std::vector<std::unique_ptr<Step>>& steps, const YAM
 
 bool OutputConfig::wants(const std::string& format) const {
   return std::find(formats.begin(), formats.end(), format) != formats.end();
+}
+
+std::vector<int> parse_device_list(const std::string& text) {
+  if (text == "all") return {};
+  std::vector<int> devices;
+  std::stringstream stream(text);
+  std::string part;
+  while (std::getline(stream, part, ',')) {
+    try {
+      size_t used = 0;
+      const int id = std::stoi(part, &used);
+      if (used != part.size() || id < 0) throw std::invalid_argument(part);
+      devices.push_back(id);
+    } catch (const std::exception&) {
+      throw ConfigError("--devices: '" + text + "' is not 'all' or a comma-separated list of device numbers");
+    }
+  }
+  if (devices.empty()) throw ConfigError("--devices: empty list");
+  return devices;
 }
 
 void validate_engine(const EngineConfig& engine) {
@@ -142,12 +176,20 @@ YAML::Node Pipeline::resolved() const {
   root["input"]["patterns"] = input.patterns;
   root["input"]["recursive"] = input.recursive;
   root["input"]["max_pixels"] = input.max_pixels;
+  root["input"]["max_file_bytes"] = input.max_file_bytes;
   root["input"]["nifti_axis"] = input.nifti_axis;
   root["output"]["dir"] = output.dir.string();
   root["output"]["formats"] = output.formats;
+  root["output"]["manifest_sync"] = output.manifest_sync;
+  root["output"]["fsync"] = output.fsync;
   root["device"] = engine.device;
   root["threads"] = engine.threads;
   root["buffers"] = engine.buffers;
+  if (engine.devices.empty()) {
+    root["devices"] = "all";
+  } else {
+    root["devices"] = engine.devices;
+  }
   root["streams"] = engine.streams;
   root["buffers_per_stream"] = engine.buffers_per_stream;
   root["fail_fast"] = engine.fail_fast;

@@ -14,6 +14,7 @@
 #include <tuple>
 
 #include "cuda/cuda_check.hpp"
+#include "imflow/errors.hpp"
 #include "gpu_overlap.hpp"
 #include "gpu_slot.hpp"
 
@@ -50,6 +51,35 @@ cuda::DownloadWants download_wants(const OutputConfig& output, const GpuContext&
   return wants;
 }
 
+// Steps before the last step that needs a host phase (Step::needs_host_phase, e.g.
+// svd_reconstruct's hybrid) run on the host in the reader, with that step's prepare_host; the GPU
+// runs the rest. 0 (all on the GPU) when no step needs one.
+size_t first_gpu_step(const Pipeline& pipeline) {
+  size_t first = 0;
+  for (size_t s = 0; s < pipeline.steps.size(); ++s) {
+    if (pipeline.steps[s]->needs_host_phase()) first = s;
+  }
+  return first;
+}
+
+void host_phase_stage(RunContext& run, WorkItem& item, size_t first) {
+  const auto& steps = run.pipeline.steps;
+  if (item.status == ItemStatus::failed || first >= steps.size() || !steps[first]->needs_host_phase()) return;
+  for (size_t s = 0; s <= first; ++s) {
+    StageTimer timer(run, item, steps[s]->name() + (s == first ? " (host)" : ""), worker_track("cpu"));
+    try {
+      if (s < first) steps[s]->run_cpu(item);
+      else steps[s]->prepare_host(item);
+    } catch (const std::bad_alloc&) {
+      item.fail(item_name(item.ref) + ": step " + steps[s]->name() + ": out of memory");
+      return;
+    } catch (const std::exception& error) {
+      item.fail(item_name(item.ref) + ": step " + steps[s]->name() + ": " + error.what());
+      return;
+    }
+  }
+}
+
 // Enqueue upload, every step and the download on the slot's stream; never waits.
 void enqueue_item(RunContext& run, GpuSlot& slot, WorkItem& item) {
   cuda::DeviceGuard guard(slot.device);
@@ -58,8 +88,9 @@ void enqueue_item(RunContext& run, GpuSlot& slot, WorkItem& item) {
   cuda::enqueue_upload(context, item);
   slot.marks[1].record(slot.stream);
   const auto& steps = run.pipeline.steps;
+  const size_t first = first_gpu_step(run.pipeline);  // steps before it ran on the host
   for (size_t s = 0; s < steps.size(); ++s) {
-    steps[s]->run_cuda(item, context);
+    if (s >= first) steps[s]->run_cuda(item, context);
     slot.marks[2 + s].record(slot.stream);
   }
   cuda::enqueue_download(context, download_wants(run.pipeline.output, context));
@@ -87,6 +118,7 @@ void collect_item(RunContext& run, GpuSlot& slot, WorkItem& item, GpuTimeline& t
     }
   }
   cuda::collect_results(*slot.context, item);
+  timeline.count_item(slot.device, item.input_bytes);
 }
 
 void fail_on_device(RunContext& run, WorkItem& item, GpuSlot& slot, const std::string& what, cudaError_t code) {
@@ -98,12 +130,27 @@ void fail_on_device(RunContext& run, WorkItem& item, GpuSlot& slot, const std::s
 }
 }  // namespace
 
+std::vector<int> chosen_devices(const EngineConfig& engine) {
+  const int available = cuda::device_count();
+  std::vector<int> devices = engine.devices;
+  if (devices.empty()) {
+    for (int d = 0; d < available; ++d) devices.push_back(d);
+  }
+  for (int d : devices) {
+    if (d >= available) {
+      throw ConfigError("devices: CUDA device " + std::to_string(d) + " does not exist (" + std::to_string(available) +
+                        " available)");
+    }
+  }
+  return devices;
+}
+
 void run_gpu_graph(RunContext& run, ItemSource& source, int threads, const EngineConfig& engine) {
-  const int devices = std::min(cuda::device_count(), 1);  // several GPUs: the scale-out issue
+  const std::vector<int> devices = chosen_devices(engine);
   GpuTimeline timeline(devices);
   std::vector<std::unique_ptr<GpuSlot>> slots;
   std::vector<std::unique_ptr<WorkItem>> items;
-  for (int device = 0; device < devices; ++device) {
+  for (int device : devices) {
     for (int s = 0; s < engine.streams; ++s) {
       slots.push_back(std::make_unique<GpuSlot>(device, s, run.pipeline.steps.size()));
       for (int b = 0; b < engine.buffers_per_stream; ++b) {
@@ -126,6 +173,7 @@ void run_gpu_graph(RunContext& run, ItemSource& source, int threads, const Engin
       graph, threads, [&](const std::tuple<ItemRef, WorkItem*>& work) {
         WorkItem* item = std::get<1>(work);
         read_stage(run, *item, std::get<0>(work));
+        host_phase_stage(run, *item, first_gpu_step(run.pipeline));
         return item;
       });
   flow::queue_node<WorkItem*> read_items(graph);

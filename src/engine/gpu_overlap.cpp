@@ -31,17 +31,32 @@ double covered_length(const std::vector<std::pair<double, double>>& merged, doub
   return covered;
 }
 
-GpuTimeline::GpuTimeline(int devices) : epoch_us_(devices, 0.0), intervals_(devices) {
-  for (int d = 0; d < devices; ++d) {
-    cuda::DeviceGuard guard(d);
+GpuTimeline::GpuTimeline(std::vector<int> devices)
+    : devices_(std::move(devices)),
+      items_(devices_.size(), 0),
+      bytes_(devices_.size(), 0),
+      epoch_us_(devices_.size(), 0.0),
+      intervals_(devices_.size()) {
+  for (int device : devices_) {
+    cuda::DeviceGuard guard(device);
     epochs_.emplace_back(true);
   }
+}
+
+size_t GpuTimeline::slot_of(int device) const {
+  return static_cast<size_t>(std::find(devices_.begin(), devices_.end(), device) - devices_.begin());
+}
+
+void GpuTimeline::count_item(int device, int64_t bytes) {
+  std::lock_guard lock(mutex_);
+  items_[slot_of(device)] += 1;
+  bytes_[slot_of(device)] += bytes;
 }
 
 void GpuTimeline::start(const std::vector<std::unique_ptr<GpuSlot>>& slots, const Trace* trace) {
   for (size_t d = 0; d < epochs_.size(); ++d) {
     for (const auto& slot : slots) {
-      if (slot->device != static_cast<int>(d)) continue;
+      if (slot->device != devices_[d]) continue;
       cuda::DeviceGuard guard(slot->device);
       epochs_[d].record(slot->stream);
       epochs_[d].synchronize();
@@ -53,7 +68,7 @@ void GpuTimeline::start(const std::vector<std::unique_ptr<GpuSlot>>& slots, cons
 
 void GpuTimeline::add(int device, GpuInterval interval) {
   std::lock_guard lock(mutex_);
-  intervals_[device].push_back(interval);
+  intervals_[slot_of(device)].push_back(interval);
 }
 
 nlohmann::json GpuTimeline::summary(const std::vector<std::unique_ptr<GpuSlot>>& slots) const {
@@ -78,10 +93,12 @@ nlohmann::json GpuTimeline::summary(const std::vector<std::unique_ptr<GpuSlot>>&
     for (const auto& [start, end] : merged) kernel_union += end - start;
     auto fraction = [](double part, double whole) { return whole > 0 ? part / whole : 0.0; };
     int streams = 0;
-    for (const auto& slot : slots) streams += slot->device == static_cast<int>(d);
-    devices.push_back({{"device", d},
-                       {"name", cuda::device_name(static_cast<int>(d))},
+    for (const auto& slot : slots) streams += slot->device == devices_[d];
+    devices.push_back({{"device", devices_[d]},
+                       {"name", cuda::device_name(devices_[d])},
                        {"streams", streams},
+                       {"items", items_[d]},
+                       {"input_megabytes", bytes_[d] / 1e6},
                        {"h2d_seconds", busy[GpuInterval::copy_in] * 1e-6},
                        {"kernel_seconds", busy[GpuInterval::compute] * 1e-6},
                        {"kernel_busy_seconds", kernel_union * 1e-6},

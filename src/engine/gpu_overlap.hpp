@@ -21,18 +21,24 @@ struct GpuInterval {
 
 class GpuTimeline {
  public:
-  explicit GpuTimeline(int devices);
+  // `devices`: the CUDA device numbers in use.
+  explicit GpuTimeline(std::vector<int> devices);
   // Record and wait for an epoch event on every device (once, before the run).
   void start(const std::vector<std::unique_ptr<GpuSlot>>& slots, const Trace* trace);
-  const cuda::Event& epoch(int device) const { return epochs_[device]; }
-  double epoch_us(int device) const { return epoch_us_[device]; }
+  const cuda::Event& epoch(int device) const { return epochs_[slot_of(device)]; }
+  double epoch_us(int device) const { return epoch_us_[slot_of(device)]; }
   void add(int device, GpuInterval interval);
+  // One item finished on `device` (for the per-device figures).
+  void count_item(int device, int64_t bytes);
   // Busy time per kind and per device, and the fraction of H2D / D2H time during which some
   // kernel of the same device was running.
   nlohmann::json summary(const std::vector<std::unique_ptr<GpuSlot>>& slots) const;
 
  private:
+  size_t slot_of(int device) const;
+  std::vector<int> devices_;
   std::vector<cuda::Event> epochs_;
+  std::vector<int64_t> items_, bytes_;
   std::vector<double> epoch_us_;
   mutable std::mutex mutex_;
   std::vector<std::vector<GpuInterval>> intervals_;

@@ -4,6 +4,7 @@
 #include <exception>
 
 #include "imflow/io/input_format.hpp"
+#include "input_limits.hpp"
 
 namespace imflow {
 
@@ -12,14 +13,19 @@ namespace fs = std::filesystem;
 ItemSource::ItemSource(std::vector<fs::path> files, fs::path input_root)
     : files_(std::move(files)), root_(std::move(input_root)) {}
 
-void ItemSource::scan_next_file() {
-  const size_t file_index = next_file_++;
+void ItemSource::scan_next_file(size_t file_index) {
   ItemRef base;
   base.path = files_[file_index];
   std::error_code error;
+  // From the listed path (never a symlink target), so outputs mirror the input tree below OUT.
   base.relative = fs::is_directory(root_, error) ? base.path.lexically_relative(root_) : base.path.filename();
   base.file_index = static_cast<int64_t>(file_index);
   try {
+    if (!is_contained_relative(base.relative)) {
+      throw std::runtime_error(base.path.string() + ": its path relative to the input directory ('" +
+                               base.relative.string() + "') would place outputs outside the output directory");
+    }
+    check_input_file(base.path, max_file_bytes_, true);
     const InputFormat* format = input_format_for(base.path);
     if (format == nullptr) throw std::runtime_error(base.path.string() + ": unknown file format (by name)");
     for (const PlaneInfo& plane : format->scan(base.path)) {
@@ -38,14 +44,24 @@ void ItemSource::scan_next_file() {
 }
 
 bool ItemSource::next(ItemRef& out) {
-  while (pending_.empty()) {
-    if (next_file_ >= files_.size()) return false;
-    scan_next_file();
+  for (;;) {
+    while (pending_.empty()) {
+      if (feed_) {
+        const std::optional<int64_t> index = feed_();
+        if (!index || *index < 0 || static_cast<size_t>(*index) >= files_.size()) return false;
+        ++next_file_;
+        scan_next_file(static_cast<size_t>(*index));
+      } else {
+        if (next_file_ >= files_.size()) return false;
+        scan_next_file(next_file_++);
+      }
+    }
+    out = std::move(pending_.front());
+    pending_.pop_front();
+    if (skip_ && out.error.empty() && skip_(out)) continue;
+    out.index = next_index_++;
+    return true;
   }
-  out = std::move(pending_.front());
-  pending_.pop_front();
-  out.index = next_index_++;
-  return true;
 }
 
 }  // namespace imflow

@@ -1,8 +1,11 @@
 // ItemSource: turns the sorted file list into work-item references lazily, one file scanned
 // at a time, so the list of items never has to be held whole.
 #pragma once
+#include <cstdint>
 #include <deque>
 #include <filesystem>
+#include <functional>
+#include <optional>
 #include <vector>
 
 #include "imflow/work_item.hpp"
@@ -16,16 +19,25 @@ class ItemSource {
   // The next item, or false when every file has been listed. A file that cannot be scanned
   // yields one item carrying the error.
   bool next(ItemRef& out);
+  // Files larger than this (inflated, for gzip) become one failed item, before any reader runs.
+  void set_max_file_bytes(int64_t bytes) { max_file_bytes_ = bytes; }
+  // Items for which `skip` returns true are not returned by next() (resume: done before).
+  void set_skip(std::function<bool(const ItemRef&)> skip) { skip_ = std::move(skip); }
+  // Take file indices from `feed` (MPI dispatch) instead of going through the list in order.
+  void set_file_feed(std::function<std::optional<int64_t>()> feed) { feed_ = std::move(feed); }
   size_t files() const { return files_.size(); }
   size_t files_listed() const { return next_file_; }
 
  private:
-  void scan_next_file();
+  void scan_next_file(size_t file_index);
   std::vector<std::filesystem::path> files_;
   std::filesystem::path root_;
   size_t next_file_ = 0;
   int64_t next_index_ = 0;
   std::deque<ItemRef> pending_;
+  int64_t max_file_bytes_ = INT64_MAX;
+  std::function<bool(const ItemRef&)> skip_;
+  std::function<std::optional<int64_t>()> feed_;
 };
 
 }  // namespace imflow

@@ -5,7 +5,13 @@
 #include <tbb/info.h>
 #include <tbb/task_arena.h>
 
+#include <stdlib.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include <cerrno>
 #include <chrono>
+#include <cstring>
 
 #include "cpu_graph.hpp"
 #include "imflow/engine.hpp"
@@ -13,6 +19,9 @@
 #include "imflow/version.hpp"
 #include "imflow/io/nifti.hpp"
 #include "item_source.hpp"
+#include "imflow/io/atomic_file.hpp"
+#include "manifest.hpp"
+#include "summary_merge.hpp"
 #include "mri_outputs.hpp"
 #include "stages.hpp"
 
@@ -22,19 +31,68 @@
 
 namespace imflow {
 
-namespace {
-int gpu_count() {
+int cuda_device_count() {
 #ifdef IMFLOW_HAVE_CUDA
   return cuda_devices_available();
 #else
   return 0;
 #endif
 }
+
+namespace {
+// The output directory exists, is writable, and is not the input directory or inside it (outputs
+// could overwrite inputs or be read back as inputs). Throws OutputError (exit 3) / ConfigError.
+void prepare_output_dir(const Pipeline& pipeline) {
+  namespace fs = std::filesystem;
+  const fs::path& out = pipeline.output.dir;
+  std::error_code error;
+  fs::create_directories(out, error);
+  if (error) throw OutputError(out.string() + ": cannot create the output directory: " + error.message());
+  if (!fs::is_directory(out, error)) throw OutputError(out.string() + ": the output path is not a directory");
+  if (fs::is_directory(pipeline.input.dir, error)) {
+    const fs::path input = fs::weakly_canonical(pipeline.input.dir, error);
+    const fs::path output = fs::weakly_canonical(out, error);
+    const fs::path inside = output.lexically_relative(input);
+    if (!error && !inside.empty() && *inside.begin() != "..") {
+      throw ConfigError(out.string() + ": the output directory is (or is inside) the input directory " +
+                        pipeline.input.dir.string() + " (following symlinks); choose another --output");
+    }
+  }
+  std::string probe = (out / ".imflow-write-test-XXXXXX").string();
+  const int fd = ::mkstemp(probe.data());
+  if (fd < 0 || ::write(fd, "x", 1) != 1) {
+    const std::string reason = std::strerror(errno);
+    if (fd >= 0) {
+      ::close(fd);
+      ::unlink(probe.c_str());
+    }
+    throw OutputError(out.string() + ": the output directory is not writable: " + reason);
+  }
+  ::close(fd);
+  ::unlink(probe.c_str());
+}
+
+// What must match for --resume to reuse results: the steps with their parameters, the output
+// formats and the NIfTI slicing axis (not threads, devices or paths).
+std::string config_key(const Pipeline& pipeline) {
+  const YAML::Node resolved = pipeline.resolved();
+  YAML::Node key;
+  key["steps"] = resolved["steps"];
+  key["formats"] = resolved["output"]["formats"];
+  key["nifti_axis"] = resolved["input"]["nifti_axis"];
+  YAML::Emitter out;
+  out << YAML::Flow << key;
+  const std::string text = out.c_str();
+  char hex[9];
+  std::snprintf(hex, sizeof hex, "%08lx",
+                ::crc32(0L, reinterpret_cast<const Bytef*>(text.data()), static_cast<uInt>(text.size())));
+  return hex;
+}
 }  // namespace
 
 std::string resolve_device(const std::string& requested) {
   if (requested == "cpu") return "cpu";
-  const int gpus = gpu_count();
+  const int gpus = cuda_device_count();
   if (requested == "cuda") {
     if (gpus == 0) {
 #ifdef IMFLOW_HAVE_CUDA
@@ -64,7 +122,13 @@ RunSummary run_pipeline(const Pipeline& pipeline, const RunOptions& options) {
   std::vector<std::filesystem::path> files = list_input_files(pipeline.input);
   if (files.empty()) spdlog::warn("{}: no input file matches the patterns", pipeline.input.dir.string());
   set_nifti_slice_axis(pipeline.input.nifti_axis);
+  prepare_output_dir(pipeline);
+  set_output_fsync(pipeline.output.fsync);
+  Manifest manifest(pipeline.output.dir, config_key(pipeline), options.resume, pipeline.output.manifest_sync,
+                    options.manifest_name);
   ItemSource source(files, pipeline.input.dir);
+  if (options.file_feed) source.set_file_feed(options.file_feed);
+  source.set_max_file_bytes(pipeline.input.max_file_bytes);
   RunSummary summary;
   summary.set_context({{"imflow_version", kVersion},
                        {"pipeline", pipeline.source},
@@ -79,6 +143,18 @@ RunSummary run_pipeline(const Pipeline& pipeline, const RunOptions& options) {
   Progress progress(static_cast<int64_t>(files.size()), options.progress);
   Trace trace;
   RunContext run(pipeline, summary, &progress, options.trace_path.empty() ? nullptr : &trace, options.stop);
+  run.manifest = &manifest;
+  if (options.resume) {
+    // Runs in the (serial) source node: an item finished before, unchanged and intact is not redone.
+    source.set_skip([&](const ItemRef& ref) {
+      nlohmann::json previous = manifest.done_before(ref);
+      if (previous.is_null()) return false;
+      previous["file"] = ref.path.string();
+      summary.add_skipped(std::move(previous));
+      progress.item_done(ref.last_of_file, 0, false);
+      return true;
+    });
+  }
 
   spdlog::info("imflow {}: {} files from {} on {} ({} threads)", kVersion, files.size(), pipeline.input.dir.string(),
                device, threads);
@@ -104,9 +180,14 @@ RunSummary run_pipeline(const Pipeline& pipeline, const RunOptions& options) {
   } else if (options.stop != nullptr && options.stop->load()) {
     summary.set_stop_reason("interrupted by a signal; items in flight were finished");
   }
+  if (!options.write_summary) {
+    if (!options.trace_path.empty()) trace.write(options.trace_path);
+    return summary;
+  }
   const auto summary_path = options.summary_path.empty() ? pipeline.output.dir / "summary.json" : options.summary_path;
   if (pipeline.output.wants("metrics")) write_metrics_csv(summary, pipeline.output.dir / "metrics.csv");
   summary.write(summary_path);
+  if (pipeline.output.wants("csv")) write_merged_catalog(summary.to_json(), pipeline.output.dir / "catalog.csv");
   if (!options.trace_path.empty()) trace.write(options.trace_path);
   return summary;
 }

@@ -2,11 +2,14 @@
 #include "stages.hpp"
 
 #include <spdlog/spdlog.h>
+#include <sys/statvfs.h>
 #include <tbb/task_arena.h>
 
 #include <exception>
 
 #include "imflow/io/input_format.hpp"
+#include "input_limits.hpp"
+#include "manifest.hpp"
 #include "writer.hpp"
 
 namespace imflow {
@@ -44,6 +47,7 @@ void read_stage(RunContext& run, WorkItem& item, ItemRef ref) {
   try {
     const InputFormat* format = input_format_for(item.ref.path);
     if (format == nullptr) throw std::runtime_error(item.ref.path.string() + ": unknown file format");
+    check_input_file(item.ref.path, run.pipeline.input.max_file_bytes, false);  // it may have changed since the scan
     ReadLimits limits;
     limits.max_pixels = run.pipeline.input.max_pixels;
     item.input_bytes = format->read(item.ref, item.pixels, limits);
@@ -70,6 +74,19 @@ void cpu_process_stage(RunContext& run, WorkItem& item) {
   }
 }
 
+namespace {
+// Why no further output can be written (read-only or (nearly) full file system), or "".
+std::string output_device_problem(const std::filesystem::path& dir) {
+  struct statvfs fs {};
+  if (::statvfs(dir.c_str(), &fs) != 0) return "";
+  if ((fs.f_flag & ST_RDONLY) != 0) return dir.string() + ": the output file system is read-only";
+  if (static_cast<unsigned long long>(fs.f_bavail) * fs.f_frsize < (1ull << 20)) {
+    return dir.string() + ": the output file system is full";
+  }
+  return "";
+}
+}  // namespace
+
 void finish_stage(RunContext& run, WorkItem& item) {
   std::vector<std::filesystem::path> outputs;
   if (item.status != ItemStatus::failed) {
@@ -79,13 +96,29 @@ void finish_stage(RunContext& run, WorkItem& item) {
       item.status = ItemStatus::ok;
     } catch (const std::exception& error) {
       item.fail(item_name(item.ref) + ": cannot write outputs: " + error.what());
+      // A full or read-only disk fails every later item too: stop taking new ones (exit 3).
+      if (const std::string problem = output_device_problem(run.pipeline.output.dir); !problem.empty()) {
+        run.halt_with(problem + "; finished items are kept and listed in the manifest");
+      }
+    }
+  }
+  if (run.manifest != nullptr) {
+    try {
+      run.manifest->append(item.ref, outputs, RunSummary::item_record(item, outputs));
+    } catch (const std::exception& error) {
+      if (item.status != ItemStatus::failed) item.fail(item_name(item.ref) + ": cannot record in the manifest: " + error.what());
+      outputs.clear();
     }
   }
   if (item.status == ItemStatus::failed) {
     spdlog::error("{}", item.error);
     if (run.pipeline.engine.fail_fast) run.halt = true;
   }
-  run.summary.add(item, outputs);
+  try {
+    run.summary.add(item, outputs);
+  } catch (const std::bad_alloc&) {
+    spdlog::error("{}: out of memory while recording the result", item_name(item.ref));
+  }
   if (run.progress != nullptr) {
     run.progress->item_done(item.ref.last_of_file, item.input_bytes, item.status == ItemStatus::failed);
   }

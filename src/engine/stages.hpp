@@ -13,6 +13,8 @@
 
 namespace imflow {
 
+class Manifest;
+
 struct RunContext {
   RunContext(const Pipeline& pipeline_, RunSummary& summary_, Progress* progress_, Trace* trace_,
              const std::atomic<bool>* stop_)
@@ -24,6 +26,7 @@ struct RunContext {
   Trace* trace = nullptr;                 // null when not tracing
   const std::atomic<bool>* stop = nullptr;  // external stop request (signals)
   std::atomic<bool> halt{false};  // set by fail-fast or a fatal error
+  Manifest* manifest = nullptr;   // OUT/manifest.jsonl, null when not kept
 
   bool stopping() const { return halt.load() || (stop != nullptr && stop->load()); }
   // Stop taking new items because of a fatal error; the first reason given is kept.

@@ -20,7 +20,7 @@ int64_t peak_rss_bytes() {
   return static_cast<int64_t>(usage.ru_maxrss) * 1024;
 }
 
-void RunSummary::add(const WorkItem& item, const std::vector<std::filesystem::path>& outputs) {
+nlohmann::json RunSummary::item_record(const WorkItem& item, const std::vector<std::filesystem::path>& outputs) {
   nlohmann::json record;
   record["file"] = item.ref.path.string();
   record["hdu"] = item.ref.hdu;
@@ -46,7 +46,19 @@ void RunSummary::add(const WorkItem& item, const std::vector<std::filesystem::pa
   nlohmann::json files = nlohmann::json::array();
   for (const auto& path : outputs) files.push_back(path.string());
   record["outputs"] = files;
+  return record;
+}
 
+void RunSummary::add_skipped(nlohmann::json previous_record) {
+  previous_record["skipped"] = true;
+  std::lock_guard lock(*mutex_);
+  records_.push_back(std::move(previous_record));
+  ++succeeded_;
+  ++skipped_;
+}
+
+void RunSummary::add(const WorkItem& item, const std::vector<std::filesystem::path>& outputs) {
+  nlohmann::json record = item_record(item, outputs);
   std::lock_guard lock(*mutex_);
   records_.push_back(std::move(record));
   if (item.status == ItemStatus::ok) {
@@ -87,7 +99,8 @@ nlohmann::json RunSummary::to_json() const {
                    {"succeeded", succeeded_},
                    {"failed", failed_},
                    {"wall_seconds", wall_seconds_},
-                   {"images_per_second", succeeded_ / wall},
+                   {"skipped", skipped_},
+                   {"images_per_second", (succeeded_ - skipped_) / wall},
                    {"megabytes_per_second", input_bytes_ / 1e6 / wall},
                    {"input_megabytes", input_bytes_ / 1e6},
                    {"megapixels", pixels_ / 1e6},
@@ -106,6 +119,9 @@ nlohmann::json RunSummary::to_json() const {
   return out;
 }
 
-void RunSummary::write(const std::filesystem::path& path) const { write_text_atomic(path, to_json().dump(2) + "\n"); }
+// Error texts can quote bytes of a corrupt file and file names need not be UTF-8: replace those.
+void RunSummary::write(const std::filesystem::path& path) const {
+  write_text_atomic(path, to_json().dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
+}
 
 }  // namespace imflow

@@ -1,12 +1,15 @@
 // Output writing for the astronomy results; each file is written atomically.
 #include "writer.hpp"
 
+#include <cmath>
 #include <string>
 
+#include "imflow/errors.hpp"
 #include "imflow/io/catalog.hpp"
 #include "imflow/io/fits.hpp"
 #include "imflow/io/input_format.hpp"
 #include "imflow/version.hpp"
+#include "input_limits.hpp"
 #include "mri_outputs.hpp"
 
 namespace imflow {
@@ -14,6 +17,10 @@ namespace imflow {
 namespace fs = std::filesystem;
 
 fs::path output_stem(const ItemRef& ref, const fs::path& output_dir) {
+  if (!is_contained_relative(ref.relative)) {
+    throw OutputError(ref.path.string() + ": relative path '" + ref.relative.string() +
+                      "' would place outputs outside the output directory");
+  }
   std::string name = strip_image_extension(ref.relative.filename().string());
   if (ref.hdu > 0) name += ".hdu" + std::to_string(ref.hdu);
   if (ref.planes > 1) name += ".p" + std::to_string(ref.plane);
@@ -28,20 +35,43 @@ std::vector<FitsCard> provenance_cards(const WorkItem& item) {
       {"SRCHDU", std::to_string(item.ref.hdu), "input HDU, 0-based (0 = primary)", true},
       {"SRCPLANE", std::to_string(item.ref.plane), "input plane of a cube, 0-based", true},
   };
+  // FITS has no NaN numeric value (an all-NaN image has a NaN background): write those as text.
+  auto number = [&](const char* key, double value, const char* comment) {
+    cards.push_back({key, std::isfinite(value) ? std::to_string(value) : std::string("NaN"), comment, std::isfinite(value)});
+  };
   if (item.background) {
-    cards.push_back({"BKG_MED", std::to_string(item.background->median), "kappa-sigma clipped median", true});
-    cards.push_back({"BKG_STD", std::to_string(item.background->std), "kappa-sigma clipped std (ddof 0)", true});
+    number("BKG_MED", item.background->median, "kappa-sigma clipped median");
+    number("BKG_STD", item.background->std, "kappa-sigma clipped std (ddof 0)");
   }
-  if (item.threshold) cards.push_back({"THRESH", std::to_string(*item.threshold), "segmentation threshold", true});
+  if (item.threshold) number("THRESH", *item.threshold, "segmentation threshold");
   return cards;
 }
 
 fs::path with_suffix(const fs::path& stem, const std::string& suffix) { return fs::path(stem.string() + suffix); }
 }  // namespace
 
+void check_output_parents(const fs::path& stem, const fs::path& output_dir) {
+  // Every directory between OUT and the file must be a real directory (or not exist yet):
+  // a symlink planted there would send the outputs elsewhere.
+  fs::path current = output_dir;
+  for (const fs::path& part : stem.parent_path().lexically_relative(output_dir)) {
+    if (part.empty() || part == ".") continue;
+    if (part == "..") throw OutputError(stem.string() + ": outside the output directory");
+    current /= part;
+    std::error_code error;
+    const fs::file_status status = fs::symlink_status(current, error);
+    if (error || !fs::exists(status)) return;  // created by the writer below
+    if (!fs::is_directory(status)) {
+      throw OutputError(current.string() + ": is a symlink or not a directory; outputs are only written to "
+                        "real directories below the output directory");
+    }
+  }
+}
+
 std::vector<fs::path> write_outputs(const WorkItem& item, const OutputConfig& output) {
   std::vector<fs::path> written;
   const fs::path stem = output_stem(item.ref, output.dir);
+  check_output_parents(stem, output.dir);
   const std::vector<FitsCard> cards = provenance_cards(item);
   if (item.catalog && output.wants("csv")) {
     written.push_back(with_suffix(stem, ".cat.csv"));

@@ -9,8 +9,12 @@
 
 namespace imflow {
 
-// out/<relative dir>/<name>[.hduH][.pP]: the common prefix of an item's output files.
+// out/<relative dir>/<name>[.hduH][.pP]: the common prefix of an item's output files. Throws
+// OutputError when ref.relative is absolute or has '..'/'.' parts (it could leave output_dir).
 std::filesystem::path output_stem(const ItemRef& ref, const std::filesystem::path& output_dir);
+
+// Throws OutputError when a directory between output_dir and stem exists as a symlink or a file.
+void check_output_parents(const std::filesystem::path& stem, const std::filesystem::path& output_dir);
 
 // Write what the item holds and the output formats ask for; returns the files written.
 // Throws OutputError; files already written stay complete (each write is atomic).

@@ -1,4 +1,4 @@
-// AtomicOutput: temporary name + fsync + rename.
+// AtomicOutput: temporary name + (optional fsync) + rename.
 #include "imflow/io/atomic_file.hpp"
 
 #include <fcntl.h>
@@ -18,6 +18,7 @@ namespace fs = std::filesystem;
 
 namespace {
 std::atomic<unsigned long> temp_counter{0};
+std::atomic<bool> output_fsync{false};
 
 void fsync_path(const fs::path& path) {
   const int fd = ::open(path.c_str(), O_RDONLY);
@@ -45,12 +46,14 @@ AtomicOutput::~AtomicOutput() {
 }
 
 void AtomicOutput::commit() {
-  fsync_path(temp_);
+  if (output_fsync) fsync_path(temp_);
   if (::rename(temp_.c_str(), final_.c_str()) != 0) {
     throw OutputError(final_.string() + ": cannot rename the finished file into place: " + std::strerror(errno));
   }
   committed_ = true;
 }
+
+void set_output_fsync(bool enabled) { output_fsync = enabled; }
 
 void write_text_atomic(const fs::path& path, const std::string& text) {
   AtomicOutput output(path);

@@ -4,6 +4,10 @@
 #include "imflow/params.hpp"
 #include "steps.hpp"
 
+#ifdef IMFLOW_HAVE_CUDA
+#include "cuda/normalize.hpp"
+#endif
+
 namespace imflow {
 
 namespace {
@@ -22,6 +26,13 @@ class NormalizeStep final : public Step {
       item.normalization = step;
     }
   }
+
+#ifdef IMFLOW_HAVE_CUDA
+  bool has_cuda() const override { return true; }
+  void run_cuda(WorkItem&, GpuContext& gpu) const override {
+    cuda::normalize(gpu, method_ == kernels::NormalizeMethod::zscore);
+  }
+#endif
 
  private:
   kernels::NormalizeMethod method_;

@@ -1,5 +1,5 @@
-// GPU convolution vs kernels::convolve2d (float64): same and full modes within 1e-5 of the
-// output's largest magnitude, tiled and direct paths, NaN propagation, detection images.
+// GPU convolution vs the CPU (float64): same and full modes within 1e-5 of the output's largest
+// magnitude; separable (rank-1), tiled and direct paths, fresh seeds, NaN, detection images.
 #include "gpu_test_helpers.hpp"
 
 using namespace gpu_test;
@@ -15,19 +15,24 @@ std::vector<float> random_kernel(int kw, int kh, uint32_t seed) {
   return k;
 }
 
-void check_convolve(Slot& slot, WorkItem& item, const float* kernel, int kw, int kh, ConvolveMode mode) {
+void check_convolve(Slot& slot, WorkItem& item, const float* kernel, int kw, int kh, ConvolveMode mode,
+                    bool allow_separable = true) {
   const int64_t w = item.pixels.width(), h = item.pixels.height();
-  INFO(w << "x" << h << " kernel " << kw << "x" << kh << (mode == ConvolveMode::full ? " full" : " same"));
+  INFO(w << "x" << h << " kernel " << kw << "x" << kh << (mode == ConvolveMode::full ? " full" : " same")
+         << (allow_separable ? "" : " general"));
   const int64_t ow = imflow::kernels::convolved_width(w, kw, mode);
   const int64_t oh = imflow::kernels::convolved_height(h, kh, mode);
   imflow::ImageBuffer expected;
   expected.resize(ow, oh);
-  imflow::kernels::convolve2d(item.pixels.view(), {kernel, kw, kh}, mode, expected.view());
+  if (allow_separable)  // the CPU's own separable path for rank-1 kernels (checked against the general one)
+    imflow::kernels::convolve2d(item.pixels.view(), {kernel, kw, kh}, mode, expected.view());
+  else
+    imflow::kernels::convolve2d_general(item.pixels.view(), {kernel, kw, kh}, mode, expected.view());
 
   WorkItem out;
   make_pinned(out, w, h);
   std::copy(item.pixels.begin(), item.pixels.end(), out.pixels.begin());
-  run_item(slot, out, [&](GpuContext& gpu) { imflow::cuda::convolve(gpu, kernel, kw, kh, mode, false); },
+  run_item(slot, out, [&](GpuContext& gpu) { imflow::cuda::convolve(gpu, kernel, kw, kh, mode, false, allow_separable); },
            {false, false, false, true});
   REQUIRE(out.pixels.width() == ow);
   REQUIRE(out.pixels.height() == oh);
@@ -59,6 +64,7 @@ TEST_CASE("GPU convolution matches the CPU", "[gpu][convolve]") {
     fill_sky(item, s[0], s[1], seed++, 5, 0.0);
     for (ConvolveMode mode : {ConvolveMode::same, ConvolveMode::full}) {
       check_convolve(slot, item, lesson.data(), 15, 15, mode);
+      check_convolve(slot, item, lesson.data(), 15, 15, mode, false);  // the general path too
       check_convolve(slot, item, gauss.data(), 5, 5, mode);
       check_convolve(slot, item, odd.data(), 7, 4, mode);
       check_convolve(slot, item, odd.data(), 4, 7, mode);
@@ -113,4 +119,32 @@ TEST_CASE("GPU convolution into the detection image drives segmentation", "[gpu]
     worst = std::max(worst, std::abs(static_cast<double>(expected.data()[i]) - item.detection.data()[i]));
   }
   CHECK(worst <= 1e-5 * largest);
+}
+
+TEST_CASE("GPU separable convolution on random images and rank-1 kernels", "[gpu][convolve]") {
+  Slot slot;
+  WorkItem item;
+  uint32_t seed = fresh_seed("GPU separable convolution");
+  std::mt19937 rng(seed);
+  std::uniform_int_distribution<int> side(1, 700), ksize(1, 31);
+  std::uniform_real_distribution<float> u(-0.3f, 1.0f);  // signed, sums well away from 0
+  imflow::ImageBuffer big;
+  imflow::kernels::gaussian_kernel(101, 20.0, big);  // shared memory above 48 KB: opt-in
+  for (int round = 0; round < 12; ++round) {
+    const int64_t w = round == 0 ? 2048 : side(rng), h = round == 0 ? 2048 : side(rng);
+    const int kw = ksize(rng), kh = ksize(rng);
+    std::vector<float> row(static_cast<size_t>(kw)), col(static_cast<size_t>(kh)), k(static_cast<size_t>(kw) * kh);
+    for (auto& v : row) v = u(rng);
+    for (auto& v : col) v = u(rng);
+    for (int j = 0; j < kh; ++j)
+      for (int i = 0; i < kw; ++i) k[static_cast<size_t>(j) * kw + i] = col[static_cast<size_t>(j)] * row[static_cast<size_t>(i)];
+    std::vector<float> r2, c2;
+    REQUIRE(imflow::kernels::separable_factors({k.data(), kw, kh}, r2, c2));
+    INFO("round " << round << " seed " << seed);
+    fill_sky(item, w, h, seed + static_cast<uint32_t>(round), round == 0 ? 30 : static_cast<int>(1 + w * h / 5000), 0.0005);
+    for (ConvolveMode mode : {ConvolveMode::same, ConvolveMode::full}) {
+      check_convolve(slot, item, k.data(), kw, kh, mode);
+      if (round == 1 || round == 2) check_convolve(slot, item, big.data(), 101, 101, mode);
+    }
+  }
 }

@@ -1,5 +1,5 @@
 // GPU labelling vs kernels::label_components: identical label arrays (SciPy's numbering) for
-// connectivity 4 and 8 on patterns that need merging and on random masks.
+// connectivity 4 and 8 on patterns that need merging and on random masks (fresh seeds).
 #include <cuda_runtime_api.h>
 
 #include <string>
@@ -106,9 +106,10 @@ TEST_CASE("GPU labels equal the CPU labels on patterns", "[gpu][label]") {
 
 TEST_CASE("GPU labels equal the CPU labels on random masks", "[gpu][label]") {
   Slot slot;
-  uint32_t seed = 11;
+  uint32_t seed = fresh_seed("GPU labels on random masks");
   for (double density : {0.05, 0.3, 0.45, 0.6, 0.9})
     for (int c : {4, 8}) {
+      INFO("density " << density << " connectivity " << c << " seed " << seed);
       check_labels(slot, random_mask(217, 181, density, seed++), c);
       check_labels(slot, random_mask(1, 500, density, seed++), c);
       check_labels(slot, random_mask(500, 1, density, seed++), c);

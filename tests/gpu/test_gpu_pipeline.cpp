@@ -1,6 +1,7 @@
 // The seed pipeline on the GPU (background, segment, label, measure) vs the CPU kernels:
 // masks, labels and catalogs, edge shapes, the catalog overflow path, context reuse and the
-// real ISAAC crop.
+// real ISAAC crop and every real image under datasets/data; random inputs use fresh seeds.
+#include <algorithm>
 #include <filesystem>
 
 #include "gpu_test_helpers.hpp"
@@ -12,11 +13,11 @@ TEST_CASE("GPU pipeline matches the CPU on random skies", "[gpu][pipeline]") {
   Slot slot;
   WorkItem item;
   const int64_t sizes[][2] = {{256, 256}, {217, 181}, {1000, 7}, {7, 1000}, {1, 1}, {1, 300}, {300, 1}, {1500, 1100}};
-  uint32_t seed = 100;
+  uint32_t seed = fresh_seed("GPU pipeline on random skies");
   for (const auto& s : sizes) {
     fill_sky(item, s[0], s[1], seed++, static_cast<int>(1 + s[0] * s[1] / 2000));
     for (int c : {4, 8}) {
-      INFO(s[0] << "x" << s[1] << " connectivity " << c);
+      INFO(s[0] << "x" << s[1] << " connectivity " << c << " seed " << seed - 1);
       check_pipeline(slot, item, 3.0, 100, 5.0, c);
       check_pipeline(slot, item, 3.0, 100, 1.0, c);    // many small sources
       check_pipeline(slot, item, 3.0, 100, 0.0, c);    // about half the pixels
@@ -135,4 +136,46 @@ TEST_CASE("GPU pipeline on the real ISAAC crop", "[gpu][pipeline][real]") {
   CHECK(item.background->iterations == 6);
   CHECK(item.background->kept == 64411);
   CHECK(*item.nlabels == 38);
+}
+
+TEST_CASE("GPU pipeline on every real image of datasets/data", "[gpu][pipeline][real]") {
+  // datasets/fetch.sh puts them there (gitignored); every image HDU and plane is one item.
+  const std::filesystem::path root = std::filesystem::path(IMFLOW_SOURCE_DIR) / "datasets/data";
+  std::vector<std::filesystem::path> files;
+  for (const char* dir : {"astro", "calib", "astro-fz"}) {
+    if (!std::filesystem::is_directory(root / dir)) continue;
+    for (const auto& e : std::filesystem::recursive_directory_iterator(root / dir)) {
+      const std::string name = e.path().filename().string();
+      auto ends = [&](const std::string& s) { return name.size() >= s.size() && name.compare(name.size() - s.size(), s.size(), s) == 0; };
+      if (e.is_regular_file() && (ends(".fits") || ends(".fits.fz") || ends(".fit"))) files.push_back(e.path());
+    }
+  }
+  if (files.empty()) {
+    WARN("skipped: no real images under " << root << " (run datasets/fetch.sh)");
+    return;
+  }
+  std::sort(files.begin(), files.end());
+  Slot slot;
+  WorkItem item;
+  item.pixels.set_allocator(imflow::cuda::pinned_allocator());
+  int items = 0;
+  for (const auto& file : files) {
+    for (const auto& info : imflow::scan_fits(file)) {
+      for (int64_t plane = 0; plane < info.planes(); ++plane) {
+        INFO(file.filename().string() << " hdu " << info.hdu << " plane " << plane);
+        imflow::read_fits_plane(file, info.hdu, plane, item.pixels);
+        check_pipeline(slot, item, 3.0, 100, 5.0, 4);  // config/astro.yaml
+        const int32_t sources = *item.nlabels;
+        check_pipeline(slot, item, 3.0, 100, 5.0, 8);
+        check_pipeline(slot, item, 3.0, 100, 5.0, 4, true);  // the lesson's data > 5 std
+        std::printf("real %-40s hdu %d plane %3lld %5lldx%-5lld iterations %2d sources %d\n",
+                    file.filename().string().c_str(), info.hdu, static_cast<long long>(plane),
+                    static_cast<long long>(info.width()), static_cast<long long>(info.height()),
+                    item.background->iterations, sources);
+        ++items;
+      }
+    }
+  }
+  std::printf("real images: %d items in %zu files, CPU == GPU\n", items, files.size());
+  CHECK(items > 0);
 }

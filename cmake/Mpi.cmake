@@ -1,0 +1,10 @@
+# Decide whether the MPI driver is built: IMFLOW_MPI=AUTO|ON|OFF (AUTO: when MPI is found).
+set(IMFLOW_HAVE_MPI OFF)
+if(NOT IMFLOW_MPI STREQUAL "OFF")
+  find_package(MPI COMPONENTS C QUIET)
+  if(MPI_C_FOUND)
+    set(IMFLOW_HAVE_MPI ON)
+  elseif(IMFLOW_MPI STREQUAL "ON")
+    message(FATAL_ERROR "IMFLOW_MPI=ON but no MPI implementation was found (Debian: libopenmpi-dev)")
+  endif()
+endif()

@@ -1,0 +1,11 @@
+// GPU `normalize`: min-max or z-score over the finite pixels of gpu.image (statistics in double,
+// NaN/Inf untouched, a constant image becomes zeros), the mapping into gpu.results (norm_*).
+#pragma once
+#include "cuda/gpu_context.hpp"
+
+namespace imflow::cuda {
+
+// Enqueue on gpu.stream; sets gpu.has_normalization and gpu.image_modified. Never synchronizes.
+void normalize(GpuContext& gpu, bool zscore);
+
+}  // namespace imflow::cuda

@@ -1,0 +1,19 @@
+// Merging run summaries of several processes (MPI ranks) into one, and the merged catalog of a
+// run: every item's catalog CSV concatenated with file/HDU/plane columns.
+#pragma once
+#include <nlohmann/json.hpp>
+
+#include <filesystem>
+#include <vector>
+
+namespace imflow {
+
+// Items concatenated (sorted by file, HDU, plane), totals summed (wall time: the longest; rates
+// recomputed from it), per-rank totals kept under "ranks".
+nlohmann::json merge_summaries(const std::vector<nlohmann::json>& parts);
+
+// OUT/catalog.csv: the rows of every successful item's `.cat.csv`, in summary order, prefixed
+// by file (relative to the output dir's input), hdu and plane. Returns the rows written.
+int64_t write_merged_catalog(const nlohmann::json& summary, const std::filesystem::path& path);
+
+}  // namespace imflow

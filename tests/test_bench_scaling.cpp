@@ -1,0 +1,88 @@
+// imflow bench scaling analysis on synthetic data: Amdahl fit with a known serial fraction,
+// Karp-Flatt, Gustafson, medians and the sweep grid.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+
+#include "bench/report.hpp"
+#include "bench/scaling.hpp"
+#include "bench/sweep.hpp"
+
+using namespace imflow::bench;
+
+TEST_CASE("Amdahl fit recovers a known serial fraction", "[bench]") {
+  const double f = 0.08;
+  const std::vector<double> n = {1, 2, 4, 8, 16, 32};
+  std::vector<double> s;
+  for (double w : n) s.push_back(amdahl_speedup(f, w));
+  const AmdahlFit fit = fit_amdahl(n, s);
+  CHECK(fit.points == 5);
+  CHECK(fit.serial_fraction == Approx(f).margin(1e-12));
+  CHECK(fit.max_speedup == Approx(1 / f));
+  CHECK(fit.rms_residual < 1e-12);
+  for (size_t i = 1; i < n.size(); ++i) CHECK(karp_flatt(s[i], n[i]) == Approx(f));
+
+  // +-2% multiplicative noise on the speedups still gives f within 0.01.
+  std::vector<double> noisy = s;
+  for (size_t i = 0; i < noisy.size(); ++i) noisy[i] *= 1 + 0.02 * (i % 2 == 0 ? 1 : -1);
+  CHECK(std::abs(fit_amdahl(n, noisy).serial_fraction - f) < 0.01);
+}
+
+TEST_CASE("Amdahl fit edge cases: perfect scaling, single point, no points", "[bench]") {
+  CHECK(fit_amdahl({1, 2, 4}, {1, 2, 4}).serial_fraction == Approx(0).margin(1e-12));
+  CHECK(fit_amdahl({1, 2, 4}, {1, 2, 4}).max_speedup == 0);  // unbounded
+  CHECK(fit_amdahl({1, 2}, {1, 1.5}).serial_fraction == Approx(karp_flatt(1.5, 2)));
+  CHECK(fit_amdahl({1}, {1}).points == 0);
+}
+
+TEST_CASE("Gustafson fit recovers a known serial fraction", "[bench]") {
+  const double s = 0.15;
+  const std::vector<double> n = {1, 2, 4, 8};
+  std::vector<double> scaled;
+  for (double w : n) scaled.push_back(w - s * (w - 1));
+  const GustafsonFit fit = fit_gustafson(n, scaled);
+  CHECK(fit.points == 3);
+  CHECK(fit.serial_fraction == Approx(s));
+}
+
+TEST_CASE("spread: median of odd and even counts, min, max", "[bench]") {
+  const Spread odd = spread({3, 1, 2});
+  CHECK(odd.median == 2);
+  CHECK(odd.min == 1);
+  CHECK(odd.max == 3);
+  CHECK(spread({4, 1, 3, 2}).median == 2.5);
+  CHECK(spread({}).median == 0);
+}
+
+TEST_CASE("sweep specs and the grid", "[bench]") {
+  const SweepAxis threads = parse_sweep("threads=1,2,4");
+  CHECK(threads.values == std::vector<int>{1, 2, 4});
+  CHECK_THROWS(parse_sweep("thread=1"));
+  CHECK_THROWS(parse_sweep("threads=1,x"));
+  CHECK_THROWS(parse_sweep("threads=0"));
+  const auto grid = expand_grid({threads, parse_sweep("buffers=1,2")});
+  REQUIRE(grid.size() == 6);
+  CHECK(point_label(grid[1]) == "buffers=2 threads=1");
+  CHECK(expand_grid({}).size() == 1);
+}
+
+TEST_CASE("scaling analysis: speedup against the fewest-workers point of each line", "[bench]") {
+  nlohmann::json bench = {{"scaling_axis", "threads"}, {"mode", "fixed-size"}, {"points", nlohmann::json::array()}};
+  const double ips[2][3] = {{10, 18, 30}, {12, 20, 36}};
+  int id = 0;
+  for (int b = 0; b < 2; ++b) {
+    for (int t = 0; t < 3; ++t) {
+      bench["points"].push_back({{"id", id++},
+                                 {"params", {{"threads", 1 << t}, {"buffers", b + 1}}},
+                                 {"engine", {{"threads", 1 << t}}},
+                                 {"images_per_second", {{"median", ips[b][t]}}}});
+    }
+  }
+  analyse_scaling(bench);
+  REQUIRE(bench["scaling"]["lines"].size() == 2);
+  CHECK(bench["points"][0]["scaling"]["speedup"] == 1.0);
+  CHECK(bench["points"][5]["scaling"]["baseline_point"] == 3);
+  CHECK(bench["points"][5]["scaling"]["speedup"].get<double>() == Approx(3.0));
+  CHECK(bench["points"][2]["scaling"]["karp_flatt"].get<double>() == Approx(karp_flatt(3.0, 4)));
+  CHECK(bench["scaling"]["lines"][0]["amdahl"]["points"] == 2);
+}

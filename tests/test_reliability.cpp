@@ -1,0 +1,113 @@
+// Reliability units: output paths stay inside OUT, input limits, the manifest (resume validity,
+// torn lines), and output-directory checks at the start of a run.
+#include <catch2/catch.hpp>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <fstream>
+
+#include "engine/input_limits.hpp"
+#include "engine/manifest.hpp"
+#include "engine/writer.hpp"
+#include "imflow/engine.hpp"
+#include "imflow/errors.hpp"
+#include "test_helpers.hpp"
+
+using namespace imflow;
+namespace fs = std::filesystem;
+
+namespace {
+ItemRef ref_for(const fs::path& path, const fs::path& relative) {
+  ItemRef ref;
+  ref.path = path;
+  ref.relative = relative;
+  return ref;
+}
+void write_file(const fs::path& path, const std::string& text) { std::ofstream(path, std::ios::binary) << text; }
+}  // namespace
+
+TEST_CASE("relative input paths cannot leave the output directory", "[reliability]") {
+  CHECK(is_contained_relative("a.fits"));
+  CHECK(is_contained_relative("night1/a.fits"));
+  CHECK_FALSE(is_contained_relative(""));
+  CHECK_FALSE(is_contained_relative("/etc/passwd"));
+  CHECK_FALSE(is_contained_relative("../a.fits"));
+  CHECK_FALSE(is_contained_relative("x/../../a.fits"));
+  CHECK_FALSE(is_contained_relative("./a.fits"));
+  CHECK(output_stem(ref_for("in/n/a.fits", "n/a.fits"), "out") == fs::path("out/n/a"));
+  CHECK_THROWS_AS(output_stem(ref_for("in/../a.fits", "../a.fits"), "out"), OutputError);
+  CHECK_THROWS_AS(output_stem(ref_for("/abs/a.fits", "/abs/a.fits"), "out"), OutputError);
+}
+
+TEST_CASE("a symlinked directory below OUT is not written through", "[reliability]") {
+  test::TempDir dir("reliability_symlink");
+  fs::create_directories(dir / "out");
+  fs::create_directories(dir / "elsewhere");
+  fs::create_directory_symlink(dir / "elsewhere", dir / "out" / "night");
+  CHECK_THROWS_AS(check_output_parents(dir / "out" / "night" / "a", dir / "out"), OutputError);
+  CHECK_NOTHROW(check_output_parents(dir / "out" / "new" / "deeper" / "a", dir / "out"));
+}
+
+TEST_CASE("input files: size limit, special files", "[reliability]") {
+  test::TempDir dir("reliability_limits");
+  write_file(dir / "small.fits", std::string(1000, 'x'));
+  CHECK_NOTHROW(check_input_file(dir / "small.fits", 1000, true));
+  CHECK_THROWS_WITH(check_input_file(dir / "small.fits", 999, true), Catch::Contains("max_file_bytes"));
+  REQUIRE(::mkfifo((dir / "pipe.fits").c_str(), 0600) == 0);
+  CHECK_THROWS_WITH(check_input_file(dir / "pipe.fits", 1000, true), Catch::Contains("not a regular file"));
+  fs::create_symlink(dir / "missing.fits", dir / "dangling.fits");
+  CHECK_THROWS_AS(check_input_file(dir / "dangling.fits", 1000, true), InputError);
+}
+
+TEST_CASE("fingerprints are zlib CRC-32 of the bytes", "[reliability]") {
+  test::TempDir dir("reliability_crc");
+  write_file(dir / "check.txt", "123456789");
+  const Fingerprint f = fingerprint_file(dir / "check.txt");
+  CHECK(f.size == 9);
+  CHECK(f.crc32 == 0xCBF43926u);  // the CRC-32 check value
+  CHECK(Fingerprint::from_json(f.to_json()).same_content(f));
+}
+
+TEST_CASE("manifest: resume skips only unchanged items with intact outputs", "[reliability]") {
+  test::TempDir dir("reliability_manifest");
+  fs::create_directories(dir / "in");
+  fs::create_directories(dir / "out");
+  write_file(dir / "in" / "a.fits", "input a");
+  write_file(dir / "in" / "b.fits", "input b");
+  write_file(dir / "out" / "a.cat.csv", "x,y\n1,2\n");
+  write_file(dir / "out" / "b.cat.csv", "x,y\n3,4\n");
+  const ItemRef a = ref_for(dir / "in" / "a.fits", "a.fits"), b = ref_for(dir / "in" / "b.fits", "b.fits");
+  {
+    Manifest manifest(dir / "out", "key1", false, true);
+    manifest.append(a, {dir / "out" / "a.cat.csv"}, {{"status", "ok"}, {"nsources", 1}});
+    manifest.append(b, {dir / "out" / "b.cat.csv"}, {{"status", "ok"}, {"nsources", 2}});
+  }
+  std::ofstream(dir / "out" / "manifest.jsonl", std::ios::app) << "{\"file\":\"c.fits\",\"hd";  // torn by a crash
+  {
+    Manifest manifest(dir / "out", "key1", true, false);
+    CHECK(manifest.previous_entries() == 2);
+    CHECK(manifest.done_before(a).value("nsources", 0) == 1);
+    CHECK(manifest.done_before(b).value("nsources", 0) == 2);
+  }
+  write_file(dir / "in" / "a.fits", "input A");                // same size, new content
+  write_file(dir / "out" / "b.cat.csv", "x,y\n3,5\n");          // damaged output, same size
+  {
+    Manifest manifest(dir / "out", "key1", true, false);
+    CHECK(manifest.done_before(a).is_null());
+    CHECK(manifest.done_before(b).is_null());
+  }
+  CHECK_THROWS(Manifest(dir / "out", "key2", true, false));  // another pipeline
+}
+
+TEST_CASE("output directory checks at the start of a run", "[reliability]") {
+  test::TempDir dir("reliability_outdir");
+  fs::create_directories(dir / "in");
+  test::write_fits(dir / "in" / "a.fits", -32, {32, 32}, test::star_field(32, 32, 1, 2));
+  Pipeline pipeline = test::pipeline_from("device: cpu\nsteps: [background, segment, label, measure]\n");
+  pipeline.input.dir = dir / "in";
+  pipeline.output.dir = dir / "in" / "out";
+  CHECK_THROWS_AS(run_pipeline(pipeline, {}), ConfigError);  // outputs inside the input directory
+  write_file(dir / "file", "x");
+  pipeline.output.dir = dir / "file" / "out";
+  CHECK_THROWS_AS(run_pipeline(pipeline, {}), OutputError);  // cannot be created
+}

@@ -1,0 +1,48 @@
+// Merging the summaries of MPI ranks, and the merged catalog.
+#include <catch2/catch.hpp>
+
+#include <fstream>
+
+#include "engine/summary_merge.hpp"
+#include "test_helpers.hpp"
+
+TEST_CASE("rank summaries merge: items sorted and tagged, totals summed, wall the longest", "[summary]") {
+  nlohmann::json a = {{"device", "cpu"},
+                      {"totals", {{"items", 2}, {"succeeded", 1}, {"failed", 1}, {"wall_seconds", 2.0},
+                                  {"input_megabytes", 4.0}, {"megapixels", 1.0}, {"peak_rss_megabytes", 50.0},
+                                  {"stage_busy_seconds", {{"read", 0.5}}}}},
+                      {"items", {{{"file", "b.fits"}, {"hdu", 0}, {"plane", 0}, {"status", "ok"}},
+                                 {{"file", "c.fits"}, {"hdu", 0}, {"plane", 0}, {"status", "failed"}}}}};
+  nlohmann::json b = {{"device", "cpu"},
+                      {"totals", {{"items", 1}, {"succeeded", 1}, {"failed", 0}, {"wall_seconds", 4.0},
+                                  {"input_megabytes", 8.0}, {"megapixels", 2.0}, {"peak_rss_megabytes", 70.0},
+                                  {"megabytes_per_second", nullptr}, {"stage_busy_seconds", {{"read", 1.5}}}}},
+                      {"items", {{{"file", "a.fits"}, {"hdu", 1}, {"plane", 0}, {"status", "ok"}}}}};
+  const nlohmann::json merged = imflow::merge_summaries({a, b});
+  CHECK(merged["totals"]["items"] == 3);
+  CHECK(merged["totals"]["failed"] == 1);
+  CHECK(merged["totals"]["wall_seconds"] == 4.0);
+  CHECK(merged["totals"]["images_per_second"] == Approx(0.5));
+  CHECK(merged["totals"]["megabytes_per_second"] == Approx(3.0));
+  CHECK(merged["totals"]["stage_busy_seconds"]["read"] == Approx(2.0));
+  REQUIRE(merged["items"].size() == 3);
+  CHECK(merged["items"][0]["file"] == "a.fits");
+  CHECK(merged["items"][0]["rank"] == 1);
+  CHECK(merged["items"][2]["file"] == "c.fits");
+  CHECK(merged["ranks"].size() == 2);
+}
+
+TEST_CASE("the merged catalog prefixes every row with its file, HDU and plane", "[summary]") {
+  test::TempDir dir("merged_catalog");
+  std::ofstream(dir / "x.cat.csv") << "id,x\n1,2.5\n2,3.5\n";
+  std::ofstream(dir / "y.cat.csv") << "id,x\n1,9\n";
+  const nlohmann::json summary = {
+      {"items",
+       {{{"file", "in/x,1.fits"}, {"hdu", 0}, {"plane", 2}, {"status", "ok"}, {"outputs", {(dir / "x.cat.csv").string()}}},
+        {{"file", "in/z.fits"}, {"hdu", 0}, {"plane", 0}, {"status", "failed"}, {"outputs", nlohmann::json::array()}},
+        {{"file", "in/y.fits"}, {"hdu", 1}, {"plane", 0}, {"status", "ok"}, {"outputs", {(dir / "y.cat.csv").string()}}}}}};
+  CHECK(imflow::write_merged_catalog(summary, dir / "catalog.csv") == 3);
+  std::ifstream in(dir / "catalog.csv");
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  CHECK(text == "file,hdu,plane,id,x\n\"in/x,1.fits\",0,2,1,2.5\n\"in/x,1.fits\",0,2,2,3.5\nin/y.fits,1,0,1,9\n");
+}

@@ -1,0 +1,78 @@
+#!/usr/bin/env bash
+# tools/bench_svd.sh BUILD OUTDIR [SLICES]: the GPU MRI measurements of issue 5 on a CUDA machine
+# (docs/performance.md, "MRI SVD on the GPU"): the GPU tests of the MRI path, imflow_svd_bench
+# (reconstruction kernels + block-size sweep, solvers, hybrid), the Python baselines
+# (tools/baselines/svd_baselines.py: numpy loop, torch batched, CuPy) and end-to-end runs of
+# `imflow run` from the PNG directory to written PNGs (GPU, hybrid, CPU; with and without PNG
+# output), everything as JSON/logs under OUTDIR.
+set -uo pipefail
+build="${1:?build dir}"; out="${2:?output dir}"; slices="${3:-datasets/data/mri/slices}"
+mkdir -p "$out"
+log="$out/bench_svd.log"
+exec > >(tee -a "$log") 2>&1
+echo "== $(date -u +%FT%TZ) $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null) cores $(nproc)"
+tmp=""
+skip="${SKIP:-}"  # comma-separated: tests,bench,e2e,baselines
+if [[ ",$skip," != *,tests,* ]]; then
+echo "== GPU tests (all; the MRI ones are tagged [mri])"
+"$build/tests/gpu/imflow_gpu_tests" ${TESTS:-} 2>&1 | tail -120
+fi
+if [[ ",$skip," != *,bench,* ]]; then
+echo "== imflow_svd_bench"
+"$build/tests/gpu/imflow_svd_bench" --slices "$slices" --json "$out/svd_bench.json" --threads "$(nproc)"
+fi
+if [[ ",$skip," != *,e2e,* ]]; then
+echo "== end to end (imflow run, $(ls "$slices" | wc -l) slices)"
+tmp="$(mktemp -d)"
+e2e="$out/e2e.json"; echo "[" > "$e2e"; first=1
+run() {  # NAME DEVICE STEP FORMATS [extra args]
+  local name="$1" device="$2" step="$3" formats="$4"; shift 4
+  cat > "$tmp/$name.yaml" <<YAML
+input: {dir: $slices, patterns: ["*.png"]}
+output: {dir: $tmp/$name, formats: [$formats]}
+device: $device
+steps:
+  - normalize: {method: minmax}
+  - svd_reconstruct: $step
+YAML
+  local t0=$(date +%s%N)
+  "$build/imflow" -q run "$tmp/$name.yaml" "$@" > "$tmp/$name.log" 2>&1
+  local rc=$? t1=$(date +%s%N)
+  python3 - "$tmp/$name/summary.json" "$name" "$rc" "$(( (t1 - t0) / 1000000 ))e-3" "$*" >> "$e2e" <<'PY'
+import json, sys
+path, name, rc, wall_process, args = sys.argv[1:6]
+try:
+    s = json.load(open(path))
+except Exception as e:
+    print(json.dumps({"name": name, "rc": int(rc), "error": repr(e)}) + ","); sys.exit()
+t = s.get("totals", {})
+res = {"name": name, "rc": int(rc), "args": args, "items": t.get("items"), "succeeded": t.get("succeeded"),
+       "failed": t.get("failed"), "wall_seconds": t.get("wall_seconds"), "process_seconds": float(wall_process),
+       "slices_per_s": t.get("images_per_second"), "stage_busy_seconds": t.get("stage_busy_seconds"),
+       "gpu": s.get("gpu")}
+print(json.dumps(res) + ",")
+PY
+  echo "  $name: rc $rc $(tail -1 "$e2e" | python3 -c 'import json,sys; d=json.loads(sys.stdin.read().rstrip().rstrip(",")); print(d.get("wall_seconds"), "s,", d.get("slices_per_s"), "slices/s")')"
+}
+gpu_step="{rank: 50, solver: gpu, reconstruct: gpu}"
+run auto_png cuda "{rank: 50}" "png, metrics" --streams 8
+run hybrid_metrics_only cuda "{rank: 50, solver: cpu, reconstruct: gpu}" "metrics" --streams 8
+for rep in 1 2; do
+run gpu_png_$rep cuda "$gpu_step" "png, metrics" --streams 8
+done
+run gpu_metrics_only cuda "$gpu_step" "metrics" --streams 8
+run gpu_png_streams4 cuda "$gpu_step" "png, metrics" --streams 4
+run gpu_png_streams16 cuda "$gpu_step" "png, metrics" --streams 16
+run gpu_cublas cuda "{rank: 50, solver: gpu, reconstruct_kernel: cublas}" "png, metrics" --streams 8
+run hybrid_png cuda "{rank: 50, solver: cpu, reconstruct: gpu}" "png, metrics" --streams 8
+run cpu_png cpu "{rank: 50, solver: cpu, reconstruct: cpu}" "png, metrics"
+run cpu_metrics_only cpu "{rank: 50, solver: cpu, reconstruct: cpu}" "metrics"
+echo "{}]" >> "$e2e"
+cp "$tmp/gpu_png_1.log" "$out/e2e_gpu.log" 2>/dev/null
+fi
+if [[ ",$skip," != *,baselines,* ]]; then
+echo "== baselines (python)"
+PYTHONUNBUFFERED=1 python3 tools/baselines/svd_baselines.py "$slices" --rank 50 --json "$out/svd_baselines.json"
+fi
+[[ -n "$tmp" ]] && rm -rf "$tmp"
+echo "== done $(date -u +%FT%TZ)"

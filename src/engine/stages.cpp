@@ -90,7 +90,7 @@ std::string output_device_problem(const std::filesystem::path& dir) {
 void finish_stage(RunContext& run, WorkItem& item) {
   std::vector<std::filesystem::path> outputs;
   if (item.status != ItemStatus::failed) {
-    StageTimer timer(run, item, "write", "write");
+    StageTimer timer(run, item, "write", worker_track("write"));
     try {
       outputs = write_outputs(item, run.pipeline.output);
       item.status = ItemStatus::ok;

@@ -17,6 +17,7 @@
 #include "imflow/errors.hpp"
 #include "gpu_overlap.hpp"
 #include "gpu_slot.hpp"
+#include "graph_ends.hpp"
 
 namespace imflow {
 
@@ -162,20 +163,8 @@ void run_gpu_graph(RunContext& run, ItemSource& source, int threads, const Engin
   timeline.start(slots, run.trace);
 
   flow::graph graph;
-  flow::input_node<ItemRef> files(graph, [&](tbb::flow_control& control) -> ItemRef {
-    ItemRef ref;
-    if (run.stopping() || !source.next(ref)) control.stop();
-    return ref;
-  });
-  flow::buffer_node<WorkItem*> free_items(graph);
-  flow::join_node<std::tuple<ItemRef, WorkItem*>, flow::reserving> to_read(graph);
-  flow::function_node<std::tuple<ItemRef, WorkItem*>, WorkItem*> reader(
-      graph, threads, [&](const std::tuple<ItemRef, WorkItem*>& work) {
-        WorkItem* item = std::get<1>(work);
-        read_stage(run, *item, std::get<0>(work));
-        host_phase_stage(run, *item, first_gpu_step(run.pipeline));
-        return item;
-      });
+  const size_t first_gpu = first_gpu_step(run.pipeline);
+  GraphEnds ends(graph, run, source, threads, [&](WorkItem& item) { host_phase_stage(run, item, first_gpu); });
   flow::queue_node<WorkItem*> read_items(graph);
   flow::buffer_node<GpuSlot*> free_slots(graph);
   flow::join_node<Work, flow::reserving> to_gpu(graph);
@@ -227,24 +216,14 @@ void run_gpu_graph(RunContext& run, ItemSource& source, int threads, const Engin
     free_slots.try_put(slot);
     return item;
   });
-  flow::function_node<WorkItem*, WorkItem*> writer(graph, threads, [&](WorkItem* item) {
-    finish_stage(run, *item);
-    return item;
-  });
-
-  flow::make_edge(files, flow::input_port<0>(to_read));
-  flow::make_edge(free_items, flow::input_port<1>(to_read));
-  flow::make_edge(to_read, reader);
-  flow::make_edge(reader, read_items);
+  flow::make_edge(ends.read_items(), read_items);
   flow::make_edge(read_items, flow::input_port<0>(to_gpu));
   flow::make_edge(free_slots, flow::input_port<1>(to_gpu));
   flow::make_edge(to_gpu, gpu);
   flow::make_edge(gpu, collect);
-  flow::make_edge(collect, writer);
-  flow::make_edge(writer, free_items);
-  for (auto& item : items) free_items.try_put(item.get());
+  flow::make_edge(collect, ends.writer());
   for (auto& slot : slots) free_slots.try_put(slot.get());
-  files.activate();
+  ends.start(items);
   graph.wait_for_all();
 
   for (auto& slot : slots) IMFLOW_CUDA_LOG(cudaStreamSynchronize(slot->stream));

@@ -30,22 +30,8 @@ done
 stamp compare
 # 512 images of 2048x2048 float32: the ISAAC frame tiled 2x2, rolled differently for each of 64
 # files, hard-linked 8 times (page cache holds one copy: 1 GiB).
-PYTHONUNBUFFERED=1 python3 - <<'PY'
-import numpy as np, os, sys
-sys.path.insert(0, "tools/baselines"); from lesson_cupy import fits_images
-isaac = next(img for n, img in fits_images("datasets/data/astro/ISAAC.2006-04-13T06-32-38.944.fits"))
-base = np.tile(isaac, (2, 2)); rng = np.random.default_rng(4)
-hdr = "".join(f"{c:<80}" for c in ["SIMPLE  =                    T", "BITPIX  =                  -32", "NAXIS   =                    2",
-      "NAXIS1  =                 2048", "NAXIS2  =                 2048", "END"]).ljust(2880).encode()
-os.makedirs("/tmp/a2048/u", exist_ok=True)
-for i in range(64):
-    img = np.roll(base, (int(rng.integers(2048)), int(rng.integers(2048))), axis=(0, 1)).astype(">f4").tobytes()
-    with open(f"/tmp/a2048/u/f{i:03d}.fits", "wb") as f: f.write(hdr + img + b"\0" * (-len(img) % 2880))
-for c in range(8):
-    os.makedirs(f"/tmp/a2048/c{c}", exist_ok=True)
-    for i in range(64): os.link(f"/tmp/a2048/u/f{i:03d}.fits", f"/tmp/a2048/c{c}/f{i:03d}.fits")
-PY
-rm -rf /tmp/a2048/u; stamp data
+python3 tools/device/make_astro_2048.py datasets/data/astro/ISAAC*.fits /tmp/a2048
+stamp data
 $imflow -q run config/astro.yaml --input /tmp/a2048 --output /tmp/o --device cuda --streams 4 > /dev/null 2>&1  # warm-up
 for s in 1 2 4 8; do
   rm -rf /tmp/o; $imflow -q run config/astro.yaml --input /tmp/a2048 --output /tmp/o --device cuda --threads 16 --streams $s \

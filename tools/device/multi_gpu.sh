@@ -6,25 +6,7 @@ set -uo pipefail
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
 . tools/device/setup.sh || exit 1
 nvidia-smi -L | tee "$OUT/gpus.txt"
-PYTHONUNBUFFERED=1 python3 - <<'PY'
-import numpy as np, os
-name = next(f for f in sorted(os.listdir(".mgcarry")) if f.startswith("ISAAC"))  # carried beside the tree
-raw = open(".mgcarry/" + name, "rb").read()
-# The ISAAC frame: BITPIX -32, 1024x1024, one header block set.
-end = raw.find(b"END" + b" " * 77); start = (end // 2880 + 1) * 2880
-isaac = np.frombuffer(raw[start:start + 1024 * 1024 * 4], dtype=">f4").reshape(1024, 1024)
-base = np.tile(isaac, (2, 2)); rng = np.random.default_rng(4)
-hdr = "".join(f"{c:<80}" for c in ["SIMPLE  =                    T", "BITPIX  =                  -32", "NAXIS   =                    2",
-      "NAXIS1  =                 2048", "NAXIS2  =                 2048", "END"]).ljust(2880).encode()
-os.makedirs("/tmp/a2048/u", exist_ok=True)
-for i in range(64):
-    img = np.roll(base, (int(rng.integers(2048)), int(rng.integers(2048))), axis=(0, 1)).astype(">f4").tobytes()
-    with open(f"/tmp/a2048/u/f{i:03d}.fits", "wb") as f: f.write(hdr + img + b"\0" * (-len(img) % 2880))
-for c in range(8):
-    os.makedirs(f"/tmp/a2048/c{c}", exist_ok=True)
-    for i in range(64): os.link(f"/tmp/a2048/u/f{i:03d}.fits", f"/tmp/a2048/c{c}/f{i:03d}.fits")
-PY
-rm -rf /tmp/a2048/u
+python3 tools/device/make_astro_2048.py .mgcarry/ISAAC*.fits /tmp/a2048
 imflow=build-dev/imflow
 sed 's/solver: auto, reconstruct: auto, svd_solver: auto/solver: gpu, reconstruct: gpu, svd_solver: gesvdj/' config/mri-gpu.yaml > /tmp/mri-allgpu.yaml
 $imflow -q run config/astro.yaml --input /tmp/a2048 --output /tmp/o --device cuda --devices 0,1 >/dev/null 2>&1  # warm-up

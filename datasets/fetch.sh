@@ -27,6 +27,10 @@ DEST="${1:-$here/data}"
 mkdir -p "$DEST"
 DEST="$(cd "$DEST" && pwd)"
 
+# The real MRI volumes and slices (Debian's mricron-data and insighttoolkit5-examples) into
+# DEST/mri: datasets/fetch_mri.sh, idempotent on its own.
+"$here/fetch_mri.sh" "$DEST"
+
 if [[ -f "$DEST/.complete" ]] && grep -qx "$MARKER_VERSION" "$DEST/.complete"; then
     echo "fetch.sh: $DEST already complete ($(find "$DEST" -name '*.fits*' | wc -l) FITS files); nothing to do"
     exit 0

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The quick start: install what is missing, build Release, fetch the real ESO sample images,
+# The quick start: install what is missing, build Release, fetch the real ESO sample images (and MRI),
 # run the astronomy source-finding pipeline on them and print the run summary.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -26,7 +26,7 @@ for item in summary["items"]:
           f"{fmt(bg.get('median'))} {fmt(bg.get('std'))[1:]} {item.get('nsources', 0):>7}")
 print(f"\ncatalogs (CSV and FITS tables) and summary.json are in out/astro/")
 PY
-# MRI: SVD rank-50 reconstruction of every axial slice of the real Colin27 head (docs/mri.md).
-datasets/fetch_mri.sh datasets/data
+# MRI (fetched by datasets/fetch.sh too): SVD rank-50 reconstruction of every axial slice of the
+# real Colin27 head (docs/mri.md).
 build/imflow run config/mri-svd.yaml
 echo "MRI: reconstructed slices (PNG, FITS) and metrics.csv are in out/mri-svd/"

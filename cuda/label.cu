@@ -1,6 +1,14 @@
-// Union-find CCL (Playne & Hawick style): every union links the larger root to the smaller with
-// atomicMin, so a component's root is its first pixel in raster order; an in-place inclusive
-// scan of the root flags then numbers the components exactly as scipy.ndimage.label does.
+// Union-find CCL (Playne & Hawick / Allegretti "BUF" style). Invariant kept by every phase:
+// labels[x] <= x and labels[x] lies in x's component, so each tree's root is its smallest index,
+// i.e. the component's first pixel in raster order; an in-place inclusive scan of the root flags
+// then numbers the components exactly as scipy.ndimage.label does.
+//   init:     each pixel points at the start of its horizontal run within its warp (a warp is 32
+//             pixels of one row), or at its left neighbour when the run enters from the previous
+//             warp; only its own entry is written, computed from the mask alone.
+//   merge:    one union per vertical adjacency that the row runs do not already imply; find uses
+//             path halving (stores an ancestor only) and the link is an atomicMin on a root.
+//   compress: the run start of each warp run finds its root read-only and shares it by shuffle;
+//             every pixel writes only its own entry, with its final root.
 #include <cub/cub.cuh>
 #include <limits>
 #include <stdexcept>
@@ -11,8 +19,9 @@
 namespace imflow::cuda {
 namespace {
 
-constexpr int kBlockX = 32;
+constexpr int kBlockX = 32;  // one warp = 32 consecutive pixels of one row (the warp scans rely on it)
 constexpr int kBlockY = 8;
+static_assert(kBlockX == 32, "the run-start ballots assume a warp spans exactly one block row");
 
 struct Grid2D {
   const uint8_t* mask;
@@ -21,6 +30,8 @@ struct Grid2D {
   int height;
 };
 
+// Read-only find, for the compress phase: there, a store into another pixel's entry could race
+// with that pixel's own final `labels[k] = root` and leave a non-root for relabel_kernel.
 __device__ __forceinline__ int32_t find_root(const int32_t* labels, int32_t i) {
   int32_t parent = __ldcg(labels + i);
   while (parent != i) {
@@ -30,12 +41,32 @@ __device__ __forceinline__ int32_t find_root(const int32_t* labels, int32_t i) {
   return i;
 }
 
-// Join the trees of a and b; the larger root is re-pointed to the smaller one.
+// Find with path halving, for the merge phase only. It stores into labels[i] only after seeing
+// i is not a root (a non-root never becomes a root again), and what it stores is the parent of
+// i's earlier parent: a smaller index of the same component that was an ancestor of i. Replacing
+// the edge i->p by i->grand(p) keeps the forest's connectivity, even when it overwrites a
+// concurrent atomicMin on the non-root i (that thread then unites i's old parent itself, see
+// unite), so the halving can never split a component or link two different ones.
+__device__ __forceinline__ int32_t find_halving(int32_t* labels, int32_t i) {
+  while (true) {
+    const int32_t parent = __ldcg(labels + i);
+    if (parent == i) return i;
+    const int32_t grand = __ldcg(labels + parent);
+    if (grand == parent) return parent;
+    __stcg(labels + i, grand);
+    i = grand;
+  }
+}
+
+// Join the trees of a and b: the larger root is re-pointed to the smaller one with atomicMin, so
+// entries only ever point to smaller indices. If the "root" was re-linked meanwhile (old != root),
+// the atomicMin may have replaced its edge to old by an edge to the other root; the loop then
+// unites old with that root, which restores the connectivity before the union returns.
 __device__ void unite(int32_t* labels, int32_t a, int32_t b) {
   bool done = false;
   while (!done) {
-    a = find_root(labels, a);
-    b = find_root(labels, b);
+    a = find_halving(labels, a);
+    b = find_halving(labels, b);
     if (a < b) {
       const int32_t old = atomicMin(labels + b, a);
       done = old == b;
@@ -50,58 +81,92 @@ __device__ void unite(int32_t* labels, int32_t a, int32_t b) {
   }
 }
 
-// Loops over the pixels of the image with 2-D blocks (grid-stride in y for tall images).
+// Loops over the pixels of the image with 2-D blocks (grid-stride in y for tall images). Every
+// lane of a warp has the same y, hence the same trip count, so warp intrinsics in the body are
+// reached by all lanes that did not return (the lanes past the image width, always the top ones).
 #define IMFLOW_FOR_EACH_PIXEL(g)                                                  \
   const int x = blockIdx.x * kBlockX + threadIdx.x;                               \
   if (x >= (g).width) return;                                                     \
   for (int y = blockIdx.y * kBlockY + threadIdx.y; y < (g).height; y += gridDim.y * kBlockY)
 
-template <int Connectivity>
+// Lanes of this warp inside the image: lanes 0 .. width - (x - lane) - 1.
+__device__ __forceinline__ unsigned active_lanes(int width, int x) {
+  const int lanes_in = width - (x - static_cast<int>(threadIdx.x));
+  return lanes_in >= 32 ? 0xffffffffu : (1u << lanes_in) - 1u;
+}
+
+// Lane where the caller's horizontal run of set pixels starts within the warp (0 when the run
+// reaches lane 0; meaningful for set pixels only). All lanes in `active` must call it.
+__device__ __forceinline__ int run_start_lane(bool set, unsigned active) {
+  const unsigned bits = __ballot_sync(active, set);
+  const unsigned gaps = ~bits & ((1u << threadIdx.x) - 1u);  // clear lanes left of this one
+  return gaps ? 32 - __clz(gaps) : 0;
+}
+
+// Writes only labels[i] of its own pixel, from the mask alone: no race. Every set pixel is left
+// joined to its left neighbour (same run start, or the neighbour itself at lane 0).
 __global__ void init_kernel(Grid2D g) {
   IMFLOW_FOR_EACH_PIXEL(g) {
     const int32_t i = y * g.width + x;
+    const int lane = threadIdx.x;
+    const bool set = g.mask[i] != 0;
+    const int start = run_start_lane(set, active_lanes(g.width, x));
     int32_t parent = -1;
-    if (g.mask[i]) {
-      parent = i;
-      if (x > 0 && g.mask[i - 1]) {
+    if (set) {
+      if (start < lane) {
+        parent = i - (lane - start);
+      } else if (x > 0 && g.mask[i - 1]) {  // start == lane: only lane 0 can have a set left
         parent = i - 1;
-      } else if (y > 0 && g.mask[i - g.width]) {
-        parent = i - g.width;
-      } else if (Connectivity == 8 && y > 0 && x > 0 && g.mask[i - g.width - 1]) {
-        parent = i - g.width - 1;
-      } else if (Connectivity == 8 && y > 0 && x + 1 < g.width && g.mask[i - g.width + 1]) {
-        parent = i - g.width + 1;
+      } else {
+        parent = i;
       }
     }
     g.labels[i] = parent;
   }
 }
 
+// Unites each set pixel with its set upper neighbours, skipping the pairs already implied by
+// horizontal adjacency (init joined every pixel to its left neighbour, and the row above is
+// joined the same way), by induction on x:
+//   4-conn: i ~ up follows from i ~ left ~ up-left ~ up when left and up-left are set.
+//   8-conn: up is implied when left is set (left's up-right); up-left when up is set (same run
+//           above) or left is set (left's up); up-right when up is set (same run above).
 template <int Connectivity>
 __global__ void merge_kernel(Grid2D g) {
   IMFLOW_FOR_EACH_PIXEL(g) {
+    if (y == 0) continue;
     const int32_t i = y * g.width + x;
     if (!g.mask[i]) continue;
+    const int32_t above = i - g.width;
     const bool left = x > 0 && g.mask[i - 1];
-    if (left) unite(g.labels, i, i - 1);  // already joined by init; cheap
-    if (y == 0) continue;
-    const bool up = g.mask[i - g.width];
-    if (up) unite(g.labels, i, i - g.width);
-    if (Connectivity == 8) {
-      if (x > 0 && g.mask[i - g.width - 1] && !left && !up) unite(g.labels, i, i - g.width - 1);
-      if (x + 1 < g.width && g.mask[i - g.width + 1] && !up) unite(g.labels, i, i - g.width + 1);
+    const bool up = g.mask[above] != 0;
+    if (Connectivity == 4) {
+      if (up && !(left && g.mask[above - 1])) unite(g.labels, i, above);
+    } else if (up) {
+      if (!left) unite(g.labels, i, above);
+    } else {
+      if (!left && x > 0 && g.mask[above - 1]) unite(g.labels, i, above - 1);
+      if (x + 1 < g.width && g.mask[above + 1]) unite(g.labels, i, above + 1);
     }
   }
 }
 
-// labels[i] = root; rank[i] = 1 for roots (the scan input).
+// labels[i] = root; rank[i] = 1 for roots (the scan input). The forest is final (merge is done),
+// so every entry another thread may read here is i's old parent or i's root, both ancestors: the
+// read-only finds are exact, and each thread writes only its own entry, with its final root.
 __global__ void compress_kernel(Grid2D g, int32_t* rank) {
   IMFLOW_FOR_EACH_PIXEL(g) {
     const int32_t i = y * g.width + x;
-    int32_t root = -1;
-    if (g.mask[i]) {
-      root = find_root(g.labels, i);
+    const bool set = g.mask[i] != 0;
+    const unsigned active = active_lanes(g.width, x);
+    const int start = run_start_lane(set, active);
+    // One find per warp run: its pixels share the start's root.
+    int32_t root = set && start == static_cast<int>(threadIdx.x) ? find_root(g.labels, i) : -1;
+    root = __shfl_sync(active, root, start);
+    if (set) {
       g.labels[i] = root;
+    } else {
+      root = -1;
     }
     rank[i] = root == i ? 1 : 0;
   }
@@ -136,13 +201,11 @@ void label(GpuContext& gpu, int connectivity) {
   const int64_t rows = (gpu.height + kBlockY - 1) / kBlockY;
   const dim3 grid(static_cast<unsigned>((gpu.width + kBlockX - 1) / kBlockX),
                   static_cast<unsigned>(rows < 65535 ? rows : 65535));
+  init_kernel<<<grid, block, 0, gpu.stream>>>(g);
+  IMFLOW_CUDA_CHECK_LAUNCH();
   if (connectivity == 4) {
-    init_kernel<4><<<grid, block, 0, gpu.stream>>>(g);
-    IMFLOW_CUDA_CHECK_LAUNCH();
     merge_kernel<4><<<grid, block, 0, gpu.stream>>>(g);
   } else {
-    init_kernel<8><<<grid, block, 0, gpu.stream>>>(g);
-    IMFLOW_CUDA_CHECK_LAUNCH();
     merge_kernel<8><<<grid, block, 0, gpu.stream>>>(g);
   }
   IMFLOW_CUDA_CHECK_LAUNCH();

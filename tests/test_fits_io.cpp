@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <fstream>
+#include <limits>
 
 #include "imflow/errors.hpp"
 #include "imflow/io/fits.hpp"
@@ -166,4 +167,19 @@ TEST_CASE("written images and catalogs read back", "[fits]") {
   for (const auto& entry : std::filesystem::directory_iterator(dir.path())) {
     CHECK(entry.path().filename().string().find(".tmp-") == std::string::npos);
   }
+}
+
+TEST_CASE("NaN pixels of float images stay NaN, with and without scaling", "[fits]") {
+  test::TempDir dir("fits_float_nan");
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  test::write_fits(dir / "f32.fits", -32, {3, 1}, {1.5, nan, -2.0});
+  test::write_fits(dir / "f64.fits", -64, {3, 1}, {nan, 4.0, 8.0});
+  ImageBuffer image;
+  read_fits_plane(dir / "f32.fits", 0, 0, image);
+  CHECK(image.data()[0] == 1.5f);
+  CHECK(std::isnan(image.data()[1]));
+  CHECK(image.data()[2] == -2.0f);
+  read_fits_plane(dir / "f64.fits", 0, 0, image);
+  CHECK(std::isnan(image.data()[0]));
+  CHECK(image.data()[2] == 8.0f);
 }

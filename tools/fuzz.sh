@@ -4,14 +4,15 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds=${1:-60}; shift || true
-targets=("${@:-fuzz_fits fuzz_png fuzz_nifti}"); targets=(${targets[*]})
-CC=${CC:-clang-14} CXX=${CXX:-clang++-14} cmake -S . -B build-fuzz -DIMFLOW_FUZZ=ON -DIMFLOW_TESTS=OFF -DIMFLOW_CUDA=OFF \
+targets=("${@:-fuzz_fits fuzz_png fuzz_nifti fuzz_yaml}"); targets=(${targets[*]})
+CC=${CC:-clang-14} CXX=${CXX:-clang++-14} cmake -S . -B build-fuzz -DIMFLOW_FUZZ=ON -DIMFLOW_TESTS=OFF -DIMFLOW_CUDA=OFF -DIMFLOW_MPI=OFF \
   -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 cmake --build build-fuzz -j"$(nproc)" --target "${targets[@]}"
 seed() {  # seed corpora from the committed samples
   case $1 in
     fuzz_fits) ls datasets/samples/*.fits ;;
     fuzz_png) ls datasets/samples/mri/*.png ;;
+    fuzz_yaml) ls config/*.yaml ;;
     fuzz_nifti) for f in datasets/samples/mri/*.nii.gz; do gzip -dc "$f" > "build-fuzz/corpus/$1/$(basename "$f" .gz)"; done ;;
   esac
 }

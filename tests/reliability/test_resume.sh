@@ -7,9 +7,6 @@ here=$(dirname "$0"); source "$here/common.sh"
 work=$(mktemp -d); trap 'rm -rf "$work"' EXIT
 /usr/bin/python3 "$here/make_fields.py" "$work/in" 100 96
 printf 'input: {recursive: true}\noutput: {formats: [csv, fits, bgsub]}\ndevice: cpu\nsteps: [background, segment, label, measure]\n' > "$work/p.yaml"
-run() { "$imflow" -q run "$work/p.yaml" --input "$work/in" --threads 2 "$@"; }
-# In the background, $! being imflow itself (not a subshell) so signals reach it.
-start() { "$imflow" -q run "$work/p.yaml" --input "$work/in" --threads 2 "$@" & pid=$!; }
 run --output "$work/ref"
 killed=0
 for ((t = 1; t <= trials; t++)); do

@@ -7,9 +7,6 @@ here=$(dirname "$0"); source "$here/common.sh"
 work=$(mktemp -d); trap 'rm -rf "$work"' EXIT
 /usr/bin/python3 "$here/make_fields.py" "$work/in" 100 160
 printf 'input: {recursive: true}\noutput: {formats: [csv, fits]}\ndevice: cpu\nsteps: [{convolve: {kernel: gaussian, size: 15, sigma: 3}}, background, segment, label, measure]\n' > "$work/p.yaml"
-run() { "$imflow" -q run "$work/p.yaml" --input "$work/in" --threads 2 "$@"; }
-# In the background, $! being imflow itself (not a subshell) so signals reach it.
-start() { "$imflow" -q run "$work/p.yaml" --input "$work/in" --threads 2 "$@" & pid=$!; }
 run --output "$work/ref"
 
 for sig in INT TERM; do

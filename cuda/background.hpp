@@ -6,7 +6,12 @@ namespace imflow::cuda {
 
 // Median, std, iterations, kept and valid of gpu.image into the device results, with the
 // semantics of kernels::kappa_sigma_clip (same median exactly, std to ~1e-15 relative, same
-// iterations). One cooperative kernel runs every iteration; the host never waits.
+// iterations). The keys are sorted once (CUB radix sort); one cooperative kernel then runs every
+// iteration on the sorted keys; the host never waits.
 void background(GpuContext& gpu, double kappa, int max_iters);
+
+// The same statistics by radix selection without sorting (one cooperative kernel, several
+// histogram passes per iteration): the first GPU version, kept for the benchmark comparison.
+void background_radix(GpuContext& gpu, double kappa, int max_iters);
 
 }  // namespace imflow::cuda

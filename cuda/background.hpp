@@ -10,8 +10,4 @@ namespace imflow::cuda {
 // iteration on the sorted keys; the host never waits.
 void background(GpuContext& gpu, double kappa, int max_iters);
 
-// The same statistics by radix selection without sorting (one cooperative kernel, several
-// histogram passes per iteration): the first GPU version, kept for the benchmark comparison.
-void background_radix(GpuContext& gpu, double kappa, int max_iters);
-
 }  // namespace imflow::cuda

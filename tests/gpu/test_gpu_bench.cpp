@@ -92,7 +92,6 @@ TEST_CASE("GPU astronomy timings on 2048x2048", "[.][bench][astro2048]") {
   };
   const double upload = time([&](GpuContext& gpu) { imflow::cuda::enqueue_upload(gpu, item); });
   const double background = time([](GpuContext& gpu) { imflow::cuda::background(gpu, 3.0, 100); });
-  const double background_radix = time([](GpuContext& gpu) { imflow::cuda::background_radix(gpu, 3.0, 100); });
   const double segment = time([](GpuContext& gpu) { imflow::cuda::segment(gpu, 5.0, false); });
   const double label = time([](GpuContext& gpu) { imflow::cuda::label(gpu, 4); });
   const double measure = time([](GpuContext& gpu) { imflow::cuda::measure(gpu); });
@@ -133,7 +132,6 @@ TEST_CASE("GPU astronomy timings on 2048x2048", "[.][bench][astro2048]") {
   std::snprintf(json, sizeof json,
                 "{\n  \"image\": \"%s\", \"width\": %lld, \"height\": %lld, \"reps\": %d,\n"
                 "  \"iterations\": %d, \"sources\": %d,\n  \"us\": {\"upload_h2d\": %.2f, \"background\": %.2f, "
-                "\"background_radix_unsorted\": %.2f, "
                 "\"segment\": %.2f, \"label\": %.2f, \"measure\": %.2f,\n    \"background_segment_label_measure\": %.2f, "
                 "\"download_d2h_catalog\": %.2f,\n    \"convolve_15x15_same_separable\": %.2f, "
                 "\"convolve_15x15_same_general\": %.2f,\n    \"convolve_15x15_full_separable\": %.2f, "
@@ -141,7 +139,7 @@ TEST_CASE("GPU astronomy timings on 2048x2048", "[.][bench][astro2048]") {
                 "\"convolve_5x5_same_general\": %.2f},\n  \"targets_us\": {\"background_segment_label_measure\": 1000, "
                 "\"convolve_15x15\": 50}\n}\n",
                 source.c_str(), static_cast<long long>(N), static_cast<long long>(N), reps, iterations, sources, upload,
-                background, background_radix, segment, label, measure, pipeline, download, c15_sep, c15_gen, c15_full_sep, c15_full_gen,
+                background, segment, label, measure, pipeline, download, c15_sep, c15_gen, c15_full_sep, c15_full_gen,
                 c5_sep, c5_gen);
   std::fputs(json, stdout);
   if (const char* path = std::getenv("IMFLOW_BENCH_JSON")) {

@@ -3,6 +3,7 @@
 #include <cstring>
 #include <stdexcept>
 
+#include "cuda/background_mesh.hpp"
 #include "cuda/gpu_context.hpp"
 #include "cuda/measure.hpp"
 #include "cuda/svd.hpp"
@@ -37,6 +38,13 @@ void CatalogAccumulators::reserve(size_t rows) {
   xmax.reserve(rows);
   ymin.reserve(rows);
   ymax.reserve(rows);
+  flux_iso.reserve(rows);
+  sum_wx.reserve(rows);
+  sum_wy.reserve(rows);
+  sum_wxx.reserve(rows);
+  sum_wyy.reserve(rows);
+  sum_wxy.reserve(rows);
+  flags.reserve(rows);
 }
 
 void set_catalog_capacity(GpuContext& gpu, int64_t capacity) {
@@ -60,6 +68,7 @@ void enqueue_upload(GpuContext& gpu, const WorkItem& item) {
   gpu.has_detection = gpu.has_background = gpu.has_threshold = gpu.has_mask = false;
   gpu.has_labels = gpu.has_catalog = gpu.image_modified = false;
   gpu.has_normalization = gpu.has_svd_metrics = false;
+  gpu.has_background_maps = false;
   gpu.downloaded = DownloadWants{};
 }
 
@@ -127,12 +136,20 @@ Source to_source(const DeviceSource& d) {
   s.xmax = d.xmax;
   s.ymin = d.ymin;
   s.ymax = d.ymax;
+  s.flux_iso = d.flux_iso;
+  s.x2 = d.x2;
+  s.y2 = d.y2;
+  s.xy = d.xy;
+  s.a = d.a;
+  s.b = d.b;
+  s.theta = d.theta;
+  s.flags = d.flags;
   return s;
 }
 
 // The catalog measured on the host from the device's labels and image, for more labels than
 // the device catalog holds; grows the capacity so the next such item stays on the device.
-Catalog host_catalog(GpuContext& gpu, const WorkItem& item, int32_t nlabels) {
+Catalog host_catalog(GpuContext& gpu, const WorkItem& item, int32_t nlabels, double background_level) {
   const size_t n = static_cast<size_t>(gpu.size());
   std::vector<int32_t> labels_copy;
   const int32_t* labels = gpu.labels_host.data();
@@ -148,7 +165,15 @@ Catalog host_catalog(GpuContext& gpu, const WorkItem& item, int32_t nlabels) {
   } else if (gpu.downloaded.pixels) {
     image = gpu.pixels_host.data();
   }
-  Catalog catalog = kernels::measure_sources(ConstImageView{image, gpu.width, gpu.height}, labels, nlabels);
+  kernels::MeasureBackground background;  // what cuda::measure subtracted
+  std::vector<float> map_copy;
+  if (gpu.has_background_maps) {
+    copy_now(gpu, map_copy, gpu.mesh_background->back_map.data(), n);
+    background.map = map_copy.data();
+  } else if (gpu.has_background) {
+    background.level = background_level;
+  }
+  Catalog catalog = kernels::measure_sources(ConstImageView{image, gpu.width, gpu.height}, labels, nlabels, background);
   set_catalog_capacity(gpu, next_power_of_two(static_cast<int64_t>(nlabels)));
   return catalog;
 }
@@ -174,6 +199,10 @@ void collect_results(GpuContext& gpu, WorkItem& item) {
     b.iterations = r.iterations;
     b.kept = r.kept;
     b.valid = r.valid;
+    if (gpu.has_background_maps) {
+      b.meshes = gpu.mesh_background->nx * gpu.mesh_background->ny;
+      b.meshes_dropped = r.meshes_dropped;
+    }
     item.background = b;
   }
   if (gpu.has_threshold) item.threshold = r.threshold;
@@ -193,7 +222,7 @@ void collect_results(GpuContext& gpu, WorkItem& item) {
   }
   if (gpu.has_catalog) {
     if (r.catalog_overflow != 0 || r.nlabels > gpu.catalog_capacity) {
-      item.catalog = host_catalog(gpu, item, r.nlabels);
+      item.catalog = host_catalog(gpu, item, r.nlabels, r.median);
     } else {
       Catalog catalog(static_cast<size_t>(r.nlabels));
       for (int32_t i = 0; i < r.nlabels; ++i) catalog[static_cast<size_t>(i)] = to_source(gpu.catalog_host.data()[i]);

@@ -34,17 +34,19 @@ struct DeviceResults {
   int svd_status;          // svd_reconstruct: cuSOLVER info (0 ok), or the error codes of cuda/svd.hpp
   // svd_reconstruct metrics (cuda/svd.hpp, SvdMetric indices), named as the CPU step's.
   double svd_metrics[8];
+  long long meshes_dropped;  // background method mesh: meshes with fewer than half of their pixels valid
 };
 
 // Plain twin of imflow::Source, written by the device straight into mapped pinned memory.
 struct DeviceSource {
   int32_t id;
-  int32_t reserved;
+  int32_t flags;  // Source::flags (was reserved)
   double x, y, flux;
   int64_t npix;
   double peak;
   int64_t peak_x, peak_y;
   int64_t xmin, xmax, ymin, ymax;
+  double flux_iso, x2, y2, xy, a, b, theta;
 };
 
 // Per-label accumulators of the measure kernel (struct of arrays, `capacity` rows).
@@ -54,6 +56,9 @@ struct CatalogAccumulators {
   DeviceBuffer<unsigned long long> peak;  // ordered value << 32 | ~index (or value only, see measure.cu)
   DeviceBuffer<unsigned long long> peak_index;
   DeviceBuffer<unsigned int> xmin, xmax, ymin, ymax;
+  // Moments of w = value - background about the image centre (cuda/measure.cu), and flags.
+  DeviceBuffer<double> flux_iso, sum_wx, sum_wy, sum_wxx, sum_wyy, sum_wxy;
+  DeviceBuffer<int> flags;
   void reserve(size_t rows);
 };
 
@@ -67,6 +72,7 @@ struct DownloadWants {
 
 // A convolution kernel uploaded once per slot (kept for the slot's lifetime).
 struct SvdState;  // svd_reconstruct's per-slot solver state (cuda/svd.hpp)
+struct MeshBackgroundState;  // background method mesh's per-slot buffers (cuda/background_mesh.hpp)
 
 struct ConvolveWeights {
   std::vector<float> host;  // content, the cache key (with the sizes)
@@ -127,6 +133,8 @@ struct GpuContext {
   bool has_normalization = false;  // normalize ran: results.norm_* hold the mapping
   bool has_svd_metrics = false;    // svd_reconstruct ran: results.svd_metrics hold its metrics
   std::shared_ptr<cuda::SvdState> svd;  // created by the first svd_reconstruct on this slot
+  bool has_background_maps = false;  // background method mesh ran: mesh_background holds the maps
+  std::shared_ptr<cuda::MeshBackgroundState> mesh_background;  // created by the first mesh background
 
   // Device properties read once.
   int sm_count = 0;

@@ -3,8 +3,10 @@
 #include <climits>
 #include <stdexcept>
 
+#include "cuda/background_mesh.hpp"
 #include "cuda/device_common.cuh"
 #include "cuda/measure.hpp"
+#include "imflow/kernels/source_shape.hpp"
 
 namespace imflow::cuda {
 namespace {
@@ -23,13 +25,29 @@ struct Accumulators {
   unsigned int* xmax;
   unsigned int* ymin;
   unsigned int* ymax;
+  double* flux_iso;  // moments of w = value - background about the image centre
+  double* sum_wx;
+  double* sum_wy;
+  double* sum_wxx;
+  double* sum_wyy;
+  double* sum_wxy;
+  int* flags;
   int64_t capacity;
+};
+
+// What measure subtracts (kernels::MeasureBackground): the mesh map from every value, or the
+// global median (results->median) for flux_iso and the moments only.
+struct Background {
+  const float* map;     // null: none
+  bool level;           // subtract results->median for w
 };
 
 Accumulators accumulators_of(GpuContext& gpu) {
   auto& a = gpu.accumulators;
-  return {a.npix.data(), a.flux.data(), a.sum_x.data(), a.sum_y.data(), a.peak.data(), a.peak_index.data(),
-          a.xmin.data(), a.xmax.data(), a.ymin.data(), a.ymax.data(), gpu.catalog_capacity};
+  return {a.npix.data(),     a.flux.data(),   a.sum_x.data(),   a.sum_y.data(),   a.peak.data(),
+          a.peak_index.data(), a.xmin.data(),   a.xmax.data(),    a.ymin.data(),    a.ymax.data(),
+          a.flux_iso.data(), a.sum_wx.data(), a.sum_wy.data(),  a.sum_wxx.data(), a.sum_wyy.data(),
+          a.sum_wxy.data(),  a.flags.data(),  gpu.catalog_capacity};
 }
 
 __device__ __forceinline__ int64_t valid_rows(const DeviceResults* results, int64_t capacity) {
@@ -51,6 +69,8 @@ __global__ void reset_kernel(Accumulators a, const DeviceResults* results) {
     a.ymin[r] = UINT_MAX;
     a.xmax[r] = 0;
     a.ymax[r] = 0;
+    a.flux_iso[r] = a.sum_wx[r] = a.sum_wy[r] = a.sum_wxx[r] = a.sum_wyy[r] = a.sum_wxy[r] = 0.0;
+    a.flags[r] = 0;
   }
 }
 
@@ -63,6 +83,8 @@ struct Run {
   double flux = 0.0, sx = 0.0, sy = 0.0;
   unsigned long long peak = 0;
   unsigned int xmin = UINT_MAX, xmax = 0, ymin = UINT_MAX, ymax = 0;
+  double w = 0.0, wx = 0.0, wy = 0.0, wxx = 0.0, wyy = 0.0, wxy = 0.0;
+  int flags = 0;
 };
 
 // Wide = true: images of 2^32 pixels or more; `peak` holds the value key only, the position is
@@ -84,13 +106,35 @@ __device__ void flush(const Run& r, const Accumulators& a, DeviceResults* result
   atomicMax(a.xmax + row, r.xmax);
   atomicMin(a.ymin + row, r.ymin);
   atomicMax(a.ymax + row, r.ymax);
+  atomicAdd(a.flux_iso + row, r.w);
+  atomicAdd(a.sum_wx + row, r.wx);
+  atomicAdd(a.sum_wy + row, r.wy);
+  atomicAdd(a.sum_wxx + row, r.wxx);
+  atomicAdd(a.sum_wyy + row, r.wyy);
+  atomicAdd(a.sum_wxy + row, r.wxy);
+  if (r.flags != 0) atomicOr(a.flags + row, r.flags);
+}
+
+// Whether one of the 8 neighbours of (x, y) is not finite (kFlagMaskedNeighbour).
+__device__ bool masked_neighbour(const float* __restrict__ image, int64_t width, int64_t height, int64_t x, int64_t y) {
+  for (int64_t ny = y - 1; ny <= y + 1; ++ny) {
+    if (ny < 0 || ny >= height) continue;
+    for (int64_t nx = x - 1; nx <= x + 1; ++nx) {
+      if (nx >= 0 && nx < width && !isfinite(__ldg(image + ny * width + nx))) return true;
+    }
+  }
+  return false;
 }
 
 template <bool Wide>
 __global__ void __launch_bounds__(kThreads)
     accumulate_kernel(const float* __restrict__ image, const int32_t* __restrict__ labels, int64_t width, int64_t n,
-                      Accumulators a, DeviceResults* results) {
+                      Accumulators a, Background background, DeviceResults* results) {
   const int64_t runs = (n + kRun - 1) / kRun;
+  const int64_t height = n / width;
+  // Moments about the image centre: within float64 rounding of the CPU's (about the first pixel).
+  const int64_t cx = width / 2, cy = height / 2;
+  const double level = background.level ? results->median : 0.0;
   for (int64_t t = static_cast<int64_t>(blockIdx.x) * kThreads + threadIdx.x; t < runs;
        t += static_cast<int64_t>(gridDim.x) * kThreads) {
     const int64_t begin = t * kRun;
@@ -106,8 +150,17 @@ __global__ void __launch_bounds__(kThreads)
         r.label = l;
       }
       if (l > 0) {
-        const float v = image[i];
+        // SEP measures data - bkg in float32: so does the CPU.
+        const float v = background.map != nullptr ? image[i] - background.map[i] : image[i];
         const double d = v;
+        const double w = d - level, dx = static_cast<double>(x - cx), dy = static_cast<double>(y - cy);
+        r.w += w;
+        r.wx += w * dx;
+        r.wy += w * dy;
+        r.wxx += w * dx * dx;
+        r.wyy += w * dy * dy;
+        r.wxy += w * dx * dy;
+        if (masked_neighbour(image, width, height, x, y)) r.flags |= kFlagMaskedNeighbour;
         r.npix += 1;
         r.flux += d;
         r.sx += d * static_cast<double>(x);
@@ -133,23 +186,25 @@ __global__ void __launch_bounds__(kThreads)
 
 // Wide images only: the smallest index holding each label's maximum value.
 __global__ void __launch_bounds__(kThreads)
-    position_kernel(const float* __restrict__ image, const int32_t* __restrict__ labels, int64_t n, Accumulators a) {
+    position_kernel(const float* __restrict__ image, const int32_t* __restrict__ labels, int64_t n, Accumulators a,
+                    Background background) {
   for (int64_t i = static_cast<int64_t>(blockIdx.x) * kThreads + threadIdx.x; i < n;
        i += static_cast<int64_t>(gridDim.x) * kThreads) {
     const int32_t l = labels[i];
     if (l <= 0 || l > a.capacity) continue;
-    if (peak_key(image[i]) == a.peak[l - 1]) atomicMin(a.peak_index + l - 1, static_cast<unsigned long long>(i));
+    const float v = background.map != nullptr ? image[i] - background.map[i] : image[i];
+    if (peak_key(v) == a.peak[l - 1]) atomicMin(a.peak_index + l - 1, static_cast<unsigned long long>(i));
   }
 }
 
-__global__ void rows_kernel(Accumulators a, const DeviceResults* results, int64_t width, bool wide,
+__global__ void rows_kernel(Accumulators a, const DeviceResults* results, int64_t width, int64_t height, bool wide,
                             DeviceSource* out) {
   const int64_t rows = valid_rows(results, a.capacity);
   for (int64_t r = static_cast<int64_t>(blockIdx.x) * kThreads + threadIdx.x; r < rows;
        r += static_cast<int64_t>(gridDim.x) * kThreads) {
     DeviceSource s;
     s.id = static_cast<int32_t>(r + 1);
-    s.reserved = 0;
+    s.flags = a.flags[r];
     s.flux = a.flux[r];
     s.x = a.sum_x[r] / s.flux;
     s.y = a.sum_y[r] / s.flux;
@@ -165,6 +220,16 @@ __global__ void rows_kernel(Accumulators a, const DeviceResults* results, int64_
     s.xmax = a.xmax[r];
     s.ymin = a.ymin[r];
     s.ymax = a.ymax[r];
+    s.flux_iso = a.flux_iso[r];
+    const kernels::SourceShape shape =
+        kernels::source_shape(a.flux_iso[r], a.sum_wx[r], a.sum_wy[r], a.sum_wxx[r], a.sum_wyy[r], a.sum_wxy[r]);
+    s.x2 = shape.x2;
+    s.y2 = shape.y2;
+    s.xy = shape.xy;
+    s.a = shape.a;
+    s.b = shape.b;
+    s.theta = shape.theta;
+    if (s.npix > 0 && (s.xmin == 0 || s.ymin == 0 || s.xmax == width - 1 || s.ymax == height - 1)) s.flags |= kFlagEdge;
     out[r] = s;
   }
 }
@@ -185,15 +250,17 @@ void measure(GpuContext& gpu) {
   gpu.has_catalog = true;
   if (n == 0) return;
   const int blocks = detail::blocks_for((n + kRun - 1) / kRun, kThreads, static_cast<int64_t>(gpu.sm_count) * 32);
+  const Background background{gpu.has_background_maps ? gpu.mesh_background->back_map.data() : nullptr,
+                              gpu.has_background && !gpu.has_background_maps};
   if (wide_peak(gpu)) {
-    accumulate_kernel<true>
-        <<<blocks, kThreads, 0, gpu.stream>>>(gpu.image.data(), gpu.labels.data(), gpu.width, n, a, gpu.results.data());
+    accumulate_kernel<true><<<blocks, kThreads, 0, gpu.stream>>>(gpu.image.data(), gpu.labels.data(), gpu.width, n, a,
+                                                                 background, gpu.results.data());
     IMFLOW_CUDA_CHECK_LAUNCH();
     const int pblocks = detail::blocks_for(n, kThreads, static_cast<int64_t>(gpu.sm_count) * 32);
-    position_kernel<<<pblocks, kThreads, 0, gpu.stream>>>(gpu.image.data(), gpu.labels.data(), n, a);
+    position_kernel<<<pblocks, kThreads, 0, gpu.stream>>>(gpu.image.data(), gpu.labels.data(), n, a, background);
   } else {
-    accumulate_kernel<false>
-        <<<blocks, kThreads, 0, gpu.stream>>>(gpu.image.data(), gpu.labels.data(), gpu.width, n, a, gpu.results.data());
+    accumulate_kernel<false><<<blocks, kThreads, 0, gpu.stream>>>(gpu.image.data(), gpu.labels.data(), gpu.width, n, a,
+                                                                  background, gpu.results.data());
   }
   IMFLOW_CUDA_CHECK_LAUNCH();
 }
@@ -203,7 +270,7 @@ void detail::enqueue_catalog_rows(GpuContext& gpu) {
   gpu.catalog_host.reserve(static_cast<size_t>(gpu.catalog_capacity));
   const int rows_blocks = detail::blocks_for(gpu.catalog_capacity, kThreads, 1024);
   rows_kernel<<<rows_blocks, kThreads, 0, gpu.stream>>>(accumulators_of(gpu), gpu.results.data(),
-                                                       gpu.width > 0 ? gpu.width : 1, wide_peak(gpu),
+                                                       gpu.width > 0 ? gpu.width : 1, gpu.height, wide_peak(gpu),
                                                        gpu.catalog_host.device_pointer());
   IMFLOW_CUDA_CHECK_LAUNCH();
 }

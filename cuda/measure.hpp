@@ -5,8 +5,9 @@
 namespace imflow::cuda {
 
 // For labels 1..min(nlabels, catalog_capacity) of gpu.labels (label must have been enqueued):
-// npix, flux, centroid, peak (first maximum in raster order) and bbox, measured on gpu.image
-// with float64 sums. More labels than the capacity set results.catalog_overflow; collect_results
+// npix, flux, centroid, peak (first maximum in raster order), bbox, flux_iso, second moments,
+// ellipse and flags, measured on gpu.image with float64 sums, background-subtracted as
+// kernels::MeasureBackground says (the mesh map when has_background_maps, else the median). More labels than the capacity set results.catalog_overflow; collect_results
 // then measures on the host.
 void measure(GpuContext& gpu);
 

@@ -8,7 +8,18 @@ namespace imflow::cuda {
 
 namespace {
 
+// Problem blockIdx.z of a batch: the pointers moved to its factors and output.
+__device__ __forceinline__ void select_problem(ReconstructArgs& a) {
+  const long long b = blockIdx.z;
+  a.u += b * a.stride_u;
+  a.s += b * a.stride_s;
+  a.v += b * a.stride_v;
+  a.out += b * a.stride_out;
+  a.k_device += b * a.stride_k;
+}
+
 __global__ void naive_kernel(ReconstructArgs a) {
+  select_problem(a);
   const int j = blockIdx.x * blockDim.x + threadIdx.x;
   const int i = blockIdx.y * blockDim.y + threadIdx.y;
   if (i >= a.m || j >= a.n) return;
@@ -21,6 +32,7 @@ __global__ void naive_kernel(ReconstructArgs a) {
 // T x T threads, one output each; tiles of T components of U (scaled by s) and V in shared memory.
 template <int T>
 __global__ void tiled_kernel(ReconstructArgs a) {
+  select_problem(a);
   __shared__ float us[T][T + 1];  // [row][component]
   __shared__ float vs[T][T + 1];  // [component][column]
   const int tx = threadIdx.x, ty = threadIdx.y;
@@ -49,6 +61,7 @@ __global__ void tiled_kernel(ReconstructArgs a) {
 // by in chunks of TK through shared memory.
 template <int TX, int TY, int TM, int TN, int TK>
 __global__ void __launch_bounds__(TX* TY) register_kernel(ReconstructArgs a) {
+  select_problem(a);
   constexpr int BM = TY * TM, BN = TX * TN, NT = TX * TY;
   __shared__ float us[TK][BM];
   __shared__ float vs[TK][BN];
@@ -98,8 +111,10 @@ __global__ void __launch_bounds__(TX* TY) register_kernel(ReconstructArgs a) {
   }
 }
 
-// scratch (m x k_max, column-major) = U diag(s), zero for components >= k.
+// scratch (m x k_max, column-major, per problem) = U diag(s), zero for components >= k.
 __global__ void prescale_kernel(ReconstructArgs a, float* __restrict__ us) {
+  select_problem(a);
+  us += (long long)blockIdx.z * a.m * a.k_max;
   const int i = blockIdx.x * blockDim.x + threadIdx.x;
   const int l = blockIdx.y;
   if (i >= a.m) return;
@@ -110,7 +125,7 @@ __global__ void prescale_kernel(ReconstructArgs a, float* __restrict__ us) {
 template <int TX, int TY, int TM, int TN, int TK>
 void launch_register(const ReconstructArgs& a, cudaStream_t stream) {
   constexpr int BM = TY * TM, BN = TX * TN;
-  const dim3 block(TX, TY), grid((a.n + BN - 1) / BN, (a.m + BM - 1) / BM);
+  const dim3 block(TX, TY), grid((a.n + BN - 1) / BN, (a.m + BM - 1) / BM, a.count);
   register_kernel<TX, TY, TM, TN, TK><<<grid, block, 0, stream>>>(a);
 }
 
@@ -154,22 +169,23 @@ const char* reconstruct_kernel_name(ReconstructKernel kernel) {
 
 void reconstruct(ReconstructKernel kernel, const ReconstructArgs& a, cudaStream_t stream, cublasHandle_t blas,
                  float* scratch, const ReconstructConfig& config) {
-  if (a.m <= 0 || a.n <= 0) return;
+  if (a.m <= 0 || a.n <= 0 || a.count <= 0) return;
+  if (a.count > 65535) throw std::invalid_argument("reconstruct: at most 65535 problems per launch");
   switch (kernel) {
     case ReconstructKernel::naive: {
       const int bx = config.bx > 0 ? config.bx : 32, by = config.by > 0 ? config.by : 8;
-      const dim3 block(bx, by), grid((a.n + bx - 1) / bx, (a.m + by - 1) / by);
+      const dim3 block(bx, by), grid((a.n + bx - 1) / bx, (a.m + by - 1) / by, a.count);
       naive_kernel<<<grid, block, 0, stream>>>(a);
       break;
     }
     case ReconstructKernel::tiled: {
       const int t = config.tile > 0 ? config.tile : 16;
       if (t == 8) {
-        tiled_kernel<8><<<dim3((a.n + 7) / 8, (a.m + 7) / 8), dim3(8, 8), 0, stream>>>(a);
+        tiled_kernel<8><<<dim3((a.n + 7) / 8, (a.m + 7) / 8, a.count), dim3(8, 8), 0, stream>>>(a);
       } else if (t == 16) {
-        tiled_kernel<16><<<dim3((a.n + 15) / 16, (a.m + 15) / 16), dim3(16, 16), 0, stream>>>(a);
+        tiled_kernel<16><<<dim3((a.n + 15) / 16, (a.m + 15) / 16, a.count), dim3(16, 16), 0, stream>>>(a);
       } else if (t == 32) {
-        tiled_kernel<32><<<dim3((a.n + 31) / 32, (a.m + 31) / 32), dim3(32, 32), 0, stream>>>(a);
+        tiled_kernel<32><<<dim3((a.n + 31) / 32, (a.m + 31) / 32, a.count), dim3(32, 32), 0, stream>>>(a);
       } else {
         throw std::invalid_argument("tiled reconstruction: tile must be 8, 16 or 32");
       }
@@ -184,15 +200,25 @@ void reconstruct(ReconstructKernel kernel, const ReconstructArgs& a, cudaStream_
     case ReconstructKernel::cublas: {
       if (blas == nullptr || scratch == nullptr) throw std::invalid_argument("cublas reconstruction needs a handle and scratch");
       if (a.k_max <= 0) {
-        IMFLOW_CUDA_CHECK(cudaMemset2DAsync(a.out, sizeof(float) * a.ldo, 0, sizeof(float) * a.n, a.m, stream));
+        for (int b = 0; b < a.count; ++b) {
+          IMFLOW_CUDA_CHECK(cudaMemset2DAsync(a.out + b * a.stride_out, sizeof(float) * a.ldo, 0, sizeof(float) * a.n,
+                                              a.m, stream));
+        }
         return;
       }
-      prescale_kernel<<<dim3((a.m + 127) / 128, a.k_max), 128, 0, stream>>>(a, scratch);
+      prescale_kernel<<<dim3((a.m + 127) / 128, a.k_max, a.count), 128, 0, stream>>>(a, scratch);
       IMFLOW_CUDA_CHECK_LAUNCH();
       // Row-major out (m x n) is column-major out^T (n x m) = V (n x K) * (U diag s)^T (K x m).
       const float one = 1.0f, zero = 0.0f;
-      IMFLOW_CUBLAS_CHECK(cublasSgemm(blas, CUBLAS_OP_N, CUBLAS_OP_T, a.n, a.m, a.k_max, &one, a.v, a.ldv, scratch,
-                                      a.m, &zero, a.out, a.ldo));
+      if (a.count == 1) {
+        IMFLOW_CUBLAS_CHECK(cublasSgemm(blas, CUBLAS_OP_N, CUBLAS_OP_T, a.n, a.m, a.k_max, &one, a.v, a.ldv, scratch,
+                                        a.m, &zero, a.out, a.ldo));
+      } else {
+        IMFLOW_CUBLAS_CHECK(cublasSgemmStridedBatched(blas, CUBLAS_OP_N, CUBLAS_OP_T, a.n, a.m, a.k_max, &one, a.v,
+                                                      a.ldv, a.stride_v, scratch, a.m,
+                                                      static_cast<long long>(a.m) * a.k_max, &zero, a.out, a.ldo,
+                                                      a.stride_out, a.count));
+      }
       return;
     }
   }

@@ -32,6 +32,11 @@ struct ReconstructArgs {
   int k_max = 0;
   float* out = nullptr;
   int ldo = 0;
+  // Batches (cuda/svd_batched.hpp): `count` problems, problem b at these element offsets
+  // (b * stride_*) of u, s, v, out and k_device; a stride 0 shares the array (e.g. s = ones).
+  int count = 1;
+  long long stride_u = 0, stride_s = 0, stride_v = 0, stride_out = 0;
+  int stride_k = 0;
 };
 
 // Launch shape: naive uses block (bx, by); tiled uses a tile x tile block; register uses variant
@@ -44,8 +49,8 @@ struct ReconstructConfig {
 int register_variants();
 std::string register_variant_name(int variant);
 
-// Enqueue on `stream`. `blas` (bound to `stream`) and `scratch` (>= m * k_max floats: the
-// pre-scaled U) are needed for cublas only.
+// Enqueue on `stream`. `blas` (bound to `stream`) and `scratch` (>= count * m * k_max floats:
+// the pre-scaled U) are needed for cublas only.
 void reconstruct(ReconstructKernel kernel, const ReconstructArgs& args, cudaStream_t stream,
                  cublasHandle_t blas = nullptr, float* scratch = nullptr, const ReconstructConfig& config = {});
 

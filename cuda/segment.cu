@@ -2,6 +2,7 @@
 #include <cub/cub.cuh>
 #include <stdexcept>
 
+#include "cuda/background_mesh.hpp"
 #include "cuda/device_common.cuh"
 #include "cuda/segment.hpp"
 
@@ -41,18 +42,54 @@ __global__ void __launch_bounds__(kThreads)
   if (blockIdx.x == 0 && threadIdx.x == 0) results->threshold = threshold;
 }
 
+// Against the mesh maps: p - back[i] > nsigma * (rms ? rms[i] : globalrms), in float64.
+__global__ void __launch_bounds__(kThreads)
+    threshold_local_kernel(const float* __restrict__ image, const float* __restrict__ back,
+                           const float* __restrict__ rms, int64_t n, double nsigma, uint8_t* __restrict__ mask,
+                           DeviceResults* results) {
+  using BlockReduce = cub::BlockReduce<unsigned long long, kThreads>;
+  __shared__ typename BlockReduce::TempStorage storage;
+  const double global_threshold = nsigma * results->std;
+  unsigned long long count = 0;
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * kThreads + threadIdx.x; i < n;
+       i += static_cast<int64_t>(gridDim.x) * kThreads) {
+    const float v = image[i];
+    const double threshold = rms != nullptr ? nsigma * static_cast<double>(rms[i]) : global_threshold;
+    const bool on = isfinite(v) && static_cast<double>(v) - static_cast<double>(back[i]) > threshold;
+    mask[i] = on ? 1 : 0;
+    count += on;
+  }
+  count = BlockReduce(storage).Sum(count);
+  if (threadIdx.x == 0 && count != 0) atomicAdd(reinterpret_cast<unsigned long long*>(&results->mask_pixels), count);
+  if (blockIdx.x == 0 && threadIdx.x == 0) results->threshold = global_threshold;
+}
+
 }  // namespace
 
 void segment(GpuContext& gpu, double nsigma, bool relative_to_zero) {
+  segment(gpu, nsigma, relative_to_zero ? Threshold::zero : Threshold::background);
+}
+
+void segment(GpuContext& gpu, double nsigma, Threshold relative_to) {
   if (!gpu.has_background) throw std::logic_error("cuda::segment: the background step has not run on the GPU");
+  if (relative_to == Threshold::rms_map && !gpu.has_background_maps)
+    throw std::runtime_error("segment: relative_to: rms_map needs the background step's method: mesh");
   DeviceGuard guard(gpu.device);
   const int64_t n = gpu.size();
   gpu.mask.reserve(static_cast<size_t>(n) + 4);
   const float* source = gpu.has_detection ? gpu.detection.data() : gpu.image.data();
   IMFLOW_CUDA_CHECK(cudaMemsetAsync(&gpu.results.data()->mask_pixels, 0, sizeof(long long), gpu.stream));
-  const int blocks = detail::blocks_for(n / 4 + 1, kThreads, static_cast<int64_t>(gpu.sm_count) * 16);
-  threshold_kernel<<<blocks, kThreads, 0, gpu.stream>>>(source, n, nsigma, relative_to_zero, gpu.mask.data(),
-                                                       gpu.results.data());
+  if (gpu.has_background_maps && relative_to != Threshold::zero) {
+    const MeshBackgroundState& maps = *gpu.mesh_background;
+    const int blocks = detail::blocks_for(n, kThreads, static_cast<int64_t>(gpu.sm_count) * 16);
+    threshold_local_kernel<<<blocks, kThreads, 0, gpu.stream>>>(
+        source, maps.back_map.data(), relative_to == Threshold::rms_map ? maps.rms_map.data() : nullptr, n, nsigma,
+        gpu.mask.data(), gpu.results.data());
+  } else {
+    const int blocks = detail::blocks_for(n / 4 + 1, kThreads, static_cast<int64_t>(gpu.sm_count) * 16);
+    threshold_kernel<<<blocks, kThreads, 0, gpu.stream>>>(source, n, nsigma, relative_to == Threshold::zero,
+                                                         gpu.mask.data(), gpu.results.data());
+  }
   IMFLOW_CUDA_CHECK_LAUNCH();
   gpu.has_threshold = true;
   gpu.has_mask = true;

@@ -11,6 +11,8 @@
 #include <string>
 
 #include "cuda/svd.hpp"
+#include "cuda/svd_batched.hpp"
+#include "cuda/svd_metrics.hpp"
 
 namespace imflow::cuda {
 
@@ -22,7 +24,9 @@ SvdSolver parse_svd_solver(const std::string& name) {
   if (name == "gesvdj") return SvdSolver::gesvdj;
   if (name == "gesvd") return SvdSolver::gesvd;
   if (name == "randomized") return SvdSolver::randomized;
-  throw std::invalid_argument("unknown SVD solver '" + name + "' (gesvdj, gesvd, randomized)");
+  if (name == "gesvda") return SvdSolver::gesvda;
+  if (name == "jacobi") return SvdSolver::jacobi;
+  throw std::invalid_argument("unknown SVD solver '" + name + "' (gesvdj, gesvd, randomized, gesvda, jacobi)");
 }
 
 const char* svd_solver_name(SvdSolver solver) {
@@ -30,6 +34,8 @@ const char* svd_solver_name(SvdSolver solver) {
     case SvdSolver::gesvdj: return "gesvdj";
     case SvdSolver::gesvd: return "gesvd";
     case SvdSolver::randomized: return "randomized";
+    case SvdSolver::gesvda: return "gesvda";
+    case SvdSolver::jacobi: return "jacobi";
   }
   return "?";
 }
@@ -42,7 +48,7 @@ struct SvdState {
     IMFLOW_CUBLAS_CHECK(cublasSetStream(blas, stream));
     IMFLOW_CUSOLVER_CHECK(cusolverDnCreateGesvdjInfo(&params));
     ints.reserve(4);
-    partials.reserve(kMaxBlocks * 5);
+    partials.reserve(kMetricsMaxBlocks * 5);
   }
   ~SvdState() {
     if (params) cusolverDnDestroyGesvdjInfo(params);
@@ -52,7 +58,6 @@ struct SvdState {
   SvdState(const SvdState&) = delete;
   SvdState& operator=(const SvdState&) = delete;
 
-  static constexpr int kMaxBlocks = 256;
   cusolverDnHandle_t solver = nullptr;
   cublasHandle_t blas = nullptr;
   gesvdjInfo_t params = nullptr;
@@ -67,132 +72,14 @@ struct SvdState {
   int64_t omega_m = -1, omega_l = -1;
   ReconstructConfig config;
   SvdFactorsView last;
+  std::shared_ptr<SvdBatchState> batched;  // gesvda / jacobi on one image (a batch of one)
 };
 
 namespace {
 
-constexpr int kThreads = 256;
-
 SvdState& state_of(GpuContext& gpu) {
   if (!gpu.svd) gpu.svd = std::make_shared<SvdState>(gpu.stream);
   return *gpu.svd;
-}
-
-// k from rank or the energy rule (as kernels::rank_for_energy, sums in double); the solver's info
-// into the results.
-__global__ void choose_k(const float* s, int count, int rank, double energy, int* ints, DeviceResults* results,
-                         bool check_info) {
-  if (check_info && ints[0] != 0 && results->svd_status == 0) results->svd_status = ints[0];
-  if (rank >= 0) {
-    ints[1] = rank;
-    return;
-  }
-  double total = 0.0;
-  for (int l = 0; l < count; ++l) total += (double)s[l] * s[l];
-  int k = 0;
-  if (total > 0.0) {
-    double kept = 0.0;
-    k = count;
-    for (int l = 0; l < count; ++l) {
-      kept += (double)s[l] * s[l];
-      if (kept >= energy * total) {
-        k = l + 1;
-        break;
-      }
-    }
-  }
-  ints[1] = k;
-}
-
-// Per-block partials of (diff2, norm2, min, max, non-finite count) of original a vs reconstruction b.
-__global__ void metrics_kernel(const float* __restrict__ a, const float* __restrict__ b, long long n,
-                               double* __restrict__ partials) {
-  double diff2 = 0.0, norm2 = 0.0, lo = DBL_MAX, hi = -DBL_MAX, bad = 0.0;
-  for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x) {
-    const double x = a[i];
-    if (!isfinite(x)) {
-      bad += 1.0;
-      continue;
-    }
-    const double d = x - (double)b[i];
-    diff2 += d * d;
-    norm2 += x * x;
-    lo = fmin(lo, x);
-    hi = fmax(hi, x);
-  }
-  __shared__ double s[5][kThreads];
-  s[0][threadIdx.x] = diff2;
-  s[1][threadIdx.x] = norm2;
-  s[2][threadIdx.x] = lo;
-  s[3][threadIdx.x] = hi;
-  s[4][threadIdx.x] = bad;
-  __syncthreads();
-  for (int w = kThreads / 2; w > 0; w /= 2) {
-    if (threadIdx.x < w) {
-      s[0][threadIdx.x] += s[0][threadIdx.x + w];
-      s[1][threadIdx.x] += s[1][threadIdx.x + w];
-      s[2][threadIdx.x] = fmin(s[2][threadIdx.x], s[2][threadIdx.x + w]);
-      s[3][threadIdx.x] = fmax(s[3][threadIdx.x], s[3][threadIdx.x + w]);
-      s[4][threadIdx.x] += s[4][threadIdx.x + w];
-    }
-    __syncthreads();
-  }
-  if (threadIdx.x < 5) partials[blockIdx.x * 5 + threadIdx.x] = s[threadIdx.x][0];
-}
-
-// s_count singular values are known (r for an exact SVD; fewer for the randomized one, whose
-// energy then uses ||A||_F^2 from the pixels as the total).
-__global__ void metrics_finalize(const double* __restrict__ partials, int blocks, const float* __restrict__ s,
-                                 int s_count, int r, const int* ints, int m, int n, DeviceResults* results) {
-  __shared__ double sh[5][kThreads];
-  double v[5] = {0.0, 0.0, DBL_MAX, -DBL_MAX, 0.0};
-  for (int b = threadIdx.x; b < blocks; b += blockDim.x) {
-    v[0] += partials[b * 5];
-    v[1] += partials[b * 5 + 1];
-    v[2] = fmin(v[2], partials[b * 5 + 2]);
-    v[3] = fmax(v[3], partials[b * 5 + 3]);
-    v[4] += partials[b * 5 + 4];
-  }
-  for (int q = 0; q < 5; ++q) sh[q][threadIdx.x] = v[q];
-  __syncthreads();
-  for (int w = kThreads / 2; w > 0; w /= 2) {
-    if (threadIdx.x < w) {
-      sh[0][threadIdx.x] += sh[0][threadIdx.x + w];
-      sh[1][threadIdx.x] += sh[1][threadIdx.x + w];
-      sh[2][threadIdx.x] = fmin(sh[2][threadIdx.x], sh[2][threadIdx.x + w]);
-      sh[3][threadIdx.x] = fmax(sh[3][threadIdx.x], sh[3][threadIdx.x + w]);
-      sh[4][threadIdx.x] += sh[4][threadIdx.x + w];
-    }
-    __syncthreads();
-  }
-  if (threadIdx.x != 0) return;
-  const double diff2 = sh[0][0], norm2 = sh[1][0], bad = sh[4][0];
-  double lo = sh[2][0], hi = sh[3][0];
-  const int k = ints[1];
-  double* out = results->svd_metrics;
-  if (bad > 0.0) {
-    results->svd_status = kSvdNonFinite;
-    out[kRank] = bad;
-    return;
-  }
-  const double mn = (double)m * (double)n;
-  out[kRank] = k;
-  out[kSingularValues] = r;
-  out[kSigma1] = r > 0 ? (double)s[0] : 0.0;
-  out[kSigmaK] = k > 0 ? (double)s[k - 1] : 0.0;
-  out[kRelError] = norm2 > 0.0 ? sqrt(diff2 / norm2) : 0.0;
-  const double mse = diff2 / mn;
-  double peak = hi - lo;
-  if (peak == 0.0) peak = fmax(fabs(hi), fabs(lo));
-  out[kPsnr] = mse > 0.0 ? 10.0 * log10(peak * peak / mse) : (double)INFINITY;
-  double total = 0.0, kept = 0.0;
-  for (int l = 0; l < s_count; ++l) {
-    total += (double)s[l] * s[l];
-    if (l < k) kept += (double)s[l] * s[l];
-  }
-  if (s_count < r) total = norm2;  // randomized: the spectrum's tail is unknown, ||A||_F^2 is the total
-  out[kEnergyKept] = total > 0.0 ? (s_count < r ? fmin(kept / total, 1.0) : kept / total) : 1.0;
-  out[kCompression] = (double)k * ((double)m + (double)n + 1.0) / mn;
 }
 
 __global__ void set_k(int* ints, int k) {
@@ -218,14 +105,8 @@ __global__ void gaussian_kernel(float* out, long long count, unsigned seed) {
 }
 
 void measure(GpuContext& gpu, SvdState& st, const float* s, int s_count, int r) {
-  const long long count = gpu.size();
-  const int blocks = static_cast<int>(std::max<long long>(1, std::min<long long>(SvdState::kMaxBlocks, (count + 2047) / 2048)));
-  metrics_kernel<<<blocks, kThreads, 0, gpu.stream>>>(gpu.image.data(), gpu.image_spare.data(), count, st.partials.data());
-  IMFLOW_CUDA_CHECK_LAUNCH();
-  metrics_finalize<<<1, kThreads, 0, gpu.stream>>>(st.partials.data(), blocks, s, s_count, r, st.ints.data(),
-                                                   static_cast<int>(gpu.height), static_cast<int>(gpu.width),
-                                                   gpu.results.data());
-  IMFLOW_CUDA_CHECK_LAUNCH();
+  enqueue_metrics(gpu.image.data(), gpu.image_spare.data(), gpu.size(), st.partials.data(), s, s_count, r, st.ints.data(),
+                  static_cast<int>(gpu.height), static_cast<int>(gpu.width), gpu.results.data(), gpu.stream);
 }
 
 void run_reconstruct(GpuContext& gpu, SvdState& st, ReconstructKernel kernel, const float* u, int ldu, const float* s,
@@ -280,6 +161,20 @@ void svd_reconstruct(GpuContext& gpu, const SvdOptions& o) {
   }
   const int m = static_cast<int>(m64), n = static_cast<int>(n64), r = static_cast<int>(r64);
   SvdState& st = state_of(gpu);
+  if (is_batched_solver(o.solver)) {
+    gpu.image_spare.reserve(static_cast<size_t>(m) * n + 4);
+    SvdBatchJob job;
+    job.images = gpu.image.data();
+    job.out = gpu.image_spare.data();
+    job.m = m;
+    job.n = n;
+    job.count = 1;
+    job.results = gpu.results.data();
+    svd_reconstruct_batched(st.batched, gpu.stream, gpu.max_shared_optin, o, job);
+    st.last = SvdFactorsView{};
+    finish(gpu);
+    return;
+  }
   const int solver_id = static_cast<int>(o.solver);
   const float one = 1.0f, zero = 0.0f;
   st.ua.reserve(static_cast<size_t>(m) * r);
@@ -378,8 +273,7 @@ void svd_reconstruct(GpuContext& gpu, const SvdOptions& o) {
                                             st.ints.data(), st.params));
     IMFLOW_CUBLAS_CHECK(cublasSgemm(st.blas, CUBLAS_OP_N, CUBLAS_OP_N, n, l, l, &one, Y, n, st.small.data(), l, &zero,
                                     st.va.data(), n));
-    choose_k<<<1, 1, 0, gpu.stream>>>(st.s.data(), l, static_cast<int>(rank), 0.0, st.ints.data(), gpu.results.data(), true);
-    IMFLOW_CUDA_CHECK_LAUNCH();
+    enqueue_choose_k(st.s.data(), l, static_cast<int>(rank), 0.0, st.ints.data(), gpu.results.data(), true, gpu.stream);
     run_reconstruct(gpu, st, o.kernel, st.ua.data(), m, st.s.data(), st.va.data(), n, static_cast<int>(rank));
     measure(gpu, st, st.s.data(), l, r);
     st.last = {st.ua.data(), st.s.data(), st.va.data(), m, n, l};
@@ -387,8 +281,7 @@ void svd_reconstruct(GpuContext& gpu, const SvdOptions& o) {
     return;
   }
   const int k_rank = rank > 0 ? static_cast<int>(rank) : -1;
-  choose_k<<<1, 1, 0, gpu.stream>>>(st.s.data(), r, k_rank, o.energy, st.ints.data(), gpu.results.data(), true);
-  IMFLOW_CUDA_CHECK_LAUNCH();
+  enqueue_choose_k(st.s.data(), r, k_rank, o.energy, st.ints.data(), gpu.results.data(), true, gpu.stream);
   run_reconstruct(gpu, st, o.kernel, st.ua.data(), m, st.s.data(), st.va.data(), n, k_rank > 0 ? k_rank : r);
   measure(gpu, st, st.s.data(), r, r);
   st.last = {st.ua.data(), st.s.data(), st.va.data(), m, n, r};
@@ -426,7 +319,7 @@ void collect_svd_metrics(GpuContext& gpu, WorkItem& item) {
                              " NaN/Inf pixels: the SVD needs finite values");
   }
   if (r.svd_status != 0) {
-    throw std::runtime_error("the GPU SVD did not converge (cuSOLVER info " + std::to_string(r.svd_status) + ")");
+    throw std::runtime_error("the GPU SVD did not converge (solver info " + std::to_string(r.svd_status) + ")");
   }
   for (int i = 0; i < kSvdMetrics; ++i) item.metrics[kSvdMetricNames[i]] = r.svd_metrics[i];
 }

@@ -12,7 +12,8 @@
 
 namespace imflow::cuda {
 
-enum class SvdSolver { gesvdj, gesvd, randomized };
+// gesvda and jacobi are the batched solvers (cuda/svd_batched.hpp); the others work per slice.
+enum class SvdSolver { gesvdj, gesvd, randomized, gesvda, jacobi };
 SvdSolver parse_svd_solver(const std::string& name);  // throws std::invalid_argument
 const char* svd_solver_name(SvdSolver solver);
 

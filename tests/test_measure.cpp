@@ -1,6 +1,7 @@
-// Source measurements on hand-made label maps with known centroids, fluxes and peaks.
+// Source measurements on hand-made label maps with known centroids, fluxes, peaks, moments and flags.
 #include <catch2/catch.hpp>
 
+#include <cmath>
 #include <vector>
 
 #include "imflow/kernels/measure.hpp"
@@ -42,4 +43,140 @@ TEST_CASE("the first maximum in raster order is the peak", "[measure]") {
   CHECK(catalog[0].flux == 16.0);
   CHECK(catalog[0].x == Approx((0 * 5 + 1 * 5 + 0 * 1 + 1 * 5) / 16.0));
   CHECK(catalog[0].y == Approx((0 * 10 + 1 * 6) / 16.0));
+}
+
+namespace {
+// An elliptical Gaussian (sigma_major along angle theta) of total flux ~1e4 on a constant level.
+std::vector<float> gaussian_blob(int64_t w, int64_t h, double cx, double cy, double s_major, double s_minor,
+                                 double theta, double level) {
+  std::vector<float> image(static_cast<size_t>(w * h));
+  const double c = std::cos(theta), s = std::sin(theta);
+  for (int64_t y = 0; y < h; ++y)
+    for (int64_t x = 0; x < w; ++x) {
+      const double dx = x - cx, dy = y - cy;
+      const double u = c * dx + s * dy, v = -s * dx + c * dy;
+      image[y * w + x] = static_cast<float>(
+          level + 1e4 / (2 * M_PI * s_major * s_minor) * std::exp(-0.5 * (u * u / (s_major * s_major) + v * v / (s_minor * s_minor))));
+    }
+  return image;
+}
+}  // namespace
+
+TEST_CASE("second moments and ellipse of an analytic Gaussian (SEP's definitions)", "[measure]") {
+  const int64_t w = 81, h = 71;
+  const double theta = 0.5235987755982988;  // 30 degrees
+  const double level = 100.0;
+  const auto image = gaussian_blob(w, h, 40.3, 35.6, 3.0, 1.5, theta, level);
+  std::vector<int32_t> labels(image.size(), 1);
+  imflow::kernels::MeasureBackground background;
+  background.level = level;
+  const auto catalog = imflow::kernels::measure_sources({image.data(), w, h}, labels.data(), 1, background);
+  const auto& s = catalog[0];
+  // Continuous moments: x2 = a^2 cos^2 + b^2 sin^2, y2 = a^2 sin^2 + b^2 cos^2, xy = (a^2 - b^2) sin cos.
+  const double a2 = 9.0, b2 = 2.25, c = std::cos(theta), sn = std::sin(theta);
+  CHECK(s.flux_iso == Approx(1e4).epsilon(1e-5));
+  CHECK(s.flux == Approx(1e4 + level * w * h).epsilon(1e-6));  // raw sum: the lesson's flux
+  CHECK(s.x2 == Approx(a2 * c * c + b2 * sn * sn).epsilon(1e-4));
+  CHECK(s.y2 == Approx(a2 * sn * sn + b2 * c * c).epsilon(1e-4));
+  CHECK(s.xy == Approx((a2 - b2) * sn * c).epsilon(1e-4));
+  CHECK(s.a == Approx(3.0).epsilon(1e-4));
+  CHECK(s.b == Approx(1.5).epsilon(1e-4));
+  CHECK(s.theta == Approx(theta).margin(1e-5));
+  CHECK(s.flags == imflow::kFlagEdge);  // every pixel is labelled: the segment touches the edges
+}
+
+TEST_CASE("a single pixel is singular: SEP adds 1/12 to x2 and y2", "[measure]") {
+  std::vector<float> image(25, 0.f);
+  std::vector<int32_t> labels(25, 0);
+  image[12] = 7.f;
+  labels[12] = 1;
+  const auto s = imflow::kernels::measure_sources({image.data(), 5, 5}, labels.data(), 1)[0];
+  CHECK(s.x2 == Approx(0.0833333));
+  CHECK(s.y2 == Approx(0.0833333));
+  CHECK(s.xy == 0.0);
+  CHECK(s.a == Approx(std::sqrt(0.0833333)));
+  CHECK(s.b == Approx(std::sqrt(0.0833333)));
+  CHECK(s.theta == Approx(M_PI / 4));
+  CHECK(s.flags == 0);
+  CHECK(s.flux_iso == 7.0);
+}
+
+TEST_CASE("flags: image edge and a NaN pixel next to the segment", "[measure]") {
+  // 6x4: source 1 at x = 0 (edge); source 2 interior with a NaN diagonal neighbour; source 3 interior.
+  std::vector<float> image(24, 0.f);
+  std::vector<int32_t> labels(24, 0);
+  auto at = [](int x, int y) { return y * 6 + x; };
+  image[at(0, 1)] = 5;
+  labels[at(0, 1)] = 1;
+  image[at(2, 1)] = 5;
+  labels[at(2, 1)] = 2;
+  image[at(3, 2)] = NAN;
+  image[at(4, 1)] = 5;
+  labels[at(4, 1)] = 3;  // (3, 2) is also its diagonal neighbour
+  image[at(3, 2)] = NAN;
+  const auto catalog = imflow::kernels::measure_sources({image.data(), 6, 4}, labels.data(), 3);
+  CHECK(catalog[0].flags == imflow::kFlagEdge);
+  CHECK(catalog[1].flags == imflow::kFlagMaskedNeighbour);
+  CHECK(catalog[2].flags == imflow::kFlagMaskedNeighbour);
+  image[at(3, 2)] = 0;
+  const auto clean = imflow::kernels::measure_sources({image.data(), 6, 4}, labels.data(), 3);
+  CHECK(clean[1].flags == 0);
+  CHECK(clean[2].flags == 0);
+}
+
+TEST_CASE("merging the parts of a source cut by a tile border gives the whole", "[measure]") {
+  const int64_t w = 64, h = 48;
+  const auto image = gaussian_blob(w, h, 30.2, 20.7, 4.0, 2.0, 1.1, 10.0);
+  std::vector<int32_t> labels(image.size(), 0);
+  for (int64_t i = 0; i < w * h; ++i) labels[i] = image[i] > 12.0f ? 1 : 0;
+  imflow::kernels::MeasureBackground background;
+  background.level = 10.0;
+  const auto whole = imflow::kernels::measure_sources({image.data(), w, h}, labels.data(), 1, background)[0];
+  REQUIRE(whole.npix > 100);
+  // Four tiles of 32 x 24 (the source spans all four), accumulated in image coordinates.
+  std::vector<imflow::kernels::SourceSums> merged(1);
+  for (int64_t ty = 0; ty < 2; ++ty)
+    for (int64_t tx = 0; tx < 2; ++tx) {
+      std::vector<float> tile(32 * 24);
+      std::vector<int32_t> tile_labels(32 * 24);
+      for (int64_t y = 0; y < 24; ++y)
+        for (int64_t x = 0; x < 32; ++x) {
+          tile[y * 32 + x] = image[(ty * 24 + y) * w + tx * 32 + x];
+          tile_labels[y * 32 + x] = labels[(ty * 24 + y) * w + tx * 32 + x];
+        }
+      const auto part = imflow::kernels::accumulate_sources({tile.data(), 32, 24}, tile_labels.data(), 1, tx * 32,
+                                                            ty * 24, background);
+      merged[0].merge(part[0]);
+    }
+  const auto s = imflow::kernels::finish_sources(merged, w, h)[0];
+  CHECK(s.npix == whole.npix);
+  CHECK(s.flux == Approx(whole.flux).epsilon(1e-12));
+  CHECK(s.x == Approx(whole.x).epsilon(1e-12));
+  CHECK(s.y == Approx(whole.y).epsilon(1e-12));
+  CHECK(s.flux_iso == Approx(whole.flux_iso).epsilon(1e-12));
+  CHECK(s.x2 == Approx(whole.x2).epsilon(1e-11));
+  CHECK(s.y2 == Approx(whole.y2).epsilon(1e-11));
+  CHECK(s.xy == Approx(whole.xy).epsilon(1e-11));
+  CHECK(s.a == Approx(whole.a).epsilon(1e-11));
+  CHECK(s.b == Approx(whole.b).epsilon(1e-11));
+  CHECK(s.theta == Approx(whole.theta).epsilon(1e-11));
+  CHECK(s.peak == whole.peak);
+  CHECK(s.peak_x == whole.peak_x);
+  CHECK(s.peak_y == whole.peak_y);
+  CHECK(s.xmin == whole.xmin);
+  CHECK(s.ymax == whole.ymax);
+  CHECK(s.flags == whole.flags);
+}
+
+TEST_CASE("with a background map every measurement uses value - map (float32, as SEP's data - bkg)", "[measure]") {
+  const std::vector<float> image = {0, 0, 0, 0, 110, 0, 0, 0, 0};
+  const std::vector<float> map = {1, 1, 1, 1, 100, 1, 1, 1, 1};
+  const std::vector<int32_t> labels = {0, 0, 0, 0, 1, 0, 0, 0, 0};
+  imflow::kernels::MeasureBackground background;
+  background.map = map.data();
+  const auto s = imflow::kernels::measure_sources({image.data(), 3, 3}, labels.data(), 1, background)[0];
+  CHECK(s.flux == 10.0);
+  CHECK(s.flux_iso == 10.0);
+  CHECK(s.peak == 10.0);
+  CHECK(s.x == 1.0);
 }

@@ -23,3 +23,6 @@ for target in "${targets[@]}"; do
   ASAN_OPTIONS=detect_leaks=0 "build-fuzz/tests/fuzz/$target" -max_total_time="$seconds" -max_len=262144 -rss_limit_mb=4096 \
     -artifact_prefix=build-fuzz/crashes/"$target"- "build-fuzz/corpus/$target" 2>&1 | tail -4
 done
+# Keep what they find: after the fix, copy each crasher into tests/fuzz/regressions/<target>/ (the
+# target's name without fuzz_; NIfTI ones as the .nii bytes), where ctest fuzz_regressions replays it.
+if compgen -G "build-fuzz/crashes/*" >/dev/null; then ls -l build-fuzz/crashes/; echo "keep them in tests/fuzz/regressions/ once fixed"; fi

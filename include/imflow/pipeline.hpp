@@ -25,6 +25,7 @@ struct OutputConfig {
   std::vector<std::string> formats;  // csv, fits (catalogs), labels, bgsub
   bool manifest_sync = false;        // fdatasync OUT/manifest.jsonl after each line
   bool fsync = false;                // fsync every output file before its rename (power-loss durability)
+  int png_compression = 1;           // zlib level of PNG outputs, 0 (none) .. 9 (smallest); docs/mri.md
   bool wants(const std::string& format) const;
 };
 
@@ -35,7 +36,15 @@ struct EngineConfig {
   std::vector<int> devices;     // CUDA devices to use; empty: all of them
   int streams = 4;              // CUDA streams per GPU
   int buffers_per_stream = 2;   // pinned buffers per stream (double buffering)
+  int batch = 64;               // same-shape items per GPU launch for batchable pipelines (1: per item)
   bool fail_fast = false;
+};
+
+// Large FITS images processed as a stream of tiles (docs/tiling.md).
+struct TilingConfig {
+  int64_t size = 4096;         // tile edge in pixels; planes larger than this in either dimension are tiled; 0: never
+  int64_t halo = -1;           // pixels read around each tile; -1: auto (the convolution steps' reach)
+  bool explicit_size = false;  // set by the file or --tile: a pipeline that cannot run on tiles is an error
 };
 
 struct Pipeline {
@@ -43,6 +52,7 @@ struct Pipeline {
   InputConfig input;
   OutputConfig output;
   EngineConfig engine;
+  TilingConfig tiling;
   std::vector<std::unique_ptr<Step>> steps;
 
   // The whole pipeline with every default filled in (what `imflow validate` prints).

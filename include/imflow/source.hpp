@@ -5,14 +5,21 @@
 
 namespace imflow {
 
-// Kappa-sigma clipped statistics of the valid (finite) pixels.
+// Kappa-sigma clipped statistics of the valid (finite) pixels; with the mesh method (SEP's
+// background), median and std are SEP's globalback and globalrms and the maps are in the WorkItem.
 struct BackgroundStats {
   double median = 0.0;     // median of the final kept set (mean of the two middle values if even)
   double std = 0.0;        // population standard deviation (ddof 0) of the final kept set
   int iterations = 0;      // passes that computed median and std, the last one clipping nothing
   int64_t kept = 0;        // pixels in the final kept set
   int64_t valid = 0;       // finite pixels in the image
+  int64_t meshes = 0;      // mesh method: meshes in the grid (0: the global kappa-sigma method)
+  int64_t meshes_dropped = 0;  // mesh method: meshes with fewer than half of their pixels valid
 };
+
+// Bits of Source::flags.
+inline constexpr int32_t kFlagEdge = 1;         // the segment touches the image edge (SExtractor's 8)
+inline constexpr int32_t kFlagMaskedNeighbour = 2;  // a non-finite pixel is 8-adjacent to the segment
 
 // One connected component. Positions are 0-based pixel indices (SciPy's convention: the centre
 // of the first pixel is 0.0); add 1 for FITS/SExtractor 1-based columns.
@@ -26,6 +33,12 @@ struct Source {
   int64_t peak_x = 0;      // position of the first maximum in raster order
   int64_t peak_y = 0;
   int64_t xmin = 0, xmax = 0, ymin = 0, ymax = 0;  // inclusive bounding box
+  // SEP/SExtractor measurements on the background-subtracted values w (value - background):
+  double flux_iso = 0.0;   // sum of w (FLUX_ISO)
+  double x2 = 0.0, y2 = 0.0, xy = 0.0;  // w-weighted central second moments (X2, Y2, XY), pix^2
+  double a = 0.0, b = 0.0; // ellipse semi-axes (A, B), pix
+  double theta = 0.0;      // ellipse angle from +x towards +y, radians in [-pi/2, pi/2] (SEP's theta; +-pi/2 alike)
+  int32_t flags = 0;       // kFlagEdge | kFlagMaskedNeighbour
 };
 
 using Catalog = std::vector<Source>;

@@ -1,6 +1,7 @@
 // The step interface: one processing operation with a CPU and (optionally) a CUDA implementation,
 // built from validated YAML parameters. Steps are registered in src/steps/registry.cpp.
 #pragma once
+#include <nlohmann/json_fwd.hpp>
 #include <yaml-cpp/yaml.h>
 
 #include <memory>
@@ -13,6 +14,7 @@ namespace imflow {
 
 class ParamReader;
 struct GpuContext;  // defined by the CUDA engine (cuda/gpu_context.hpp)
+struct GpuBatch;    // same-shape items on one stream (cuda/gpu_batch.hpp)
 
 class Step {
  public:
@@ -32,6 +34,18 @@ class Step {
   // reader thread, then its prepare_host, and the GPU runs it (run_cuda) and the steps after it.
   virtual bool needs_host_phase() const { return false; }
   virtual void prepare_host(WorkItem&) const {}
+
+  // Batches (engine option `batch`): the CUDA graph hands up to `batch` same-shape items to one
+  // slot at once when every step of the pipeline says has_cuda_batch(). run_cuda_batch enqueues
+  // the step for all of them on the batch's stream; must not synchronize.
+  virtual bool has_cuda_batch() const { return false; }
+  virtual void run_cuda_batch(WorkItem* const* items, int count, GpuBatch& batch) const;
+
+  // CUDA runs, once before the graph starts, for steps that say chooses_on_device(): time the
+  // step's options on `sample` (the first input item, the steps before this one already run on
+  // the CPU) with `gpu` (an idle slot), fix the choice, and describe it for the summary.
+  virtual bool chooses_on_device() const { return false; }
+  virtual nlohmann::json choose_on_device(WorkItem& sample, GpuContext& gpu, int host_threads, int batch) const;
 
   const std::string& name() const { return name_; }
   // The parameters with every default filled in, as `imflow validate` prints them.

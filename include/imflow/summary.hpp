@@ -18,6 +18,9 @@ class RunSummary {
  public:
   // Record a finished item (thread-safe); `outputs` are the files written for it.
   void add(const WorkItem& item, const std::vector<std::filesystem::path>& outputs);
+  // Record a result whose record the caller built (a tiled image: one record for all its tiles,
+  // docs/tiling.md); `pixels` and `times` count in the totals like an item's (thread-safe).
+  void add_record(nlohmann::json record, bool ok, int64_t input_bytes, int64_t pixels, const std::vector<StageTime>& times);
   // Record an item a resumed run skipped: its previous record, marked "skipped": true (thread-safe).
   void add_skipped(nlohmann::json previous_record);
   // The JSON record add() stores for an item (also what the manifest keeps).

@@ -4,14 +4,18 @@
 #include <cstdint>
 #include <filesystem>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "imflow/image.hpp"
 #include "imflow/source.hpp"
+#include "imflow/tile_rect.hpp"
 
 namespace imflow {
+
+struct TiledImage;  // the shared state of one image processed as tiles (src/engine/tiled_image.hpp)
 
 // Where an item comes from: a file, and inside it an HDU and a plane of a cube.
 struct ItemRef {
@@ -25,6 +29,12 @@ struct ItemRef {
   std::string error;               // set when the file could not even be scanned
   bool last_of_file = false;       // the last item of its file
   int bit_depth = 0;               // integer sample depth as stored (8, 16: PNG/NIfTI), 0 for float/other
+  // One tile of an image larger than tiling.size (docs/tiling.md); tile < 0: the whole plane.
+  int64_t tile = -1;               // tile index, raster order over the tile grid
+  int64_t tiles = 0;               // tiles of the image
+  TileRect core;                   // the pixels this tile owns (whole-image coordinates)
+  TileRect halo;                   // the pixels it reads: core + halo, clipped at the image border
+  std::shared_ptr<TiledImage> tiled;  // per-image state shared by its tiles
 };
 
 // Wall time of one stage for one item, in seconds.
@@ -54,6 +64,10 @@ struct WorkItem {
 
   // Results of the astronomy steps, set by the steps that compute them.
   std::optional<BackgroundStats> background;
+  // Set by `background` with method: mesh: the background and its RMS per pixel (SEP's
+  // Background.back() and .rms()), row-major like `pixels`; empty with the global method.
+  std::vector<float> background_map;
+  std::vector<float> rms_map;
   std::optional<double> threshold;
   std::vector<uint8_t> mask;     // 1 where the pixel is above threshold
   std::vector<int32_t> labels;   // 0 background, 1..nlabels sources
@@ -81,6 +95,8 @@ struct WorkItem {
     detection.resize(0, 0);
     input_bytes = 0;
     background.reset();
+    background_map.clear();
+    rms_map.clear();
     threshold.reset();
     mask.clear();
     labels.clear();

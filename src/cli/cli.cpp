@@ -13,6 +13,7 @@
 #include "imflow/engine.hpp"
 #include "imflow/errors.hpp"
 #include "imflow/step.hpp"
+#include "imflow/tiling.hpp"
 #include "imflow/version.hpp"
 #ifdef IMFLOW_HAVE_MPI
 #include "mpi/mpi_run.hpp"
@@ -40,6 +41,8 @@ struct RunArgs {
   std::string pipeline;
   std::string input, output, device, devices, trace, summary;
   int threads = -1, buffers = -1, streams = -1, buffers_per_stream = -1;
+  int batch = -1;
+  int64_t tile = -1;
   bool fail_fast = false;
   bool resume = false;
 };
@@ -53,7 +56,18 @@ void apply_overrides(Pipeline& pipeline, const RunArgs& args) {
   if (!args.devices.empty()) pipeline.engine.devices = parse_device_list(args.devices);
   if (args.streams >= 0) pipeline.engine.streams = args.streams;
   if (args.buffers_per_stream >= 0) pipeline.engine.buffers_per_stream = args.buffers_per_stream;
+  if (args.batch >= 0) pipeline.engine.batch = args.batch;
   if (args.fail_fast) pipeline.engine.fail_fast = true;
+  if (args.tile >= 0) {
+    if (args.tile > 0 && args.tile < 8) throw ConfigError("--tile: must be 0 (no tiling) or at least 8");
+    pipeline.tiling.size = args.tile;
+    pipeline.tiling.explicit_size = true;
+    try {
+      plan_tiling(pipeline);
+    } catch (const ConfigError& error) {
+      throw ConfigError(std::string("--tile: ") + error.what());
+    }
+  }
   validate_engine(pipeline.engine);
 }
 
@@ -69,6 +83,10 @@ void add_engine_options(CLI::App* command, RunArgs& args) {
   command->add_option("--streams", args.streams, "CUDA streams per GPU")->check(CLI::Range(1, 64));
   command->add_option("--buffers-per-stream", args.buffers_per_stream, "pinned buffers per stream")
       ->check(CLI::Range(1, 16));
+  command->add_option("--batch", args.batch, "same-shape items per GPU launch for batchable pipelines (1: per item)")
+      ->check(CLI::Range(1, 4096));
+  command->add_option("--tile", args.tile, "tile edge in pixels for large FITS images (0: never tile); overrides tiling.size")
+      ->check(CLI::Range(int64_t{0}, int64_t{1} << 30));
 }
 
 int command_run(const RunArgs& args, bool progress) {

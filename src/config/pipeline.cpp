@@ -7,6 +7,7 @@
 
 #include "imflow/errors.hpp"
 #include "imflow/params.hpp"
+#include "imflow/tiling.hpp"
 
 namespace imflow {
 
@@ -33,6 +34,7 @@ OutputConfig parse_output(ParamReader reader, const YAML::Node& node) {
   output.formats = reader.text_list("formats", {"csv", "fits"});
   output.manifest_sync = reader.boolean("manifest_sync", false);
   output.fsync = reader.boolean("fsync", false);
+  output.png_compression = static_cast<int>(reader.integer("png_compression", 1, 0, 9));
   for (const auto& format : output.formats) {
     if (std::find(kFormats.begin(), kFormats.end(), format) == kFormats.end()) {
       std::string known;
@@ -63,6 +65,7 @@ EngineConfig parse_engine(ParamReader& reader) {
   }
   engine.streams = static_cast<int>(reader.integer("streams", 4, 1, 64));
   engine.buffers_per_stream = static_cast<int>(reader.integer("buffers_per_stream", 2, 1, 16));
+  engine.batch = static_cast<int>(reader.integer("batch", 64, 1, 4096));
   engine.fail_fast = reader.boolean("fail_fast", false);
   return engine;
 }
@@ -152,12 +155,21 @@ Pipeline parse_pipeline(const std::string& yaml_text, const std::string& source_
   pipeline.input = parse_input(ParamReader(top.child("input"), "input", source_name));
   pipeline.output = parse_output(ParamReader(top.child("output"), "output", source_name), root["output"]);
   pipeline.engine = parse_engine(top);
+  {
+    ParamReader tiling(top.child("tiling"), "tiling", source_name);
+    pipeline.tiling = parse_tiling(tiling, root["tiling"].IsDefined());
+  }
   const YAML::Node steps = top.child("steps");
   if (!steps.IsDefined() || !steps.IsSequence() || steps.size() == 0) {
     top.fail(steps, "steps", "expected a non-empty list of steps");
   }
   for (size_t i = 0; i < steps.size(); ++i) pipeline.steps.push_back(parse_step(steps[i], i, source_name));
   check_step_order(pipeline.steps, steps, source_name);
+  try {
+    plan_tiling(pipeline);
+  } catch (const ConfigError& error) {
+    throw ConfigError(yaml_location(source_name, root["tiling"]) + error.what());
+  }
   top.finish();
   return pipeline;
 }
@@ -182,6 +194,7 @@ YAML::Node Pipeline::resolved() const {
   root["output"]["formats"] = output.formats;
   root["output"]["manifest_sync"] = output.manifest_sync;
   root["output"]["fsync"] = output.fsync;
+  root["output"]["png_compression"] = output.png_compression;
   root["device"] = engine.device;
   root["threads"] = engine.threads;
   root["buffers"] = engine.buffers;
@@ -192,7 +205,14 @@ YAML::Node Pipeline::resolved() const {
   }
   root["streams"] = engine.streams;
   root["buffers_per_stream"] = engine.buffers_per_stream;
+  root["batch"] = engine.batch;
   root["fail_fast"] = engine.fail_fast;
+  root["tiling"]["size"] = tiling.size;
+  if (tiling.halo < 0) {
+    root["tiling"]["halo"] = "auto";
+  } else {
+    root["tiling"]["halo"] = tiling.halo;
+  }
   for (const auto& step : steps) {
     YAML::Node entry;
     entry[step->name()] = step->params();

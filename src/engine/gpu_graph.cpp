@@ -15,9 +15,12 @@
 
 #include "cuda/cuda_check.hpp"
 #include "imflow/errors.hpp"
+#include "gpu_batch_graph.hpp"
+#include "gpu_choice.hpp"
 #include "gpu_overlap.hpp"
 #include "gpu_slot.hpp"
 #include "graph_ends.hpp"
+#include "tiled_image.hpp"
 
 namespace imflow {
 
@@ -91,10 +94,13 @@ void enqueue_item(RunContext& run, GpuSlot& slot, WorkItem& item) {
   const auto& steps = run.pipeline.steps;
   const size_t first = first_gpu_step(run.pipeline);  // steps before it ran on the host
   for (size_t s = 0; s < steps.size(); ++s) {
-    if (s >= first) steps[s]->run_cuda(item, context);
+    if (s >= first && item.ref.tiled) tile_run_cuda(*steps[s], item, context);  // a tile (docs/tiling.md)
+    else if (s >= first) steps[s]->run_cuda(item, context);
     slot.marks[2 + s].record(slot.stream);
   }
-  cuda::enqueue_download(context, download_wants(run.pipeline.output, context));
+  cuda::DownloadWants wants = download_wants(run.pipeline.output, context);
+  if (item.ref.tiled) wants.labels = context.has_labels;  // the host merges tiles from their labels
+  cuda::enqueue_download(context, wants);
   slot.marks[2 + steps.size()].record(slot.stream);
 }
 
@@ -150,17 +156,24 @@ void run_gpu_graph(RunContext& run, ItemSource& source, int threads, const Engin
   const std::vector<int> devices = chosen_devices(engine);
   GpuTimeline timeline(devices);
   std::vector<std::unique_ptr<GpuSlot>> slots;
-  std::vector<std::unique_ptr<WorkItem>> items;
   for (int device : devices) {
-    for (int s = 0; s < engine.streams; ++s) {
-      slots.push_back(std::make_unique<GpuSlot>(device, s, run.pipeline.steps.size()));
-      for (int b = 0; b < engine.buffers_per_stream; ++b) {
-        items.push_back(std::make_unique<WorkItem>());
-        items.back()->pixels.set_allocator(cuda::pinned_allocator());
-      }
-    }
+    for (int s = 0; s < engine.streams; ++s) slots.push_back(std::make_unique<GpuSlot>(device, s, run.pipeline.steps.size()));
   }
+  make_device_choices(run, *slots.front(), threads, engine);  // e.g. svd_reconstruct solver: auto
+  const bool batched = batchable_pipeline(run.pipeline, engine);
+  run.summary.set("gpu_batch", batched ? engine.batch : 1);
   timeline.start(slots, run.trace);
+  if (batched) {
+    run_gpu_batch_graph(run, source, threads, engine, slots, timeline);
+    for (auto& slot : slots) IMFLOW_CUDA_LOG(cudaStreamSynchronize(slot->stream));
+    run.summary.set("gpu", timeline.summary(slots));
+    return;
+  }
+  std::vector<std::unique_ptr<WorkItem>> items;
+  for (size_t i = 0; i < slots.size() * static_cast<size_t>(engine.buffers_per_stream); ++i) {
+    items.push_back(std::make_unique<WorkItem>());
+    items.back()->pixels.set_allocator(cuda::pinned_allocator());
+  }
 
   flow::graph graph;
   const size_t first_gpu = first_gpu_step(run.pipeline);
@@ -205,6 +218,7 @@ void run_gpu_graph(RunContext& run, ItemSource& source, int threads, const Engin
       } else {
         try {
           collect_item(run, *slot, *item, timeline);
+          if (item->ref.tiled) tile_after_gpu(run, *item);
         } catch (const cuda::CudaError& error) {
           fail_on_device(run, *item, *slot, error.what(), error.code());
         } catch (const std::exception& error) {

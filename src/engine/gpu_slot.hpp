@@ -1,5 +1,5 @@
 // A GPU slot: one CUDA stream with its device context (buffers, results) and the timing events
-// of the item it is working on. A slot serves one item at a time.
+// of the item it is working on. A slot serves one item, or one batch of items, at a time.
 #pragma once
 #include <cuda_runtime_api.h>
 
@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "cuda/gpu_batch.hpp"
 #include "cuda/gpu_context.hpp"
 #include "cuda/resources.hpp"
 #include "imflow/work_item.hpp"
@@ -23,6 +24,11 @@ struct GpuSlot {
   // marks[0]: before upload; [1]: after upload; [2 + s]: after step s; [2 + steps]: after download.
   std::vector<cuda::Event> marks;
   std::string track;                 // trace row, e.g. "gpu0 stream 1"
+
+  // Batch mode (gpu_batch_graph.cpp): the batch buffers (created on first use) and the items of
+  // the batch on the GPU.
+  std::unique_ptr<GpuBatch> batch;
+  std::shared_ptr<std::vector<WorkItem*>> batch_items;
 
   // Set while an item is on the GPU.
   WorkItem* item = nullptr;

@@ -5,6 +5,7 @@
 
 #include "imflow/io/input_format.hpp"
 #include "input_limits.hpp"
+#include "tiled_image.hpp"
 
 namespace imflow {
 
@@ -34,13 +35,23 @@ void ItemSource::scan_next_file(size_t file_index) {
       ref.plane = plane.plane;
       ref.planes = plane.planes;
       ref.bit_depth = plane.bit_depth;
-      pending_.push_back(std::move(ref));
+      std::vector<ItemRef> tiles = tiler_ ? tiler_(ref, plane) : std::vector<ItemRef>{};
+      if (tiles.empty()) {
+        pending_.push_back(std::move(ref));
+      } else {
+        for (ItemRef& tile : tiles) pending_.push_back(std::move(tile));
+      }
     }
   } catch (const std::exception& failure) {
     base.error = failure.what();
     pending_.push_back(std::move(base));
   }
   pending_.back().last_of_file = true;
+  if (pending_.back().tiled) pending_.back().tiled->image.last_of_file = true;
+}
+
+void ItemSource::drop_tiles_of(const ItemRef& tile) {
+  while (!pending_.empty() && pending_.front().tiled == tile.tiled) pending_.pop_front();
 }
 
 bool ItemSource::next(ItemRef& out) {
@@ -58,7 +69,17 @@ bool ItemSource::next(ItemRef& out) {
     }
     out = std::move(pending_.front());
     pending_.pop_front();
-    if (skip_ && out.error.empty() && skip_(out)) continue;
+    if (out.tiled && out.tile == 0) {  // the first tile of a large image: the image is skipped or prepared here
+      if (skip_ && skip_(out.tiled->image)) {
+        drop_tiles_of(out);
+        continue;
+      }
+      out.index = next_index_++;
+      if (prepare_) prepare_(out);
+      if (!out.error.empty()) drop_tiles_of(out);
+      return true;
+    }
+    if (skip_ && out.error.empty() && !out.tiled && skip_(out)) continue;
     out.index = next_index_++;
     return true;
   }

@@ -8,6 +8,7 @@
 #include <optional>
 #include <vector>
 
+#include "imflow/io/input_format.hpp"
 #include "imflow/work_item.hpp"
 
 namespace imflow {
@@ -25,6 +26,15 @@ class ItemSource {
   void set_skip(std::function<bool(const ItemRef&)> skip) { skip_ = std::move(skip); }
   // Take file indices from `feed` (MPI dispatch) instead of going through the list in order.
   void set_file_feed(std::function<std::optional<int64_t>()> feed) { feed_ = std::move(feed); }
+  // Large planes (docs/tiling.md): `tiler` may turn a plane into tile items (an empty list keeps it
+  // whole); `prepare` runs on an image's first tile just before it is returned (the background
+  // pre-pass) and may set its error, which drops the image's other tiles. Resume's skip test
+  // sees the whole image once.
+  void set_tiling(std::function<std::vector<ItemRef>(const ItemRef&, const PlaneInfo&)> tiler,
+                  std::function<void(ItemRef&)> prepare) {
+    tiler_ = std::move(tiler);
+    prepare_ = std::move(prepare);
+  }
   size_t files() const { return files_.size(); }
   size_t files_listed() const { return next_file_; }
 
@@ -38,6 +48,9 @@ class ItemSource {
   int64_t max_file_bytes_ = INT64_MAX;
   std::function<bool(const ItemRef&)> skip_;
   std::function<std::optional<int64_t>()> feed_;
+  std::function<std::vector<ItemRef>(const ItemRef&, const PlaneInfo&)> tiler_;
+  std::function<void(ItemRef&)> prepare_;
+  void drop_tiles_of(const ItemRef& tile);
 };
 
 }  // namespace imflow

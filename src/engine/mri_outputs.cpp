@@ -13,7 +13,7 @@
 
 namespace imflow {
 
-void write_png_output(const WorkItem& item, const std::filesystem::path& path) {
+void write_png_output(const WorkItem& item, const std::filesystem::path& path, int compression) {
   std::vector<float> values(item.pixels.begin(), item.pixels.end());
   if (item.normalization) {
     const double offset = item.normalization->offset, scale = item.normalization->scale;
@@ -29,7 +29,7 @@ void write_png_output(const WorkItem& item, const std::filesystem::path& path) {
     const double range = hi > lo ? hi - lo : 0.0;
     for (float& v : values) v = range > 0.0 && std::isfinite(v) ? static_cast<float>((v - lo) / range * 65535.0) : 0.0f;
   }
-  write_png_gray(path, ConstImageView{values.data(), item.pixels.width(), item.pixels.height()}, bit_depth);
+  write_png_gray(path, ConstImageView{values.data(), item.pixels.width(), item.pixels.height()}, bit_depth, compression);
 }
 
 namespace {

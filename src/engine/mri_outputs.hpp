@@ -11,7 +11,7 @@ namespace imflow {
 // Write item.pixels (de-normalized when `normalize` ran) to `path` as a grayscale PNG:
 // 8- or 16-bit as the input was stored (rounded, clamped to [0, 255] / [0, 65535]); for float
 // inputs (bit depth 0) 16-bit with the slice's finite range [min, max] stretched to [0, 65535].
-void write_png_output(const WorkItem& item, const std::filesystem::path& path);
+void write_png_output(const WorkItem& item, const std::filesystem::path& path, int compression = 1);
 
 // OUT/metrics.csv: one row per successful item that has SVD metrics, in input order
 // (file, slice, rank, rel_frobenius_error, psnr_db, energy_kept, compression_ratio,

@@ -24,6 +24,7 @@
 #include "summary_merge.hpp"
 #include "mri_outputs.hpp"
 #include "stages.hpp"
+#include "tiled_image.hpp"
 
 #ifdef IMFLOW_HAVE_CUDA
 #include "gpu_graph.hpp"
@@ -119,6 +120,9 @@ RunSummary run_pipeline(const Pipeline& pipeline, const RunOptions& options) {
     }
   }
 
+  const TilingPlan tiling = plan_tiling(pipeline);  // throws ConfigError (exit 1)
+  if (!tiling.off_reason.empty()) spdlog::debug("tiling is off: {}", tiling.off_reason);
+
   std::vector<std::filesystem::path> files = list_input_files(pipeline.input);
   if (files.empty()) spdlog::warn("{}: no input file matches the patterns", pipeline.input.dir.string());
   set_nifti_slice_axis(pipeline.input.nifti_axis);
@@ -140,10 +144,17 @@ RunSummary run_pipeline(const Pipeline& pipeline, const RunOptions& options) {
                        {"streams", device == "cuda" ? pipeline.engine.streams : 0},
                        {"buffers_per_stream", device == "cuda" ? pipeline.engine.buffers_per_stream : 0},
                        {"files", files.size()}});
+  summary.set("tiling", {{"size", tiling.size}, {"halo", tiling.halo}});
   Progress progress(static_cast<int64_t>(files.size()), options.progress);
   Trace trace;
   RunContext run(pipeline, summary, &progress, options.trace_path.empty() ? nullptr : &trace, options.stop);
   run.manifest = &manifest;
+  TileRun tile_run(run, tiling);
+  if (tiling.size > 0) {
+    run.tiles = &tile_run;
+    source.set_tiling([&](const ItemRef& plane, const PlaneInfo& info) { return tile_run.tiles_of(plane, info); },
+                      [&](ItemRef& first_tile) { tile_run.prepare(first_tile); });
+  }
   if (options.resume) {
     // Runs in the (serial) source node: an item finished before, unchanged and intact is not redone.
     source.set_skip([&](const ItemRef& ref) {
@@ -172,6 +183,7 @@ RunSummary run_pipeline(const Pipeline& pipeline, const RunOptions& options) {
       run_cpu_graph(run, source, threads, buffers);
     });
   }
+  tile_run.record_unfinished();
   progress.finish();
   summary.finish(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
   if (const std::string reason = run.fatal_reason(); !reason.empty()) {

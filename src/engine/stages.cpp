@@ -10,6 +10,7 @@
 #include "imflow/io/input_format.hpp"
 #include "input_limits.hpp"
 #include "manifest.hpp"
+#include "tiled_image.hpp"
 #include "writer.hpp"
 
 namespace imflow {
@@ -21,8 +22,13 @@ StageTimer::~StageTimer() {
   const auto end = Trace::Clock::now();
   item_.times.push_back({stage_, std::chrono::duration<double>(end - start_).count()});
   if (run_.trace != nullptr) {
+    std::string args = "{\"item\":" + std::to_string(item_.ref.index);
+    if (item_.ref.tiled) {  // a tile: say which, and of which image (docs/tiling.md)
+      args += ",\"tile\":" + std::to_string(item_.ref.tile) + ",\"tiles\":" + std::to_string(item_.ref.tiles) +
+              ",\"image\":" + std::to_string(tile_image_index(item_.ref));
+    }
     run_.trace->add(track_, stage_, run_.trace->to_us(start_), std::chrono::duration<double, std::micro>(end - start_).count(),
-                    "{\"item\":" + std::to_string(item_.ref.index) + "}");
+                    args + "}");
   }
 }
 
@@ -59,6 +65,7 @@ void read_stage(RunContext& run, WorkItem& item, ItemRef ref) {
 }
 
 void cpu_process_stage(RunContext& run, WorkItem& item) {
+  if (item.ref.tiled) return tile_cpu_process_stage(run, item);
   if (item.status == ItemStatus::failed) return;
   for (const auto& step : run.pipeline.steps) {
     StageTimer timer(run, item, step->name(), worker_track("cpu"));
@@ -74,8 +81,6 @@ void cpu_process_stage(RunContext& run, WorkItem& item) {
   }
 }
 
-namespace {
-// Why no further output can be written (read-only or (nearly) full file system), or "".
 std::string output_device_problem(const std::filesystem::path& dir) {
   struct statvfs fs {};
   if (::statvfs(dir.c_str(), &fs) != 0) return "";
@@ -85,9 +90,9 @@ std::string output_device_problem(const std::filesystem::path& dir) {
   }
   return "";
 }
-}  // namespace
 
 void finish_stage(RunContext& run, WorkItem& item) {
+  if (item.ref.tiled) return tile_finish_stage(run, item);
   std::vector<std::filesystem::path> outputs;
   if (item.status != ItemStatus::failed) {
     StageTimer timer(run, item, "write", worker_track("write"));

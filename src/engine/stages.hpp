@@ -14,6 +14,7 @@
 namespace imflow {
 
 class Manifest;
+class TileRun;
 
 struct RunContext {
   RunContext(const Pipeline& pipeline_, RunSummary& summary_, Progress* progress_, Trace* trace_,
@@ -27,6 +28,7 @@ struct RunContext {
   const std::atomic<bool>* stop = nullptr;  // external stop request (signals)
   std::atomic<bool> halt{false};  // set by fail-fast or a fatal error
   Manifest* manifest = nullptr;   // OUT/manifest.jsonl, null when not kept
+  TileRun* tiles = nullptr;       // large images as tiles (docs/tiling.md), null when not tiling
 
   bool stopping() const { return halt.load() || (stop != nullptr && stop->load()); }
   // Stop taking new items because of a fatal error; the first reason given is kept.
@@ -64,6 +66,9 @@ void read_stage(RunContext& run, WorkItem& item, ItemRef ref);
 void cpu_process_stage(RunContext& run, WorkItem& item);
 // Write outputs, log errors, record the summary and progress; sets run.halt for fail-fast.
 void finish_stage(RunContext& run, WorkItem& item);
+
+// Why no further output can be written (read-only or (nearly) full file system under `dir`), or "".
+std::string output_device_problem(const std::filesystem::path& dir);
 
 // "file[hdu H][plane P]": how an item is named in messages.
 std::string item_name(const ItemRef& ref);

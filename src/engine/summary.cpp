@@ -71,6 +71,20 @@ void RunSummary::add(const WorkItem& item, const std::vector<std::filesystem::pa
   for (const auto& time : item.times) stage_seconds_[time.stage] += time.seconds;
 }
 
+void RunSummary::add_record(nlohmann::json record, bool ok, int64_t input_bytes, int64_t pixels,
+                            const std::vector<StageTime>& times) {
+  std::lock_guard lock(*mutex_);
+  records_.push_back(std::move(record));
+  if (ok) {
+    ++succeeded_;
+    input_bytes_ += input_bytes;
+    pixels_ += pixels;
+  } else {
+    ++failed_;
+  }
+  for (const auto& time : times) stage_seconds_[time.stage] += time.seconds;
+}
+
 void RunSummary::set(const std::string& key, nlohmann::json value) {
   std::lock_guard lock(*mutex_);
   context_[key] = std::move(value);

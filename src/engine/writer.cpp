@@ -27,7 +27,6 @@ fs::path output_stem(const ItemRef& ref, const fs::path& output_dir) {
   return output_dir / ref.relative.parent_path() / name;
 }
 
-namespace {
 std::vector<FitsCard> provenance_cards(const WorkItem& item) {
   std::vector<FitsCard> cards = {
       {"ORIGIN", std::string("imflow ") + kVersion, "software that wrote this file", false},
@@ -47,6 +46,7 @@ std::vector<FitsCard> provenance_cards(const WorkItem& item) {
   return cards;
 }
 
+namespace {
 fs::path with_suffix(const fs::path& stem, const std::string& suffix) { return fs::path(stem.string() + suffix); }
 }  // namespace
 
@@ -99,7 +99,7 @@ std::vector<fs::path> write_outputs(const WorkItem& item, const OutputConfig& ou
   }
   if (output.wants("png")) {
     written.push_back(with_suffix(stem, ".image.png"));
-    write_png_output(item, written.back());
+    write_png_output(item, written.back(), output.png_compression);
   }
   return written;
 }

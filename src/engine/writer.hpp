@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <vector>
 
+#include "imflow/io/fits.hpp"
 #include "imflow/pipeline.hpp"
 #include "imflow/work_item.hpp"
 
@@ -15,6 +16,9 @@ std::filesystem::path output_stem(const ItemRef& ref, const std::filesystem::pat
 
 // Throws OutputError when a directory between output_dir and stem exists as a symlink or a file.
 void check_output_parents(const std::filesystem::path& stem, const std::filesystem::path& output_dir);
+
+// The provenance header cards of an item's FITS outputs (origin, source file/HDU/plane, background, threshold).
+std::vector<FitsCard> provenance_cards(const WorkItem& item);
 
 // Write what the item holds and the output formats ask for; returns the files written.
 // Throws OutputError; files already written stay complete (each write is atomic).

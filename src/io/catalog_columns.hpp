@@ -17,8 +17,8 @@ struct CatalogColumn {
   const char* description;
 };
 
-inline const std::array<CatalogColumn, 14>& catalog_columns() {
-  static const std::array<CatalogColumn, 14> columns = {{
+inline const std::array<CatalogColumn, 22>& catalog_columns() {
+  static const std::array<CatalogColumn, 22> columns = {{
       {"id", "", true, [](const Source& s) { return double(s.id); }, "label, in raster order of first pixel"},
       {"x", "pix", false, [](const Source& s) { return s.x; }, "centroid x, 0-based"},
       {"y", "pix", false, [](const Source& s) { return s.y; }, "centroid y, 0-based"},
@@ -33,6 +33,14 @@ inline const std::array<CatalogColumn, 14>& catalog_columns() {
       {"xmax", "pix", true, [](const Source& s) { return double(s.xmax); }, ""},
       {"ymin", "pix", true, [](const Source& s) { return double(s.ymin); }, ""},
       {"ymax", "pix", true, [](const Source& s) { return double(s.ymax); }, ""},
+      {"flux_iso", "adu", false, [](const Source& s) { return s.flux_iso; }, "sum of background-subtracted values (FLUX_ISO)"},
+      {"x2", "pix**2", false, [](const Source& s) { return s.x2; }, "second moment x (X2_IMAGE)"},
+      {"y2", "pix**2", false, [](const Source& s) { return s.y2; }, "second moment y (Y2_IMAGE)"},
+      {"xy", "pix**2", false, [](const Source& s) { return s.xy; }, "second moment xy (XY_IMAGE)"},
+      {"a", "pix", false, [](const Source& s) { return s.a; }, "semi-major axis (A_IMAGE)"},
+      {"b", "pix", false, [](const Source& s) { return s.b; }, "semi-minor axis (B_IMAGE)"},
+      {"theta", "rad", false, [](const Source& s) { return s.theta; }, "position angle from +x to +y (SEP theta)"},
+      {"flags", "", true, [](const Source& s) { return double(s.flags); }, "1 touches the image edge, 2 masked neighbour"},
   }};
   return columns;
 }

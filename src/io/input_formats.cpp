@@ -39,6 +39,7 @@ std::vector<PlaneInfo> scan_fits_planes(const fs::path& path) {
 }
 
 int64_t read_fits(const ItemRef& ref, ImageBuffer& out, const ReadLimits& limits) {
+  if (ref.tile >= 0) return read_fits_region(ref.path, ref.hdu, ref.plane, ref.halo, out, limits);  // docs/tiling.md
   return read_fits_plane(ref.path, ref.hdu, ref.plane, out, limits);
 }
 

@@ -26,7 +26,8 @@ void png_error_to_exception(png_structp png, png_const_charp message) {
   png_longjmp(png, 1);
 }
 // libpng reports errors by longjmp: keep that inside this function, with nothing to unwind.
-bool encode(FILE* file, png_bytep* rows, int64_t width, int64_t height, int bit_depth, std::string& error) {
+bool encode(FILE* file, png_bytep* rows, int64_t width, int64_t height, int bit_depth, int compression,
+            std::string& error) {
   png_structp png = png_create_write_struct(PNG_LIBPNG_VER_STRING, &error, png_error_to_exception, nullptr);
   if (png == nullptr) return false;
   png_infop info = png_create_info_struct(png);
@@ -37,11 +38,15 @@ bool encode(FILE* file, png_bytep* rows, int64_t width, int64_t height, int bit_
   png_init_io(png, file);
   png_set_IHDR(png, info, static_cast<png_uint_32>(width), static_cast<png_uint_32>(height), bit_depth,
                PNG_COLOR_TYPE_GRAY, PNG_INTERLACE_NONE, PNG_COMPRESSION_TYPE_DEFAULT, PNG_FILTER_TYPE_DEFAULT);
-  // Speed over size (still lossless): zlib level 1 and the SUB filter instead of level 6 with
-  // libpng's adaptive filter search, which cost about 4 ms of CPU per 217x181 slice on the H100
-  // machine and capped end-to-end MRI throughput (docs/performance.md).
-  png_set_compression_level(png, 1);
-  png_set_filter(png, PNG_FILTER_TYPE_BASE, PNG_FILTER_SUB);
+  // output.png_compression (docs/mri.md): zlib level 0..9. Levels 0..5 use one fixed filter (none
+  // for 0, SUB otherwise) instead of libpng's adaptive per-row search; 6..9 keep the search. The
+  // default 1 costs a fraction of level 6's ~4 ms of CPU per 217x181 slice, for larger files.
+  png_set_compression_level(png, compression);
+  if (compression == 0) {
+    png_set_filter(png, PNG_FILTER_TYPE_BASE, PNG_FILTER_NONE);
+  } else if (compression <= 5) {
+    png_set_filter(png, PNG_FILTER_TYPE_BASE, PNG_FILTER_SUB);
+  }
   png_set_rows(png, info, rows);
   png_write_png(png, info, PNG_TRANSFORM_IDENTITY, nullptr);
   png_destroy_write_struct(&png, &info);
@@ -49,8 +54,9 @@ bool encode(FILE* file, png_bytep* rows, int64_t width, int64_t height, int bit_
 }
 }  // namespace
 
-void write_png_gray(const std::filesystem::path& path, ConstImageView image, int bit_depth) {
+void write_png_gray(const std::filesystem::path& path, ConstImageView image, int bit_depth, int compression) {
   if (bit_depth != 8 && bit_depth != 16) throw OutputError(path.string() + ": PNG bit depth must be 8 or 16");
+  if (compression < 0 || compression > 9) throw OutputError(path.string() + ": PNG compression level must be 0..9");
   if (image.width <= 0 || image.height <= 0 || image.width > 0x7fffffff || image.height > 0x7fffffff) {
     throw OutputError(path.string() + ": cannot write an empty or oversized image as PNG");
   }
@@ -77,7 +83,7 @@ void write_png_gray(const std::filesystem::path& path, ConstImageView image, int
   FILE* file = std::fopen(output.temp_path().c_str(), "wb");
   if (file == nullptr) throw OutputError(output.temp_path().string() + ": cannot open for writing");
   std::string error = "out of memory";
-  const bool encoded = encode(file, rows.data(), image.width, image.height, bit_depth, error);
+  const bool encoded = encode(file, rows.data(), image.width, image.height, bit_depth, compression, error);
   const bool closed = std::fclose(file) == 0;
   if (!encoded || !closed) throw OutputError(path.string() + ": cannot write PNG: " + (encoded ? "close failed" : error));
   output.commit();

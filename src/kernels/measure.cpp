@@ -1,17 +1,40 @@
 // Per-source measurements on the CPU: one raster pass accumulating float64 sums per label.
 #include "imflow/kernels/measure.hpp"
 
+#include <cmath>
+
 namespace imflow::kernels {
 
+namespace {
+// Whether one of the 8 neighbours of (x, y) inside the image is not finite.
+bool masked_neighbour(ConstImageView image, int64_t x, int64_t y) {
+  for (int64_t ny = y - 1; ny <= y + 1; ++ny) {
+    if (ny < 0 || ny >= image.height) continue;
+    const float* row = image.data + ny * image.width;
+    for (int64_t nx = x - 1; nx <= x + 1; ++nx) {
+      if (nx >= 0 && nx < image.width && !std::isfinite(row[nx])) return true;
+    }
+  }
+  return false;
+}
+}  // namespace
+
 std::vector<SourceSums> accumulate_sources(ConstImageView image, const int32_t* labels, int32_t nlabels,
-                                           int64_t x0, int64_t y0) {
+                                           int64_t x0, int64_t y0, MeasureBackground background) {
   std::vector<SourceSums> sums(static_cast<size_t>(nlabels));
   for (int64_t y = 0; y < image.height; ++y) {
     const int64_t row = y * image.width;
     for (int64_t x = 0; x < image.width; ++x) {
       const int32_t label = labels[row + x];
       if (label <= 0) continue;
-      sums[label - 1].add(x0 + x, y0 + y, image.data[row + x]);
+      SourceSums& s = sums[label - 1];
+      if (background.map != nullptr) {  // in float32, as SEP's data - bkg (and the GPU)
+        const float subtracted = image.data[row + x] - background.map[row + x];
+        s.add(x0 + x, y0 + y, subtracted);
+      } else {
+        s.add(x0 + x, y0 + y, image.data[row + x], background.level);
+      }
+      if (masked_neighbour(image, x, y)) s.flags |= kFlagMaskedNeighbour;
     }
   }
   return sums;
@@ -24,8 +47,8 @@ Catalog finish_sources(const std::vector<SourceSums>& sums, int64_t width, int64
   return catalog;
 }
 
-Catalog measure_sources(ConstImageView image, const int32_t* labels, int32_t nlabels) {
-  return finish_sources(accumulate_sources(image, labels, nlabels), image.width, image.height);
+Catalog measure_sources(ConstImageView image, const int32_t* labels, int32_t nlabels, MeasureBackground background) {
+  return finish_sources(accumulate_sources(image, labels, nlabels, 0, 0, background), image.width, image.height);
 }
 
 }  // namespace imflow::kernels

@@ -1,10 +1,13 @@
-// Step `background`: kappa-sigma clipped median and std of the image (the seed lesson's method).
+// Step `background`: kappa-sigma clipped median and std of the image (method: global, the seed
+// lesson's method), or SExtractor/SEP's mesh background with per-pixel maps (method: mesh).
 #include "imflow/kernels/background.hpp"
+#include "imflow/kernels/background_mesh.hpp"
 #include "imflow/params.hpp"
 #include "steps.hpp"
 
 #ifdef IMFLOW_HAVE_CUDA
 #include "cuda/background.hpp"
+#include "cuda/background_mesh.hpp"
 #endif
 
 namespace imflow {
@@ -13,21 +16,44 @@ namespace {
 class BackgroundStep final : public Step {
  public:
   explicit BackgroundStep(ParamReader& params)
-      : kappa_(params.number("kappa", 3.0, 1e-6, 1e6)),
-        max_iters_(static_cast<int>(params.integer("max_iters", 100, 1, 100000))) {}
+      : mesh_(params.choice("method", "global", {"global", "mesh"}) == "mesh") {
+    if (mesh_) {  // only the chosen method's keys are read: the other's are reported as unknown
+      const int64_t size = params.integer("size", 64, 2, int64_t{1} << 20);
+      const int64_t filter = params.integer("filter_size", 3, 1, kernels::kMaxMeshFilterSize);
+      mesh_params_.mesh_width = mesh_params_.mesh_height = size;
+      mesh_params_.filter_width = mesh_params_.filter_height = filter;
+      mesh_params_.filter_threshold = params.number("filter_threshold", 0.0, 0.0, 1e30);
+    } else {
+      kappa_ = params.number("kappa", 3.0, 1e-6, 1e6);
+      max_iters_ = static_cast<int>(params.integer("max_iters", 100, 1, 100000));
+    }
+  }
 
   void run_cpu(WorkItem& item) const override {
-    item.background = kernels::kappa_sigma_clip(item.detection_image().view(), kappa_, max_iters_, item.scratch);
+    if (mesh_) {
+      item.background =
+          kernels::mesh_background(item.detection_image().view(), mesh_params_, item.background_map, item.rms_map);
+    } else {
+      item.background = kernels::kappa_sigma_clip(item.detection_image().view(), kappa_, max_iters_, item.scratch);
+    }
   }
 
 #ifdef IMFLOW_HAVE_CUDA
   bool has_cuda() const override { return true; }
-  void run_cuda(WorkItem&, GpuContext& gpu) const override { cuda::background(gpu, kappa_, max_iters_); }
+  void run_cuda(WorkItem&, GpuContext& gpu) const override {
+    if (mesh_) {
+      cuda::background_mesh(gpu, mesh_params_);
+    } else {
+      cuda::background(gpu, kappa_, max_iters_);
+    }
+  }
 #endif
 
  private:
-  double kappa_;
-  int max_iters_;
+  bool mesh_;
+  double kappa_ = 3.0;
+  int max_iters_ = 100;
+  kernels::MeshParams mesh_params_;
 };
 }  // namespace
 

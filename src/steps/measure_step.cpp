@@ -1,4 +1,5 @@
-// Step `measure`: per-source centroid, flux, npix, peak and bounding box on the (unfiltered) image.
+// Step `measure`: per-source centroid, flux, npix, peak, bounding box, flux_iso, second moments,
+// ellipse and flags on the (unfiltered) image, background-subtracted as kernels::MeasureBackground says.
 #include "imflow/kernels/measure.hpp"
 #include "imflow/params.hpp"
 #include "steps.hpp"
@@ -15,7 +16,14 @@ class MeasureStep final : public Step {
   explicit MeasureStep(ParamReader&) {}
 
   void run_cpu(WorkItem& item) const override {
-    item.catalog = kernels::measure_sources(item.pixels.view(), item.labels.data(), item.nlabels.value());
+    kernels::MeasureBackground background;
+    if (!item.background_map.empty() && static_cast<int64_t>(item.background_map.size()) == item.pixels.size()) {
+      background.map = item.background_map.data();
+    } else if (item.background) {
+      background.level = item.background->median;
+    }
+    item.catalog =
+        kernels::measure_sources(item.pixels.view(), item.labels.data(), item.nlabels.value(), background);
   }
 
 #ifdef IMFLOW_HAVE_CUDA

@@ -5,7 +5,9 @@
 #include "steps.hpp"
 
 #ifdef IMFLOW_HAVE_CUDA
+#include "cuda/gpu_batch.hpp"
 #include "cuda/normalize.hpp"
+#include "cuda/normalize_batched.hpp"
 #endif
 
 namespace imflow {
@@ -31,6 +33,12 @@ class NormalizeStep final : public Step {
   bool has_cuda() const override { return true; }
   void run_cuda(WorkItem&, GpuContext& gpu) const override {
     cuda::normalize(gpu, method_ == kernels::NormalizeMethod::zscore);
+  }
+  bool has_cuda_batch() const override { return true; }
+  void run_cuda_batch(WorkItem* const*, int count, GpuBatch& batch) const override {
+    cuda::normalize_batched(batch.images.data(), batch.pixels(), count, batch.results.data(),
+                            method_ == kernels::NormalizeMethod::zscore, batch.stream);
+    batch.has_normalization = batch.image_modified = true;
   }
 #endif
 

@@ -1,4 +1,6 @@
 // The one place where steps are registered: a new step is one file plus one line here.
+#include <nlohmann/json.hpp>
+
 #include "imflow/errors.hpp"
 #include "imflow/params.hpp"
 #include "imflow/step.hpp"
@@ -9,10 +11,10 @@ namespace imflow {
 const std::vector<StepInfo>& step_registry() {
   static const std::vector<StepInfo> registry = {
       {"convolve", "2-D convolution with a Gaussian or explicit kernel (same|full)", make_convolve_step, {}, {}},
-      {"background", "kappa-sigma clipped background median and std", make_background_step, {}, {"background"}},
-      {"segment", "threshold at median + nsigma * std (or nsigma * std)", make_segment_step, {"background"}, {"mask"}},
+      {"background", "kappa-sigma clipped median and std, or SExtractor/SEP mesh background maps (method: mesh)", make_background_step, {}, {"background"}},
+      {"segment", "threshold at median + nsigma * std (or nsigma * std; mesh: back + nsigma * rms)", make_segment_step, {"background"}, {"mask"}},
       {"label", "connected components, 4- or 8-connected, SciPy's numbering", make_label_step, {"mask"}, {"labels"}},
-      {"measure", "per-source centroid, flux, npix, peak, bounding box", make_measure_step, {"labels"}, {"catalog"}},
+      {"measure", "per-source centroid, flux, npix, peak, bbox, flux_iso, moments, ellipse, flags", make_measure_step, {"labels"}, {"catalog"}},
       {"normalize", "min-max to [0, 1] or z-score, remembered so outputs keep the original range", make_normalize_step, {}, {"normalized"}},
       {"svd_reconstruct", "rank-k SVD reconstruction (rank: k or energy: fraction) and its quality metrics", make_svd_reconstruct_step, {}, {"reconstruction"}},
   };
@@ -39,5 +41,11 @@ std::unique_ptr<Step> make_step(const std::string& name, ParamReader& params) {
 void Step::run_cuda(WorkItem&, GpuContext&) const {
   throw std::runtime_error("step '" + name_ + "' has no CUDA implementation");
 }
+
+void Step::run_cuda_batch(WorkItem* const*, int, GpuBatch&) const {
+  throw std::runtime_error("step '" + name_ + "' has no batched CUDA implementation");
+}
+
+nlohmann::json Step::choose_on_device(WorkItem&, GpuContext&, int, int) const { return nullptr; }
 
 }  // namespace imflow

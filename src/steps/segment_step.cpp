@@ -1,8 +1,10 @@
 // Step `segment`: mask of the pixels above median + nsigma * std (or nsigma * std, the lesson's
-// `data > 5 * std`, with relative_to: zero).
+// `data > 5 * std`, with relative_to: zero). After the mesh background: pixel - back(x,y) above
+// nsigma * globalrms (relative_to: background) or nsigma * rms(x,y) (relative_to: rms_map).
 #include <stdexcept>
 
 #include "imflow/kernels/segment.hpp"
+#include "imflow/kernels/segment_map.hpp"
 #include "imflow/params.hpp"
 #include "steps.hpp"
 
@@ -13,29 +15,53 @@
 namespace imflow {
 
 namespace {
+enum class RelativeTo { background, zero, rms_map };
+
+RelativeTo relative_to_of(const std::string& name) {
+  if (name == "zero") return RelativeTo::zero;
+  if (name == "rms_map") return RelativeTo::rms_map;
+  return RelativeTo::background;
+}
+
 class SegmentStep final : public Step {
  public:
   explicit SegmentStep(ParamReader& params)
       : nsigma_(params.number("nsigma", 5.0, -1e6, 1e6)),
-        relative_to_zero_(params.choice("relative_to", "background", {"background", "zero"}) == "zero") {}
+        relative_to_(relative_to_of(params.choice("relative_to", "background", {"background", "zero", "rms_map"}))) {}
 
   void run_cpu(WorkItem& item) const override {
     const BackgroundStats& stats = item.background.value();
-    const double threshold = (relative_to_zero_ ? 0.0 : stats.median) + nsigma_ * stats.std;
     const ImageBuffer& image = item.detection_image();
-    item.threshold = threshold;
+    const bool maps = !item.background_map.empty();
+    if (relative_to_ == RelativeTo::rms_map && !maps)
+      throw std::runtime_error("segment: relative_to: rms_map needs the background step's method: mesh");
     item.mask.resize(static_cast<size_t>(image.size()));
+    if (maps && relative_to_ != RelativeTo::zero) {
+      // The threshold above the local background; per pixel with rms_map (reported with the global rms).
+      item.threshold = nsigma_ * stats.std;
+      kernels::threshold_mask_local(image.view(), item.background_map.data(),
+                                    relative_to_ == RelativeTo::rms_map ? item.rms_map.data() : nullptr, nsigma_,
+                                    stats.std, item.mask.data());
+      return;
+    }
+    const double threshold = (relative_to_ == RelativeTo::zero ? 0.0 : stats.median) + nsigma_ * stats.std;
+    item.threshold = threshold;
     kernels::threshold_mask(image.view(), threshold, item.mask.data());
   }
 
 #ifdef IMFLOW_HAVE_CUDA
   bool has_cuda() const override { return true; }
-  void run_cuda(WorkItem&, GpuContext& gpu) const override { cuda::segment(gpu, nsigma_, relative_to_zero_); }
+  void run_cuda(WorkItem&, GpuContext& gpu) const override {
+    const cuda::Threshold reference = relative_to_ == RelativeTo::zero      ? cuda::Threshold::zero
+                                      : relative_to_ == RelativeTo::rms_map ? cuda::Threshold::rms_map
+                                                                            : cuda::Threshold::background;
+    cuda::segment(gpu, nsigma_, reference);
+  }
 #endif
 
  private:
   double nsigma_;
-  bool relative_to_zero_;
+  RelativeTo relative_to_;
 };
 }  // namespace
 

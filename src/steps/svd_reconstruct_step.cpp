@@ -1,12 +1,18 @@
 // Step `svd_reconstruct`: thin SVD of the slice, rank-k reconstruction (rank: k or energy:
 // fraction), quality metrics into item.metrics; the reconstruction replaces item.pixels.
 // CPU: LAPACK sgesdd + the blocked reconstruction. CUDA (cuda/svd.hpp): solver gpu = cuSOLVER
-// SVD (svd_solver: gesvdj | gesvd | randomized) + a reconstruction kernel (reconstruct_kernel:
-// naive | tiled | register | cublas); solver cpu + reconstruct gpu = the hybrid (the CPU SVD in
-// the reader's host phase, Step::prepare_host, the reconstruction and metrics on the GPU).
+// SVD per slice (svd_solver: gesvdj | gesvd | randomized) or batched (gesvda | jacobi, many
+// slices per launch through the engine's `batch`, cuda/svd_batched.hpp) + a reconstruction
+// kernel (reconstruct_kernel: naive | tiled | register | cublas); solver cpu + reconstruct gpu =
+// the hybrid (the CPU SVD in the reader's host phase, Step::prepare_host, the reconstruction and
+// metrics on the GPU); solver auto = whichever of the two a warm-up on the first slice measures
+// faster (choose_on_device).
+#include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <cmath>
 #include <mutex>
 #include <stdexcept>
@@ -19,7 +25,9 @@
 #include "steps.hpp"
 
 #ifdef IMFLOW_HAVE_CUDA
+#include "cuda/gpu_batch.hpp"
 #include "cuda/svd.hpp"
+#include "cuda/svd_batched.hpp"
 #endif
 
 namespace imflow {
@@ -39,8 +47,12 @@ std::string device_param(ParamReader& params, const std::string& key) {
 // The reconstruction kernel `auto` picks: the fastest measured on the H100 for 217x181 rank 50
 // (docs/performance.md, "MRI SVD on the GPU").
 constexpr const char* kFastestKernel = "tiled";
-// The solver `auto` picks: the fastest exact one measured (randomized misses the accuracy bar).
+// The solver `auto` picks: per slice the fastest exact one measured (randomized misses the
+// accuracy bar); in batches jacobi: gesvda is faster alone on the H100 but fails (reports no
+// convergence, with errors above the bar) on a few nearly empty real slices, and end to end the
+// host, not the solver, is the limit (docs/mri.md).
 constexpr const char* kDefaultSolver = "gesvdj";
+constexpr const char* kDefaultBatchedSolver = "jacobi";
 
 class SvdReconstructStep final : public Step {
  public:
@@ -58,8 +70,7 @@ class SvdReconstructStep final : public Step {
     if (solver_ == "gpu" && reconstruct_ == "cpu") {
       params.fail(YAML::Node(), "reconstruct", "reconstruct: cpu needs solver: cpu (the SVD factors stay on the GPU)");
     }
-    svd_solver_ = params.choice("svd_solver", "auto", {"gesvdj", "gesvd", "randomized", "auto"});
-    if (svd_solver_ == "auto") svd_solver_ = kDefaultSolver;
+    svd_solver_ = params.choice("svd_solver", "auto", {"gesvdj", "gesvd", "randomized", "gesvda", "jacobi", "auto"});
     kernel_ = params.choice("reconstruct_kernel", "auto", {"naive", "tiled", "register", "cublas", "auto"});
     if (kernel_ == "auto") kernel_ = kFastestKernel;
     oversampling_ = static_cast<int>(params.integer("oversampling", 10, 0, 1000));
@@ -93,8 +104,48 @@ class SvdReconstructStep final : public Step {
   // solver cpu, and auto (measured faster on an H100 with 16 cores: LAPACK sgesdd on the host
   // threads ~1,500 slices/s against ~220 for cuSOLVER gesvdj per slice, docs/performance.md):
   // the SVD (and with reconstruct cpu, everything) runs in the host phase.
-  bool host_svd_mode() const { return solver_ != "gpu"; }
+  // solver auto before (or without) a warm-up is the hybrid; choose_on_device may pick the GPU.
+  bool host_svd_mode() const { return solver_ == "cpu" || (solver_ == "auto" && auto_choice_.load() != kChoseGpu); }
   bool needs_host_phase() const override { return host_svd_mode(); }
+  // The per-slice solver (svd_solver auto: gesvdj) and the batched one (auto: gesvda).
+  std::string per_item_solver() const { return svd_solver_ == "auto" ? kDefaultSolver : svd_solver_; }
+  std::string batched_solver() const { return svd_solver_ == "auto" ? kDefaultBatchedSolver : svd_solver_; }
+  bool has_cuda_batch() const override {
+    return !host_svd_mode() && (svd_solver_ == "auto" || svd_solver_ == "gesvda" || svd_solver_ == "jacobi");
+  }
+
+  cuda::SvdOptions gpu_options(const std::string& solver) const {
+    cuda::SvdOptions options;
+    options.solver = cuda::parse_svd_solver(solver);
+    options.kernel = cuda::parse_reconstruct_kernel(kernel_);
+    options.rank = rank_;
+    options.energy = energy_;
+    options.clip_rank = clip_rank_;
+    options.oversampling = oversampling_;
+    options.power_iterations = power_iterations_;
+    return options;
+  }
+
+  void run_cuda_batch(WorkItem* const*, int count, GpuBatch& batch) const override {
+    std::call_once(logged_, [&] {
+      spdlog::info("svd_reconstruct: SVD on the GPU in batches of up to {} slices (cuSOLVER/imflow {}), "
+                   "reconstruction kernel {}",
+                   count, batched_solver(), kernel_);
+    });
+    cuda::SvdBatchJob job;
+    job.images = batch.images.data();
+    job.out = batch.spare.data();
+    job.m = static_cast<int>(batch.height);
+    job.n = static_cast<int>(batch.width);
+    job.count = count;
+    job.results = batch.results.data();
+    cuda::svd_reconstruct_batched(batch.svd, batch.stream, batch.max_shared_optin, gpu_options(batched_solver()), job);
+    swap(batch.images, batch.spare);
+    batch.image_modified = batch.has_svd_metrics = true;
+  }
+
+  bool chooses_on_device() const override { return solver_ == "auto" && reconstruct_ != "cpu"; }
+  nlohmann::json choose_on_device(WorkItem& sample, GpuContext& gpu, int host_threads, int batch) const override;
 
   void prepare_host(WorkItem& item) const override {
     if (reconstruct_ == "cpu") {
@@ -121,11 +172,10 @@ class SvdReconstructStep final : public Step {
       if (host_svd_mode()) {
         spdlog::info("svd_reconstruct: SVD on the CPU (LAPACK sgesdd), reconstruction on the {} ({} kernel){}",
                      reconstruct_ == "cpu" ? "CPU" : "GPU", reconstruct_ == "cpu" ? "blocked" : kernel_,
-                     solver_ == "auto" ? "; solver auto chose the CPU SVD (measured faster than cuSOLVER per slice, "
-                                         "docs/performance.md)"
-                                       : "");
+                     solver_ == "auto" ? "; solver auto chose the CPU SVD" : "");
       } else {
-        spdlog::info("svd_reconstruct: SVD on the GPU (cuSOLVER {}), reconstruction kernel {}", svd_solver_, kernel_);
+        spdlog::info("svd_reconstruct: SVD on the GPU per slice ({}), reconstruction kernel {}", per_item_solver(),
+                     kernel_);
       }
     });
     if (host_svd_mode()) {
@@ -135,15 +185,7 @@ class SvdReconstructStep final : public Step {
                                      cuda::parse_reconstruct_kernel(kernel_));
       return;
     }
-    cuda::SvdOptions options;
-    options.solver = cuda::parse_svd_solver(svd_solver_);
-    options.kernel = cuda::parse_reconstruct_kernel(kernel_);
-    options.rank = rank_;
-    options.energy = energy_;
-    options.clip_rank = clip_rank_;
-    options.oversampling = oversampling_;
-    options.power_iterations = power_iterations_;
-    cuda::svd_reconstruct(gpu, options);
+    cuda::svd_reconstruct(gpu, gpu_options(per_item_solver()));
   }
 #endif
 
@@ -172,7 +214,82 @@ class SvdReconstructStep final : public Step {
   std::string solver_, reconstruct_, svd_solver_, kernel_;
   int oversampling_ = 10, power_iterations_ = 2;
   mutable std::once_flag logged_;
+  static constexpr int kChoseGpu = 1, kChoseHybrid = 0;
+  mutable std::atomic<int> auto_choice_{-1};  // solver auto: set once by choose_on_device
 };
+#ifdef IMFLOW_HAVE_CUDA
+// solver auto: the hybrid's host phase (LAPACK sgesdd + packing the factors, one thread, best of
+// 3 after a warm-up) against the GPU way the engine would take (a batch of `batch` copies of the
+// sample through the batched solver, or one slice per launch; best of 2 after a warm-up, CUDA
+// events). The hybrid's rate is host_threads slices in parallel; the faster rate wins.
+nlohmann::json SvdReconstructStep::choose_on_device(WorkItem& sample, GpuContext& gpu, int host_threads,
+                                                    int batch) const {
+  using clock = std::chrono::steady_clock;
+  double cpu_seconds = 1e300;
+  for (int rep = 0; rep < 4; ++rep) {
+    const auto start = clock::now();
+    prepare_host(sample);
+    const double seconds = std::chrono::duration<double>(clock::now() - start).count();
+    if (rep > 0) cpu_seconds = std::min(cpu_seconds, seconds);
+  }
+  const double cpu_rate = host_threads / cpu_seconds;
+
+  const bool batched = batch > 1 && (svd_solver_ == "auto" || svd_solver_ == "gesvda" || svd_solver_ == "jacobi");
+  const std::string gpu_solver = batched ? batched_solver() : per_item_solver();
+  cuda::DeviceGuard guard(gpu.device);
+  cuda::Event start(true), stop(true);
+  float best_ms = 1e30f;
+  if (batched) {
+    GpuBatch trial(gpu.device, gpu.stream);
+    const std::vector<WorkItem*> copies(static_cast<size_t>(batch), &sample);
+    cuda::SvdBatchJob job;
+    for (int rep = 0; rep < 3; ++rep) {
+      cuda::enqueue_batch_upload(trial, copies.data(), batch);
+      job.images = trial.images.data();
+      job.out = trial.spare.data();
+      job.m = static_cast<int>(trial.height);
+      job.n = static_cast<int>(trial.width);
+      job.count = batch;
+      job.results = trial.results.data();
+      start.record(gpu.stream);
+      cuda::svd_reconstruct_batched(trial.svd, gpu.stream, trial.max_shared_optin, gpu_options(gpu_solver), job);
+      stop.record(gpu.stream);
+      IMFLOW_CUDA_CHECK(cudaStreamSynchronize(gpu.stream));
+      if (rep > 0) best_ms = std::min(best_ms, cuda::Event::elapsed_ms(start, stop));
+    }
+  } else {
+    for (int rep = 0; rep < 3; ++rep) {
+      cuda::enqueue_upload(gpu, sample);
+      start.record(gpu.stream);
+      cuda::svd_reconstruct(gpu, gpu_options(gpu_solver));
+      stop.record(gpu.stream);
+      IMFLOW_CUDA_CHECK(cudaStreamSynchronize(gpu.stream));
+      if (rep > 0) best_ms = std::min(best_ms, cuda::Event::elapsed_ms(start, stop));
+    }
+  }
+  const int slices = batched ? batch : 1;
+  const double gpu_rate = slices / (best_ms * 1e-3);
+  const bool choose_gpu = gpu_rate > cpu_rate;
+  auto_choice_ = choose_gpu ? kChoseGpu : kChoseHybrid;
+  spdlog::info("svd_reconstruct solver auto: GPU {} {} {:.0f} slices/s ({} slice{} in {:.3f} ms) vs CPU LAPACK {:.0f} "
+               "slices/s ({} threads, {:.3f} ms a slice) on a {}x{} slice: chose the {}",
+               batched ? "batched" : "per-slice", gpu_solver, gpu_rate, slices, slices > 1 ? "s" : "", best_ms, cpu_rate,
+               host_threads, cpu_seconds * 1e3, sample.pixels.width(), sample.pixels.height(),
+               choose_gpu ? "GPU" : "CPU SVD (hybrid)");
+  return {{"step", "svd_reconstruct"},
+          {"choice", choose_gpu ? "gpu" : "hybrid"},
+          {"gpu_solver", gpu_solver},
+          {"gpu_batch", slices},
+          {"gpu_slices_per_second", gpu_rate},
+          {"gpu_ms_per_launch", best_ms},
+          {"cpu_slices_per_second", cpu_rate},
+          {"cpu_ms_per_slice", cpu_seconds * 1e3},
+          {"host_threads", host_threads},
+          {"width", sample.pixels.width()},
+          {"height", sample.pixels.height()}};
+}
+#endif
+
 }  // namespace
 
 std::unique_ptr<Step> make_svd_reconstruct_step(ParamReader& params) {

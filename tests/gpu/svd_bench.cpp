@@ -7,6 +7,9 @@
 //    none is given): slices/s of the whole GPU stage (upload, SVD, rank-k reconstruction,
 //    metrics, download) for gesvdj / gesvd / randomized over N slots (streams), and of the
 //    hybrid (CPU sgesdd on T threads, reconstruction on the GPU).
+// 3. Batched solvers (gesvda, jacobi): slices/s of the batched GPU stage (one upload, normalize is
+//    not included, SVD + reconstruction + metrics, one download per batch) for batches of
+//    16..256 slices on 1 and 4 streams (cuda/svd_batched.hpp).
 #include <cublas_v2.h>
 
 #include <algorithm>
@@ -27,10 +30,12 @@
 
 #include <nlohmann/json.hpp>
 
+#include "cuda/gpu_batch.hpp"
 #include "cuda/gpu_context.hpp"
 #include "cuda/reconstruct.hpp"
 #include "cuda/resources.hpp"
 #include "cuda/svd.hpp"
+#include "cuda/svd_batched.hpp"
 #include "imflow/io/png.hpp"
 #include "imflow/kernels/normalize.hpp"
 #include "imflow/kernels/svd.hpp"
@@ -170,6 +175,38 @@ double run_gpu_stage(std::vector<BenchSlot>& slots, const Slices& slices, int pa
   return static_cast<double>(count) * passes / seconds_since(t0);
 }
 
+// The batched GPU stage over all slices: batches of `batch` (the last one partial) round-robin
+// over `streams` GpuBatch slots, each reused once its stream is done. Returns slices/s.
+double run_batched_stage(const Slices& slices, std::vector<std::unique_ptr<imflow::WorkItem>>& items, int batch,
+                         int streams, const icuda::SvdOptions& options, int passes) {
+  std::vector<icuda::Stream> stream_pool(static_cast<size_t>(streams));
+  std::vector<std::unique_ptr<imflow::GpuBatch>> batches;
+  for (auto& stream : stream_pool) batches.push_back(std::make_unique<imflow::GpuBatch>(0, stream.get()));
+  std::vector<imflow::WorkItem*> pointers;
+  for (auto& item : items) pointers.push_back(item.get());
+  const int total = static_cast<int>(slices.data.size());
+  auto pass = [&] {
+    int slot = 0;
+    for (int first = 0; first < total; first += batch, slot = (slot + 1) % streams) {
+      const int count = std::min(batch, total - first);
+      imflow::GpuBatch& b = *batches[static_cast<size_t>(slot)];
+      stream_pool[static_cast<size_t>(slot)].synchronize();
+      icuda::enqueue_batch_upload(b, pointers.data() + first, count);
+      icuda::SvdBatchJob job{b.images.data(), b.spare.data(), static_cast<int>(slices.m), static_cast<int>(slices.n),
+                             count, b.results.data()};
+      icuda::svd_reconstruct_batched(b.svd, b.stream, b.max_shared_optin, options, job);
+      swap(b.images, b.spare);
+      b.image_modified = b.has_svd_metrics = true;
+      icuda::enqueue_batch_download(b, pointers.data() + first, count);
+    }
+    for (auto& stream : stream_pool) stream.synchronize();
+  };
+  pass();  // warm-up: handles, workspaces, buffers
+  auto t0 = Clock::now();
+  for (int p = 0; p < passes; ++p) pass();
+  return static_cast<double>(total) * passes / seconds_since(t0);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -224,6 +261,31 @@ int main(int argc, char** argv) {
                            {"kernel", icuda::reconstruct_kernel_name(kernel)}, {"streams", streams}, {"slices_per_s", rate}});
         std::printf("  gpu stage  %-10s %-8s streams %2d: %9.1f slices/s\n", icuda::svd_solver_name(solver),
                     icuda::reconstruct_kernel_name(kernel), streams, rate);
+      }
+    }
+  }
+  // Batched solvers: every slice once per pass, batches of 16..256 on 1 and 4 streams.
+  {
+    std::vector<std::unique_ptr<imflow::WorkItem>> items;
+    for (const auto& slice : slices.data) {
+      items.push_back(std::make_unique<imflow::WorkItem>());
+      items.back()->pixels.set_allocator(icuda::pinned_allocator());
+      items.back()->pixels.resize(slices.n, slices.m);
+      std::memcpy(items.back()->pixels.data(), slice.data(), slice.size() * sizeof(float));
+    }
+    for (auto solver : {icuda::SvdSolver::gesvda, icuda::SvdSolver::jacobi}) {
+      for (int streams : {1, 4}) {
+        for (int batch : {16, 32, 64, 128, 256}) {
+          icuda::SvdOptions options;
+          options.solver = solver;
+          options.kernel = icuda::ReconstructKernel::tiled;
+          options.rank = rank;
+          const double rate = run_batched_stage(slices, items, batch, streams, options, 2);
+          solvers.push_back({{"mode", "gpu_batched"}, {"solver", icuda::svd_solver_name(solver)}, {"kernel", "tiled"},
+                             {"streams", streams}, {"batch", batch}, {"slices_per_s", rate}});
+          std::printf("  batched    %-10s tiled    streams %2d batch %3d: %9.1f slices/s\n", icuda::svd_solver_name(solver),
+                      streams, batch, rate);
+        }
       }
     }
   }

@@ -9,6 +9,7 @@
 
 #include "imflow/image.hpp"
 #include "imflow/source.hpp"
+#include "imflow/tile_rect.hpp"
 
 namespace imflow {
 
@@ -37,6 +38,14 @@ std::vector<FitsImageInfo> scan_fits(const std::filesystem::path& path);
 // Read plane `plane` of HDU `hdu` into `out` (resized). Returns the bytes of data as stored.
 int64_t read_fits_plane(const std::filesystem::path& path, int hdu, int64_t plane, ImageBuffer& out,
                         const ReadLimits& limits = {});
+
+// Read the pixels of `region` (whole-plane coordinates, inside the plane) of plane `plane` of HDU
+// `hdu` into `out` (resized to the region), with the same BSCALE/BZERO/BLANK semantics as
+// read_fits_plane; only the region is read (fits_read_subset; tile-compressed images decompress
+// only the compression tiles it touches). limits.max_pixels bounds the region. Returns the
+// region's bytes as stored.
+int64_t read_fits_region(const std::filesystem::path& path, int hdu, int64_t plane, const TileRect& region,
+                         ImageBuffer& out, const ReadLimits& limits = {});
 
 // A header card to copy into an output file.
 struct FitsCard {

@@ -29,6 +29,7 @@ int64_t read_png(const std::filesystem::path& path, ImageBuffer& out, const Read
 
 // Write `image` as a grayscale PNG of `bit_depth` (8 or 16). Values are rounded to the nearest
 // integer and clamped to [0, 2^bit_depth - 1]; NaN becomes 0. Atomic; throws OutputError.
-void write_png_gray(const std::filesystem::path& path, ConstImageView image, int bit_depth);
+// `compression`: zlib level 0..9 (see output.png_compression in docs/mri.md).
+void write_png_gray(const std::filesystem::path& path, ConstImageView image, int bit_depth, int compression = 1);
 
 }  // namespace imflow

@@ -9,16 +9,30 @@
 
 namespace imflow::kernels {
 
+// The background that measurements subtract.
+// - map (the mesh method): every value becomes value - map[i] (flux, centroid, peak, moments:
+//   SEP's measurements of data - bkg); `map` is laid out like the image view.
+// - else `level` (the global method's median): flux, centroid and peak stay on the raw values
+//   (SciPy's, the lesson's), flux_iso and the moments use value - level.
+struct MeasureBackground {
+  const float* map = nullptr;
+  double level = 0.0;
+};
+
 // One raster pass: the accumulators of labels 1..nlabels (index label-1). (x0, y0) is the
 // position of image(0, 0) in the whole image, so tiles accumulate in image coordinates.
+// kFlagMaskedNeighbour is set for a label with a non-finite pixel among the 8 neighbours of one
+// of its pixels, looking inside `image` only (a tile sees the pixels of its view).
 std::vector<SourceSums> accumulate_sources(ConstImageView image, const int32_t* labels, int32_t nlabels,
-                                           int64_t x0 = 0, int64_t y0 = 0);
+                                           int64_t x0 = 0, int64_t y0 = 0, MeasureBackground background = {});
 
 // The catalog of accumulators, ids 1..n in order. (width, height): the whole image's size.
 Catalog finish_sources(const std::vector<SourceSums>& sums, int64_t width, int64_t height);
 
 // One pass over the image: for every label 1..nlabels, npix, flux (sum), intensity-weighted
-// centroid, peak (first maximum in raster order) and bounding box. Sums in float64.
-Catalog measure_sources(ConstImageView image, const int32_t* labels, int32_t nlabels);
+// centroid, peak (first maximum in raster order), bounding box, flux_iso, second moments, ellipse
+// and flags. Sums in float64.
+Catalog measure_sources(ConstImageView image, const int32_t* labels, int32_t nlabels,
+                        MeasureBackground background = {});
 
 }  // namespace imflow::kernels

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <limits>
 
+#include "imflow/kernels/source_shape.hpp"
 #include "imflow/source.hpp"
 
 namespace imflow::kernels {
@@ -19,14 +20,28 @@ struct SourceSums {
   int64_t peak_x = 0, peak_y = 0;
   int64_t xmin = std::numeric_limits<int64_t>::max(), xmax = std::numeric_limits<int64_t>::min();
   int64_t ymin = std::numeric_limits<int64_t>::max(), ymax = std::numeric_limits<int64_t>::min();
+  // Moments of the background-subtracted weights w = value - background about the reference
+  // pixel (ref_x, ref_y), the first pixel added: sum w, sum w dx, sum w dy, sum w dx^2, ... with
+  // dx = x - ref_x. Keeping them about a pixel of the source (not the image origin) avoids the
+  // cancellation of x^2 sums on big images; merge() shifts one part's sums to the other's
+  // reference with the exact binomial identities (float64 rounding of terms of the source's size).
+  double flux_iso = 0.0;
+  int64_t ref_x = 0, ref_y = 0;
+  double sum_wx = 0.0, sum_wy = 0.0, sum_wxx = 0.0, sum_wyy = 0.0, sum_wxy = 0.0;
+  int32_t flags = 0;   // kFlagMaskedNeighbour as found by the pass; finish() adds kFlagEdge
 
   // Add one pixel. Pixels of one accumulator must come in raster order for the peak tie rule
-  // (merge() restores the rule between accumulators).
-  void add(int64_t x, int64_t y, double value) {
+  // (merge() restores the rule between accumulators). `background` is subtracted for the
+  // moments and flux_iso only (flux, x, y and peak use `value`).
+  void add(int64_t x, int64_t y, double value, double background = 0.0) {
     if (npix == 0 || value > peak) {
       peak = value;
       peak_x = x;
       peak_y = y;
+    }
+    if (npix == 0) {
+      ref_x = x;
+      ref_y = y;
     }
     ++npix;
     flux += value;
@@ -36,13 +51,24 @@ struct SourceSums {
     xmax = std::max(xmax, x);
     ymin = std::min(ymin, y);
     ymax = std::max(ymax, y);
+    const double w = value - background;
+    const double dx = static_cast<double>(x - ref_x), dy = static_cast<double>(y - ref_y);
+    flux_iso += w;
+    sum_wx += w * dx;
+    sum_wy += w * dy;
+    sum_wxx += w * dx * dx;
+    sum_wyy += w * dy * dy;
+    sum_wxy += w * dx * dy;
   }
 
   // Fold another part of the same source in. Ties of the peak go to the first pixel in raster order.
   void merge(const SourceSums& o) {
     if (o.npix == 0) return;
-    if (npix == 0 || o.peak > peak ||
-        (o.peak == peak && (o.peak_y < peak_y || (o.peak_y == peak_y && o.peak_x < peak_x)))) {
+    if (npix == 0) {
+      *this = o;
+      return;
+    }
+    if (o.peak > peak || (o.peak == peak && (o.peak_y < peak_y || (o.peak_y == peak_y && o.peak_x < peak_x)))) {
       peak = o.peak;
       peak_x = o.peak_x;
       peak_y = o.peak_y;
@@ -55,10 +81,19 @@ struct SourceSums {
     xmax = std::max(xmax, o.xmax);
     ymin = std::min(ymin, o.ymin);
     ymax = std::max(ymax, o.ymax);
+    // o's sums about (ref_x, ref_y): sum w (dx + d) = sum w dx + d sum w, and so on.
+    const double dx = static_cast<double>(o.ref_x - ref_x), dy = static_cast<double>(o.ref_y - ref_y);
+    sum_wxx += o.sum_wxx + 2.0 * dx * o.sum_wx + dx * dx * o.flux_iso;
+    sum_wyy += o.sum_wyy + 2.0 * dy * o.sum_wy + dy * dy * o.flux_iso;
+    sum_wxy += o.sum_wxy + dx * o.sum_wy + dy * o.sum_wx + dx * dy * o.flux_iso;
+    sum_wx += o.sum_wx + dx * o.flux_iso;
+    sum_wy += o.sum_wy + dy * o.flux_iso;
+    flux_iso += o.flux_iso;
+    flags |= o.flags;
   }
 
-  // The catalog row. `width`/`height`: the whole image's size (for edge flags and the like).
-  Source finish(int32_t id, int64_t /*width*/, int64_t /*height*/) const {
+  // The catalog row. `width`/`height`: the whole image's size (for the edge flag).
+  Source finish(int32_t id, int64_t width, int64_t height) const {
     Source s;
     s.id = id;
     s.npix = npix;
@@ -72,6 +107,16 @@ struct SourceSums {
     s.xmax = xmax;
     s.ymin = ymin;
     s.ymax = ymax;
+    s.flux_iso = flux_iso;
+    const SourceShape shape = source_shape(flux_iso, sum_wx, sum_wy, sum_wxx, sum_wyy, sum_wxy);
+    s.x2 = shape.x2;
+    s.y2 = shape.y2;
+    s.xy = shape.xy;
+    s.a = shape.a;
+    s.b = shape.b;
+    s.theta = shape.theta;
+    s.flags = flags;
+    if (npix > 0 && (xmin == 0 || ymin == 0 || xmax == width - 1 || ymax == height - 1)) s.flags |= kFlagEdge;
     return s;
   }
 };

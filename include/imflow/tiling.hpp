@@ -1,0 +1,59 @@
+// Tiling of large images (docs/tiling.md): the `tiling` section of a pipeline, whether the
+// pipeline's steps and outputs can run on tiles, the halo they need, and the tile grid.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "imflow/pipeline.hpp"
+#include "imflow/tile_rect.hpp"
+
+namespace imflow {
+
+class ParamReader;
+
+// `tiling: {size: N, halo: auto|N}`; `present` says whether the section was in the file.
+TilingConfig parse_tiling(ParamReader& reader, bool present);
+
+// What a run does with large images.
+struct TilingPlan {
+  int64_t size = 0;      // 0: no image is tiled
+  int64_t halo = 0;      // pixels read around each tile's core
+  int connectivity = 4;  // of the label step (how labels join across tile borders)
+  bool has_background = false;  // a background step runs: its statistics come from the pre-pass
+  double kappa = 3.0;    // its parameters
+  int max_iters = 100;
+  std::string off_reason;  // why tiling is off when the default asked for it (empty otherwise)
+};
+
+// How far (pixels) the pipeline's convolution steps reach: the sum over `convolve` steps of
+// max(kernel width / 2, kernel height / 2). A tile read with at least this halo gives, over its
+// core, exactly the whole image's convolved values.
+int64_t convolution_reach(const Pipeline& pipeline);
+
+// The halo `auto` gives: convolution_reach(), plus 1 when a measure step runs (its flag for a
+// non-finite neighbour looks one pixel around the segment, convolved values included).
+int64_t required_halo(const Pipeline& pipeline);
+
+// The plan for `pipeline`. Throws ConfigError when tiling was asked for explicitly (`tiling:` in
+// the file or --tile) but a step or output cannot run on tiles, or when an explicit halo is
+// smaller than required_halo(). With the default settings such a pipeline is not tiled.
+TilingPlan plan_tiling(const Pipeline& pipeline);
+
+// Whether a width x height plane is tiled under `plan` (larger than the tile in either dimension).
+inline bool tiles_image(const TilingPlan& plan, int64_t width, int64_t height) {
+  return plan.size > 0 && (width > plan.size || height > plan.size);
+}
+
+// The tile grid of a width x height image: cores of size x size (smaller at the right and bottom
+// edges), in raster order (row of tiles by row of tiles).
+struct TileGrid {
+  int64_t width = 0, height = 0, size = 0, halo = 0;
+  int64_t columns() const { return (width + size - 1) / size; }
+  int64_t rows() const { return (height + size - 1) / size; }
+  int64_t count() const { return columns() * rows(); }
+  TileRect core(int64_t index) const;
+  TileRect halo_rect(int64_t index) const { return core(index).grown(halo, width, height); }
+};
+
+}  // namespace imflow

@@ -1,0 +1,123 @@
+// The tiling section and plan: which pipelines can run on tiles (docs/tiling.md) and their halo.
+#include "imflow/tiling.hpp"
+
+#include <algorithm>
+
+#include "imflow/errors.hpp"
+#include "imflow/params.hpp"
+
+namespace imflow {
+
+namespace {
+std::string param_text(const YAML::Node& params, const char* key, const std::string& fallback) {
+  const YAML::Node value = params[key];
+  return value.IsDefined() && value.IsScalar() ? value.Scalar() : fallback;
+}
+
+// Kernel width and height of a convolve step, from its resolved parameters.
+std::pair<int64_t, int64_t> convolve_kernel_size(const YAML::Node& params) {
+  const YAML::Node kernel = params["kernel"];
+  if (kernel.IsDefined() && kernel.IsSequence()) {
+    const int64_t height = static_cast<int64_t>(kernel.size());
+    return {height > 0 ? static_cast<int64_t>(kernel[0].size()) : 0, height};
+  }
+  if (kernel.IsDefined() && kernel.IsScalar() && kernel.Scalar() == "lesson") return {15, 15};
+  const int64_t size = params["size"].IsDefined() ? params["size"].as<int64_t>() : 5;
+  return {size, size};
+}
+
+// Why a step cannot run on tiles, or "" when it can.
+std::string untileable_step(const Step& step) {
+  const std::string& name = step.name();
+  const YAML::Node& params = step.params();
+  if (name == "convolve") {
+    return param_text(params, "mode", "same") == "same" ? "" : "convolve with mode: full changes the image size";
+  }
+  if (name == "background") {
+    const std::string method = param_text(params, "method", "global");
+    return method == "global" ? "" : "background method: " + method + " is not supported on tiles yet (use method: global)";
+  }
+  if (name == "segment") {
+    const std::string relative = param_text(params, "relative_to", "background");
+    return relative == "background" || relative == "zero" ? "" : "segment relative_to: " + relative + " needs per-pixel maps";
+  }
+  if (name == "label" || name == "measure") return "";
+  return "step '" + name + "' works on whole images only";
+}
+}  // namespace
+
+TilingConfig parse_tiling(ParamReader& reader, bool present) {
+  TilingConfig tiling;
+  tiling.explicit_size = present;
+  tiling.size = reader.integer("size", tiling.size, 0, int64_t{1} << 30);
+  if (tiling.size != 0 && tiling.size < 8) reader.fail(reader.child("size"), "size", "must be 0 (no tiling) or at least 8");
+  const YAML::Node halo = reader.child("halo");
+  if (halo.IsDefined() && !(halo.IsScalar() && halo.Scalar() == "auto")) {
+    int64_t value = -1;
+    if (!halo.IsScalar() || !YAML::convert<int64_t>::decode(halo, value) || value < 0 || value > (int64_t{1} << 20)) {
+      reader.fail(halo, "halo", "expected auto or a number of pixels >= 0");
+    }
+    tiling.halo = value;
+  }
+  reader.finish();
+  return tiling;
+}
+
+TileRect TileGrid::core(int64_t index) const {
+  const int64_t column = index % columns(), row = index / columns();
+  const int64_t x = column * size, y = row * size;
+  return {x, y, std::min(size, width - x), std::min(size, height - y)};
+}
+
+int64_t convolution_reach(const Pipeline& pipeline) {
+  int64_t reach = 0;
+  for (const auto& step : pipeline.steps) {
+    if (step->name() != "convolve") continue;
+    const auto [kw, kh] = convolve_kernel_size(step->params());
+    reach += std::max(kw / 2, kh / 2);
+  }
+  return reach;
+}
+
+int64_t required_halo(const Pipeline& pipeline) {
+  const bool measure = std::any_of(pipeline.steps.begin(), pipeline.steps.end(),
+                                   [](const auto& step) { return step->name() == "measure"; });
+  return convolution_reach(pipeline) + (measure ? 1 : 0);
+}
+
+TilingPlan plan_tiling(const Pipeline& pipeline) {
+  const TilingConfig& config = pipeline.tiling;
+  TilingPlan plan;
+  if (config.size == 0) return plan;
+  std::string reason;
+  for (const auto& step : pipeline.steps) {
+    if (std::string why = untileable_step(*step); !why.empty() && reason.empty()) reason = why;
+    if (step->name() == "label") plan.connectivity = std::stoi(param_text(step->params(), "connectivity", "4"));
+    if (step->name() == "background") {
+      plan.has_background = true;
+      plan.kappa = std::stod(param_text(step->params(), "kappa", "3"));
+      plan.max_iters = std::stoi(param_text(step->params(), "max_iters", "100"));
+    }
+  }
+  for (const auto& format : pipeline.output.formats) {
+    if ((format == "png" || format == "metrics") && reason.empty()) reason = "output format '" + format + "' works on whole images only";
+  }
+  const int64_t reach = required_halo(pipeline);
+  if (config.halo >= 0 && config.halo < reach) {
+    throw ConfigError("tiling.halo: " + std::to_string(config.halo) + " is smaller than the " + std::to_string(reach) +
+                      " pixels this pipeline needs around a tile: tiles would not match the whole image (use halo: auto)");
+  }
+  if (!reason.empty()) {
+    if (config.explicit_size) {
+      throw ConfigError("tiling: this pipeline cannot run on tiles: " + reason +
+                        " (set tiling: {size: 0} or --tile 0 to process whole images; docs/tiling.md)");
+    }
+    plan.off_reason = reason;
+    return plan;
+  }
+  plan.size = config.size;
+  plan.halo = config.halo >= 0 ? config.halo : reach;  // reach: required_halo()
+  return plan;
+}
+
+}  // namespace imflow

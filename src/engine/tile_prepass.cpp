@@ -1,0 +1,77 @@
+// The background pre-pass of a tiled image: every tile is read (core + halo), the steps before
+// `background` run on it, and its core feeds StreamingKappaSigma; tiles run in parallel, each
+// thread with one reusable work item and one histogram, so memory stays bounded.
+#include <tbb/enumerable_thread_specific.h>
+#include <tbb/parallel_for.h>
+
+#include <chrono>
+
+#include "imflow/kernels/background_histogram.hpp"
+#include "stages.hpp"
+#include "tiled_image.hpp"
+
+namespace imflow {
+
+void run_background_prepass(RunContext& run, TiledImage& image, const TilingPlan& plan) {
+  if (!plan.has_background) return;
+  const auto& steps = run.pipeline.steps;
+  size_t before = 0;  // steps before the background step run on each tile first (convolve)
+  while (before < steps.size() && steps[before]->name() != "background") ++before;
+  const InputFormat* format = input_format_for(image.image.path);
+  if (format == nullptr) throw std::runtime_error(image.image.path.string() + ": unknown file format");
+  ReadLimits limits;
+  limits.max_pixels = run.pipeline.input.max_pixels;
+
+  const auto start = Trace::Clock::now();
+  kernels::StreamingKappaSigma stats(plan.kappa, plan.max_iters);
+  tbb::enumerable_thread_specific<WorkItem> items;
+  double busy_seconds = 0.0;
+  std::mutex busy_mutex;
+  do {
+    tbb::enumerable_thread_specific<kernels::StreamingKappaSigma::Pass> passes([&] { return stats.start_pass(); });
+    const int pass = stats.passes();
+    tbb::parallel_for(int64_t{0}, image.grid.count(), [&](int64_t t) {
+      const auto tile_start = Trace::Clock::now();
+      WorkItem& item = items.local();
+      ItemRef ref = image.image;
+      ref.tile = t;
+      ref.tiles = image.grid.count();
+      ref.core = image.grid.core(t);
+      ref.halo = image.grid.halo_rect(t);
+      item.reset(ref);
+      item.ref.tiled.reset();
+      format->read(item.ref, item.pixels, limits);
+      for (size_t s = 0; s < before; ++s) {
+        try {
+          steps[s]->run_cpu(item);
+        } catch (const std::exception& error) {
+          throw std::runtime_error(item_name(image.image) + ": background pre-pass, tile " + std::to_string(t) + ": step " +
+                                   steps[s]->name() + ": " + error.what());
+        }
+      }
+      const ImageBuffer& detection = item.detection_image();
+      const TileRect& core = item.ref.core;
+      const TileRect& halo = item.ref.halo;
+      passes.local().add(detection.data() + (core.y - halo.y) * halo.width + (core.x - halo.x), core.width, core.height,
+                         halo.width);
+      const auto tile_end = Trace::Clock::now();
+      const double seconds = std::chrono::duration<double>(tile_end - tile_start).count();
+      {
+        std::lock_guard lock(busy_mutex);
+        busy_seconds += seconds;
+      }
+      if (run.trace != nullptr) {
+        run.trace->add(worker_track("prepass"), "background prepass", run.trace->to_us(tile_start), seconds * 1e6,
+                       "{\"image\":" + std::to_string(image.image.index) + ",\"tile\":" + std::to_string(t) +
+                           ",\"pass\":" + std::to_string(pass) + "}");
+      }
+    });
+    for (const auto& accumulated : passes) stats.merge(accumulated);
+  } while (!stats.finish_pass());
+  image.background = stats.result();
+  image.prepass_passes = stats.passes();
+  image.prepass_seconds = std::chrono::duration<double>(Trace::Clock::now() - start).count();
+  image.times.push_back({"background prepass", busy_seconds});
+}
+
+}  // namespace imflow

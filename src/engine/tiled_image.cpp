@@ -1,0 +1,88 @@
+// TileRun: which planes become tiles, their item references, the pre-pass hook, unfinished images.
+#include "tiled_image.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <new>
+
+#include "stages.hpp"
+
+namespace imflow {
+
+namespace fs = std::filesystem;
+
+void TiledImage::fail(const std::string& message) {
+  std::lock_guard lock(mutex);
+  if (error.empty()) error = message;
+  failed = true;
+}
+
+int64_t tile_image_index(const ItemRef& tile) { return tile.tiled ? tile.tiled->image.index : tile.index; }
+
+namespace {
+// gzip/compress/zip/bzip2 files: CFITSIO inflates the whole file into memory on every open, so
+// tile reads would neither bound memory nor be fast; they are processed whole.
+bool whole_file_compressed(const fs::path& path) {
+  std::string name = path.filename().string();
+  std::transform(name.begin(), name.end(), name.begin(), [](unsigned char c) { return std::tolower(c); });
+  for (const std::string suffix : {".gz", ".z", ".zip", ".bz2"}) {
+    if (name.size() > suffix.size() && name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0) return true;
+  }
+  return false;
+}
+}  // namespace
+
+std::vector<ItemRef> TileRun::tiles_of(const ItemRef& plane, const PlaneInfo& info) {
+  if (!tiles_image(plan_, info.width, info.height)) return {};
+  const InputFormat* format = input_format_for(plane.path);
+  if (format == nullptr || std::string(format->name) != "fits" || whole_file_compressed(plane.path)) return {};
+  auto image = std::make_shared<TiledImage>();
+  image->image = plane;
+  image->grid = TileGrid{info.width, info.height, plan_.size, plan_.halo};
+  image->expected = image->grid.count();
+  image->tiles.resize(static_cast<size_t>(image->expected));
+  std::vector<ItemRef> refs;
+  refs.reserve(static_cast<size_t>(image->expected));
+  for (int64_t t = 0; t < image->expected; ++t) {
+    ItemRef ref = plane;
+    ref.tile = t;
+    ref.tiles = image->expected;
+    ref.core = image->grid.core(t);
+    ref.halo = image->grid.halo_rect(t);
+    ref.tiled = image;
+    refs.push_back(std::move(ref));
+  }
+  std::lock_guard lock(mutex_);
+  std::erase_if(images_, [](const std::shared_ptr<TiledImage>& done) { return done->finished.load(); });
+  images_.push_back(std::move(image));
+  return refs;
+}
+
+void TileRun::prepare(ItemRef& first_tile) {
+  TiledImage& image = *first_tile.tiled;
+  image.image.index = first_tile.index;
+  try {
+    run_background_prepass(run_, image, plan_);
+  } catch (const std::bad_alloc&) {
+    first_tile.error = item_name(image.image) + ": out of memory in the background pre-pass over its tiles";
+  } catch (const std::exception& error) {
+    first_tile.error = error.what();
+  }
+  if (!first_tile.error.empty()) image.expected = 1;  // this tile stands for the image; the others are dropped
+}
+
+void TileRun::record_unfinished() {
+  std::vector<std::shared_ptr<TiledImage>> images;
+  {
+    std::lock_guard lock(mutex_);
+    images.swap(images_);
+  }
+  for (const auto& image : images) {
+    if (image->finished || image->done == 0) continue;
+    image->fail(item_name(image->image) + ": the run stopped after " + std::to_string(image->done) + " of its " +
+                std::to_string(image->expected) + " tiles; no catalog was written");
+    finalize_tiled_image(run_, *image);
+  }
+}
+
+}  // namespace imflow

@@ -1,0 +1,180 @@
+// Tiled runs end to end (docs/tiling.md): images larger than the tile are read tile by tile and
+// give the whole-image run's catalogs (same ids, npix, bboxes, peaks; sums to float64 rounding),
+// byte-identical label maps and bgsub images, the same background; for several tile sizes,
+// with and without convolution (halo auto), 4- and 8-connectivity, integer and compressed input.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <fstream>
+#include <map>
+#include <sstream>
+
+#include "imflow/engine.hpp"
+#include "imflow/errors.hpp"
+#include "imflow/io/fits.hpp"
+#include "imflow/tiling.hpp"
+#include "test_helpers.hpp"
+#include "tiling_test_helpers.hpp"
+
+using namespace imflow;
+namespace fs = std::filesystem;
+
+using namespace tiling_test;
+
+namespace {
+// halo: auto = the convolution's reach + 1 (measure's masked-neighbour flag).
+int64_t tiling_halo_for(const std::string& pipeline) { return pipeline == "global" ? 1 : pipeline == "convolve8" ? 4 : 8; }
+
+RunSummary run(const std::string& yaml, const fs::path& in, const fs::path& out, int64_t tile) {
+  Pipeline pipeline = test::pipeline_from(yaml);
+  pipeline.input.dir = in;
+  pipeline.output.dir = out;
+  pipeline.engine.device = "cpu";
+  pipeline.engine.threads = 2;
+  pipeline.tiling.size = tile;
+  pipeline.tiling.explicit_size = true;
+  return run_pipeline(pipeline, {});
+}
+}  // namespace
+
+TEST_CASE("tiled runs equal whole-image runs", "[tiling][engine]") {
+  test::TempDir dir("tiling_engine");
+  make_inputs(dir / "in");
+  const std::vector<std::pair<std::string, std::string>> pipelines = {
+      {"global", "output: {formats: [csv, labels, bgsub]}\nsteps: [background, segment, label, measure]\n"},
+      {"convolve8", "output: {formats: [csv, labels, bgsub, fits_image]}\n"
+                    "steps: [{convolve: {size: 7, sigma: 1.5}}, background, {segment: {nsigma: 3}},"
+                    " {label: {connectivity: 8}}, measure]\n"},
+      {"lesson", "output: {formats: [csv, labels]}\n"
+                 "steps: [{convolve: {kernel: lesson, apply_to: image}}, background, segment, label, measure]\n"},
+  };
+  for (const auto& [name, yaml] : pipelines) {
+    const fs::path whole = dir / (name + "-whole");
+    const RunSummary reference = run(yaml, dir / "in", whole, 0);
+    REQUIRE(reference.failed() == 0);
+    const auto reference_records = records(reference);
+    for (int64_t tile : {64, 50, 37, 8, 4096}) {
+      INFO("pipeline " << name << ", tile " << tile);
+      const fs::path out = dir / (name + "-" + std::to_string(tile));
+      const RunSummary tiled = run(yaml, dir / "in", out, tile);
+      REQUIRE(tiled.failed() == 0);
+      CHECK(tiled.items() == reference.items());
+      for (const auto& [key, record] : records(tiled)) {
+        INFO(key);
+        const nlohmann::json& expected = reference_records.at(key);
+        CHECK(record["nsources"] == expected["nsources"]);
+        CHECK(record["width"] == expected["width"]);
+        CHECK(record["background"]["median"] == expected["background"]["median"]);
+        CHECK(record["background"]["iterations"] == expected["background"]["iterations"]);
+        CHECK(record["background"]["kept"] == expected["background"]["kept"]);
+        CHECK(std::abs(record["background"]["std"].get<double>() - expected["background"]["std"].get<double>()) <=
+              1e-9 * expected["background"]["std"].get<double>());
+        const bool small = key.rfind("small", 0) == 0;
+        CHECK(record.contains("tiles") == (!small && tile < 230));
+        if (record.contains("tiles")) CHECK(record["tiles"]["halo"] == tiling_halo_for(name));
+      }
+      for (const auto& entry : fs::directory_iterator(whole)) {
+        const std::string file = entry.path().filename().string();
+        if (file == "summary.json" || file == "manifest.jsonl" || file == "catalog.csv") continue;
+        INFO(file);
+        REQUIRE(fs::exists(out / file));
+        if (file.ends_with(".cat.csv")) {
+          check_same_catalog(entry.path(), out / file);
+        } else {
+          CHECK(read_bytes(entry.path()) == read_bytes(out / file));  // label maps, bgsub, images: identical
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("a region read equals the same region of the whole plane", "[tiling][fits]") {
+  test::TempDir dir("tiling_region");
+  make_inputs(dir.path());
+  std::vector<double> cube;
+  for (int p = 0; p < 3; ++p) {
+    auto plane = test::star_field(70, 50, 30 + p);
+    cube.insert(cube.end(), plane.begin(), plane.end());
+  }
+  test::write_fits(dir / "cube.fits", -32, {70, 50, 3}, cube);
+  struct Case {
+    std::string file;
+    int hdu;
+    int64_t plane;
+  };
+  for (const Case& c : {Case{"field.fits", 0, 0}, Case{"int16.fits", 0, 0}, Case{"rice.fits.fz", 1, 0}, Case{"cube.fits", 0, 2}}) {
+    INFO(c.file);
+    ImageBuffer whole, region;
+    read_fits_plane(dir / c.file, c.hdu, c.plane, whole);
+    for (const TileRect rect : {TileRect{0, 0, 8, 8}, TileRect{13, 7, 40, 29}, TileRect{whole.width() - 5, whole.height() - 3, 5, 3},
+                                TileRect{0, 0, whole.width(), whole.height()}}) {
+      const int64_t bytes = read_fits_region(dir / c.file, c.hdu, c.plane, rect, region);
+      REQUIRE(region.width() == rect.width);
+      REQUIRE(region.height() == rect.height);
+      CHECK(bytes == rect.size() * (c.file == "field.fits" || c.file == "cube.fits" ? 4 : c.file == "rice.fits.fz" ? 4 : 2));
+      int64_t mismatches = 0;
+      for (int64_t y = 0; y < rect.height; ++y)
+        for (int64_t x = 0; x < rect.width; ++x) {
+          const float a = whole.view()(rect.x + x, rect.y + y), b = region.view()(x, y);
+          if (!(a == b || (std::isnan(a) && std::isnan(b)))) ++mismatches;
+        }
+      CHECK(mismatches == 0);
+    }
+    CHECK_THROWS_AS(read_fits_region(dir / c.file, c.hdu, c.plane, TileRect{whole.width() - 2, 0, 5, 5}, region), InputError);
+    ReadLimits limits;
+    limits.max_pixels = 100;
+    CHECK_THROWS_WITH(read_fits_region(dir / c.file, c.hdu, c.plane, TileRect{0, 0, 20, 20}, region, limits),
+                      Catch::Contains("exceeds the limit"));
+  }
+}
+
+TEST_CASE("tiling settings: defaults, what cannot be tiled, halo", "[tiling][config]") {
+  Pipeline pipeline = test::pipeline_from("steps: [background, segment, label, measure]\n");
+  CHECK(pipeline.tiling.size == 4096);
+  CHECK(pipeline.tiling.halo == -1);
+  CHECK_FALSE(pipeline.tiling.explicit_size);
+  TilingPlan plan = plan_tiling(pipeline);
+  CHECK(plan.size == 4096);
+  CHECK(plan.halo == 1);
+  CHECK(plan.connectivity == 4);
+  CHECK(pipeline.resolved()["tiling"]["halo"].as<std::string>() == "auto");
+
+  pipeline = test::pipeline_from("tiling: {size: 512, halo: 6}\nsteps: [{convolve: {size: 9}}, background, segment, {label: {connectivity: 8}}]\n");
+  plan = plan_tiling(pipeline);
+  CHECK(plan.size == 512);
+  CHECK(plan.halo == 6);
+  CHECK(plan.connectivity == 8);
+  CHECK(required_halo(pipeline) == 4);
+
+  CHECK_THROWS_WITH(test::pipeline_from("tiling: {halo: 2}\nsteps: [{convolve: {kernel: lesson}}, background, segment, label, measure]\n"),
+                    Catch::Contains("tiling.halo: 2 is smaller than the 8 pixels"));
+  CHECK_THROWS_WITH(test::pipeline_from("tiling: {size: 4}\nsteps: [background]\n"), Catch::Contains("at least 8"));
+  CHECK_THROWS_WITH(test::pipeline_from("tiling: {halo: -3}\nsteps: [background]\n"), Catch::Contains("auto or a number"));
+  CHECK_THROWS_WITH(test::pipeline_from("tiling: {sise: 4}\nsteps: [background]\n"), Catch::Contains("unknown key"));
+  // Explicit tiling of what cannot run on tiles is an error; by default such a pipeline is not tiled.
+  CHECK_THROWS_WITH(test::pipeline_from("tiling: {size: 1024}\nsteps: [{background: {method: mesh}}, segment, label, measure]\n"),
+                    Catch::Contains("method: mesh is not supported on tiles"));
+  CHECK_THROWS_WITH(test::pipeline_from("tiling: {size: 1024}\nsteps: [{convolve: {mode: full, apply_to: image}}, background]\n"),
+                    Catch::Contains("mode: full"));
+  CHECK_THROWS_WITH(test::pipeline_from("tiling: {size: 1024}\nsteps: [normalize]\n"), Catch::Contains("whole images only"));
+  pipeline = test::pipeline_from("steps: [{background: {method: mesh}}, segment, label, measure]\n");
+  plan = plan_tiling(pipeline);
+  CHECK(plan.size == 0);
+  CHECK_FALSE(plan.off_reason.empty());
+  CHECK(plan_tiling(test::pipeline_from("tiling: {size: 0}\nsteps: [normalize]\n")).size == 0);
+}
+
+TEST_CASE("the tile grid covers the image once", "[tiling]") {
+  for (const auto& [w, h, size] : {std::tuple{100, 70, 32}, std::tuple{64, 64, 64}, std::tuple{65, 9, 8}}) {
+    TileGrid grid{w, h, size, 3};
+    std::vector<int> covered(static_cast<size_t>(w * h), 0);
+    for (int64_t t = 0; t < grid.count(); ++t) {
+      const TileRect core = grid.core(t), halo = grid.halo_rect(t);
+      CHECK(halo.x == std::max<int64_t>(0, core.x - 3));
+      CHECK(halo.x_end() == std::min<int64_t>(w, core.x_end() + 3));
+      for (int64_t y = core.y; y < core.y_end(); ++y)
+        for (int64_t x = core.x; x < core.x_end(); ++x) ++covered[static_cast<size_t>(y * w + x)];
+    }
+    CHECK(std::all_of(covered.begin(), covered.end(), [](int c) { return c == 1; }));
+  }
+}

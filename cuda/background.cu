@@ -172,7 +172,7 @@ void background(GpuContext& gpu, double kappa, int max_iters) {
 
   if (n > 0) {
     keys_kernel<<<detail::blocks_for(n, kThreads, static_cast<int64_t>(gpu.sm_count) * 8), kThreads, 0, gpu.stream>>>(
-        gpu.image.data(), n, keys.Current());
+        gpu.has_detection ? gpu.detection.data() : gpu.image.data(), n, keys.Current());
     IMFLOW_CUDA_CHECK_LAUNCH();
     size_t temp_bytes = 0;
     IMFLOW_CUDA_CHECK(cub::DeviceRadixSort::SortKeys(nullptr, temp_bytes, keys, n, 0, 32, gpu.stream));

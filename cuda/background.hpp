@@ -4,7 +4,8 @@
 
 namespace imflow::cuda {
 
-// Median, std, iterations, kept and valid of gpu.image into the device results, with the
+// Median, std, iterations, kept and valid of the detection image (gpu.detection after a
+// convolve, else gpu.image) into the device results, with the
 // semantics of kernels::kappa_sigma_clip (same median exactly, std to ~1e-15 relative, same
 // iterations). The keys are sorted once (CUB radix sort); one cooperative kernel then runs every
 // iteration on the sorted keys; the host never waits.

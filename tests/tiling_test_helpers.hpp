@@ -76,7 +76,8 @@ inline void check_same_catalog(const fs::path& whole, const fs::path& tiled, dou
 
 inline std::map<std::string, nlohmann::json> records(const RunSummary& summary) {
   std::map<std::string, nlohmann::json> out;
-  for (const auto& record : summary.to_json()["items"]) {
+  const nlohmann::json json = summary.to_json();  // (a range-for over to_json()["items"] would outlive the temporary)
+  for (const auto& record : json["items"]) {
     out[fs::path(record["file"].get<std::string>()).filename().string() + "/" + std::to_string(record["hdu"].get<int>()) +
         "/" + std::to_string(record["plane"].get<int64_t>())] = record;
   }

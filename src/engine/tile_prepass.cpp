@@ -31,6 +31,7 @@ void run_background_prepass(RunContext& run, TiledImage& image, const TilingPlan
     tbb::enumerable_thread_specific<kernels::StreamingKappaSigma::Pass> passes([&] { return stats.start_pass(); });
     const int pass = stats.passes();
     tbb::parallel_for(int64_t{0}, image.grid.count(), [&](int64_t t) {
+      if (run.stopping()) throw std::runtime_error(item_name(image.image) + ": the run stopped during its background pre-pass");
       const auto tile_start = Trace::Clock::now();
       WorkItem& item = items.local();
       ItemRef ref = image.image;
@@ -39,7 +40,6 @@ void run_background_prepass(RunContext& run, TiledImage& image, const TilingPlan
       ref.core = image.grid.core(t);
       ref.halo = image.grid.halo_rect(t);
       item.reset(ref);
-      item.ref.tiled.reset();
       format->read(item.ref, item.pixels, limits);
       for (size_t s = 0; s < before; ++s) {
         try {

@@ -48,7 +48,8 @@ FitsTileWriter::FitsTileWriter(const fs::path& final_path, int64_t width, int64_
   impl_->width = width;
   impl_->height = height;
   int status = 0;
-  const std::string name = "!" + impl_->output.temp_path().string();
+  std::string name = "!";  // '!': overwrite
+  name += impl_->output.temp_path().string();
   if (fits_create_file(impl_->file.out(), name.c_str(), &status) != 0) impl_->fail("cannot create", status);
   long long naxes[2] = {width, height};
   if (fits_create_imgll(impl_->file.get(), pixels == Pixels::int32 ? LONG_IMG : FLOAT_IMG, 2, naxes, &status) != 0) {

@@ -88,7 +88,8 @@ inline CpuResult cpu_pipeline(imflow::ConstImageView image, imflow::ConstImageVi
                               int max_iters, double threshold, int connectivity) {
   CpuResult r;
   std::vector<float> work;
-  r.background = imflow::kernels::kappa_sigma_clip(image, kappa, max_iters, work);
+  // As the background step: the statistics of the detection image (the convolved one, if any).
+  r.background = imflow::kernels::kappa_sigma_clip(detection, kappa, max_iters, work);
   r.threshold = threshold;
   const size_t n = static_cast<size_t>(image.size());
   r.mask.assign(n, 0);

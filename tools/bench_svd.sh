@@ -75,7 +75,13 @@ slices_saved="$slices"; slices="$big"
 for b in 64 256; do
   run x8_gpu_batch${b}_png cuda "$batched_step" "png, metrics" --streams 4 --batch "$b"
 done
+run x8_gpu_batch64_s8_png cuda "$batched_step" "png, metrics" --streams 8 --batch 64
+run x8_gpu_batch128_png cuda "$batched_step" "png, metrics" --streams 4 --batch 128
 run x8_cpu_png cpu "{rank: 50, solver: cpu, reconstruct: cpu}" "png, metrics"
+# 16 times (14,080 items).
+for r in $(seq 9 16); do mkdir -p "$big/r$r"; ln -f "$slices_saved"/*.png "$big/r$r/"; done
+run x16_gpu_batch64_png cuda "$batched_step" "png, metrics" --streams 4 --batch 64
+run x16_gpu_batch64_s8_png cuda "$batched_step" "png, metrics" --streams 8 --batch 64
 slices="$slices_saved"
 run hybrid_metrics_only cuda "{rank: 50, solver: cpu, reconstruct: gpu}" "metrics" --streams 8
 run gpu_png_per_slice cuda "{rank: 50, solver: gpu, svd_solver: gesvdj}" "png, metrics" --streams 8 --batch 1

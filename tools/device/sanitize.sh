@@ -5,6 +5,7 @@
 # samples on the GPU (engine streams, batches, downloads). Each run has a time limit so that the
 # whole fits in about 6 minutes on an H100 (racecheck runs beside the others). Every tool's log
 # and summary.json (errors / hazards per tool, timeouts, test results) go to OUT.
+# Limits (s): RACE_LIMIT, MEM_LIMIT, SYNC_LIMIT, INIT_LIMIT.
 # Usage: tools/device/sanitize.sh BUILD_DIR OUT   (BUILD_DIR built with CUDA, e.g. build-dev
 #        from `. tools/device/setup.sh`). Exit 0 only when every run finished with 0 errors.
 set -uo pipefail
@@ -31,11 +32,11 @@ run() {
 }
 t0=$SECONDS
 # racecheck is the slow one (every shared-memory access is tracked): it runs beside the others.
-run racecheck 330 --tool racecheck --racecheck-report all -- "$tests" "$filter" --durations yes &
+run racecheck ${RACE_LIMIT:-330} --tool racecheck --racecheck-report all -- "$tests" "$filter" --durations yes &
 racecheck_pid=$!
-run memcheck 120 --tool memcheck --leak-check full -- "$tests" "$filter" --durations yes
-run synccheck 60 --tool synccheck -- "$tests" "$filter" --durations yes
-run initcheck 90 --tool initcheck -- "$tests" "$filter" --durations yes
+run memcheck ${MEM_LIMIT:-120} --tool memcheck --leak-check full -- "$tests" "$filter" --durations yes
+run synccheck ${SYNC_LIMIT:-60} --tool synccheck -- "$tests" "$filter" --durations yes
+run initcheck ${INIT_LIMIT:-90} --tool initcheck -- "$tests" "$filter" --durations yes
 # The engine end to end: pinned pools, several streams, batches and the catalog download paths.
 cli_out=$(mktemp -d)
 sed 's/solver: auto, reconstruct: auto, svd_solver: auto/solver: gpu, reconstruct: gpu, svd_solver: gesvdj/' config/mri-gpu.yaml > "$cli_out/mri-allgpu.yaml"

@@ -10,7 +10,7 @@
 # Then:        run with carry [".devdeps", "out/peers-carry"] the command  bash tools/peers/device.sh
 # Env: PIPELINE (default config/peers-mesh.yaml when this imflow accepts it, else
 # config/peers-global.yaml), SIZE (4096), IMAGES (bench images, 64), IMFLOW (a built binary: skips
-# the build), PEERS_CARRY (out/peers-carry).
+# the build), PEERS_CARRY (out/peers-carry), BENCH_ARGS (extra `imflow bench` flags, e.g. a sweep).
 set -uo pipefail
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT/logs"; L=$OUT/logs
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -63,7 +63,7 @@ if [[ -n $imflow ]]; then
     python3 tools/peers/imflow_run.py --imflow "$imflow" --pipeline "$pipeline" --images "$fields" \
         --out "$OUT/imflow-cpu-t1" --device cpu --threads 1 --label imflow-cpu-t1
     stamp "imflow run"
-    $imflow -q bench "$pipeline" --input "$fields" --device cuda --images "$IMAGES" --repeat 3 \
+    $imflow -q bench "$pipeline" --input "$fields" --device cuda --images "$IMAGES" --repeat 3 ${BENCH_ARGS:-} \
         --out "$OUT/bench-gpu" > "$L/bench-gpu.log" 2>&1; echo "bench gpu rc=$?"; tail -5 "$L/bench-gpu.log"
     stamp "imflow bench"
 fi

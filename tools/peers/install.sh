@@ -84,7 +84,7 @@ install_from() {
         "$PY" -m pip install --help 2>/dev/null | grep -q break-system-packages && extra=(--break-system-packages)
         # shellcheck disable=SC2086
         "$PY" -m pip install -q --disable-pip-version-check --no-index --find-links "$dir/wheels" \
-            --target "$prefix/py" --upgrade "${extra[@]}" $pkgs || die "pip install from $dir/wheels failed"
+            --target "$prefix/py" --upgrade ${PEERS_NO_DEPS:+--no-deps} "${extra[@]}" $pkgs || die "pip install from $dir/wheels failed"
     else
         # No pip (a bare Ubuntu python3): a wheel is a zip laid out for site-packages.
         local found=0

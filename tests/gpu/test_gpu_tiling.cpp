@@ -37,10 +37,12 @@ std::string fits_data(const fs::path& path) {
 
 enum class Images { exact, data_only };
 
-void check_same_outputs(const fs::path& whole, const fs::path& tiled, double rtol, Images images) {
+void check_same_outputs(const fs::path& whole, const fs::path& tiled, double rtol, Images images,
+                        const std::string& skip_prefix = {}) {
   for (const auto& entry : fs::directory_iterator(whole)) {
     const std::string file = entry.path().filename().string();
     if (file == "summary.json" || file == "manifest.jsonl" || file == "catalog.csv") continue;
+    if (!skip_prefix.empty() && file.starts_with(skip_prefix)) continue;
     INFO(tiled.string() << "/" << file);
     REQUIRE(fs::exists(tiled / file));
     if (file.ends_with(".cat.csv")) check_same_catalog(entry.path(), tiled / file, rtol);
@@ -74,6 +76,10 @@ TEST_CASE("GPU tiles give the whole-image catalogs", "[gpu][tiling]") {
   run_on("cuda", convolved, dir / "in", dir / "gpu-conv-whole", 0);
   const RunSummary tiled = run_on("cuda", convolved, dir / "in", dir / "gpu-conv-50", 50);
   REQUIRE(tiled.failed() == 0);
-  check_same_outputs(dir / "gpu-conv-whole", dir / "gpu-conv-50", 1e-5, Images::data_only);
+  // The RICE-compressed input is left out here: its quantized values put convolved pixels within
+  // float rounding of the threshold, and the tiled run's statistics come from the pre-pass's CPU
+  // convolution, so a pixel can flip (docs/tiling.md, "GPU and convolution"). Without convolution
+  // it is compared exactly above.
+  check_same_outputs(dir / "gpu-conv-whole", dir / "gpu-conv-50", 1e-5, Images::data_only, "rice");
   fs::remove_all(dir);
 }

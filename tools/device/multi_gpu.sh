@@ -13,13 +13,19 @@ grep -E "MPI|IMFLOW_HAVE" build-dev/CMakeCache.txt | grep -E "IMFLOW_MPI|MPI_C_F
 nvidia-smi -L | tee "$OUT/gpus.txt"
 python3 tools/device/make_astro_2048.py datasets/data/astro/ISAAC*.fits /tmp/a2048
 imflow=$PWD/build-dev/imflow
-MRI=${MRI_CONFIG:-config/mri-gpu.yaml}
+# MRI: the batched all-GPU pipeline over SLICES repeated REPEAT times (hard links), long enough
+# that start-up does not dominate a 2-GPU run.
+SLICES=${SLICES:-datasets/data/mri/slices}; REPEAT=${REPEAT:-16}
+for r in $(seq 1 "$REPEAT"); do mkdir -p /tmp/mri_in/r$r; ln -f "$SLICES"/*.png /tmp/mri_in/r$r/; done
+MRI=/tmp/mri-batched.yaml
+sed -e 's/solver: auto, reconstruct: auto, svd_solver: auto, reconstruct_kernel: auto/solver: gpu/' \
+    -e 's/patterns: \["\*.png"\]/patterns: ["*.png"]\n  recursive: true/' config/mri-gpu.yaml > $MRI
 $imflow -q run config/astro.yaml --input /tmp/a2048 --output /tmp/o --device cuda --devices 0,1 >/dev/null 2>&1  # warm-up
 for devices in 0 0,1; do
   for r in 1 2; do
     rm -rf /tmp/o; $imflow -q run config/astro.yaml --input /tmp/a2048 --output /tmp/o --device cuda --devices $devices \
       --threads 32 --streams 8 --summary "$OUT/astro_devices_${devices/,/_}_r$r.json"
-    rm -rf /tmp/m; $imflow -q run $MRI --input datasets/data/mri/slices --output /tmp/m --device cuda \
+    rm -rf /tmp/m; $imflow -q run $MRI --input /tmp/mri_in --output /tmp/m --device cuda \
       --devices $devices --threads 32 --streams 8 --summary "$OUT/mri_devices_${devices/,/_}_r$r.json"
   done
 done
@@ -28,7 +34,7 @@ MPIRUN="mpirun -n 2 --oversubscribe --allow-run-as-root --bind-to none"
 for r in 1 2; do
   rm -rf /tmp/o; $MPIRUN $imflow -q run config/astro.yaml --input /tmp/a2048 --output /tmp/o --device cuda --threads 16 \
     --streams 8 --summary "$OUT/astro_mpirun2_r$r.json" > "$OUT/mpirun_astro_r$r.log" 2>&1; echo "mpirun astro rc=$?"
-  rm -rf /tmp/m; $MPIRUN $imflow -q run $MRI --input datasets/data/mri/slices --output /tmp/m --device cuda --threads 16 \
+  rm -rf /tmp/m; $MPIRUN $imflow -q run $MRI --input /tmp/mri_in --output /tmp/m --device cuda --threads 16 \
     --streams 8 --summary "$OUT/mri_mpirun2_r$r.json" > "$OUT/mpirun_mri_r$r.log" 2>&1; echo "mpirun mri rc=$?"
 done
 tail -3 "$OUT/mpirun_astro_r1.log"

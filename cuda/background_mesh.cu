@@ -8,6 +8,7 @@
 #include <memory>
 
 #include "cuda/background_mesh.hpp"
+#include "imflow/kernels/mesh_fill.hpp"
 #include "cuda/device_common.cuh"
 
 namespace imflow::cuda {
@@ -244,26 +245,9 @@ __global__ void fill_kernel(const float* back, const float* sigma, int64_t nx, i
     return;
   }
   const int64_t py = i / nx, px = i - py * nx;
-  float best = static_cast<float>(kBig), val = 0.0f, sval = 0.0f;
-  int64_t count = 0;
-  for (int64_t y = 0, j = 0; y < ny; ++y) {
-    for (int64_t x = 0; x < nx; ++x, ++j) {
-      if (!(back[j] > -kBig)) continue;
-      const float d2 = static_cast<float>(x - px) * static_cast<float>(x - px) + static_cast<float>((y - py) * (y - py));
-      if (d2 < best) {
-        val = back[j];
-        sval = sigma[j];
-        count = 1;
-        best = d2;
-      } else if (d2 == best) {
-        val += back[j];
-        sval += sigma[j];
-        ++count;
-      }
-    }
-  }
-  out_back[i] = count ? val / static_cast<float>(count) : 0.0f;
-  out_sigma[i] = count ? sval / static_cast<float>(count) : 1.0f;
+  const kernels::MeshValue filled = kernels::fill_dropped_mesh(back, sigma, nx, ny, px, py);
+  out_back[i] = filled.back;
+  out_sigma[i] = filled.sigma;
 }
 
 __device__ __forceinline__ bool before_in_order(float a, float b) { return a < b || (!isnan(a) && isnan(b)); }

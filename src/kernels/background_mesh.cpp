@@ -2,6 +2,7 @@
 // Arithmetic follows SEP's background.c type for type (float where SEP stores floats, double
 // sums), so that the maps agree with sep.Background to float rounding.
 #include "imflow/kernels/background_mesh.hpp"
+#include "imflow/kernels/mesh_fill.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -145,26 +146,10 @@ void fill_and_filter(MeshGrid& grid, int64_t filter_width, int64_t filter_height
   for (int64_t py = 0, i = 0; py < ny; ++py) {
     for (int64_t px = 0; px < nx; ++px, ++i) {
       if (back[i] > -kBig) continue;
-      float best = static_cast<float>(kBig), val = 0.0f, sval = 0.0f;
-      int64_t count = 0;
-      for (int64_t y = 0, j = 0; y < ny; ++y) {
-        for (int64_t x = 0; x < nx; ++x, ++j) {
-          if (!(back[j] > -kBig)) continue;
-          const float d2 = static_cast<float>(x - px) * static_cast<float>(x - px) + static_cast<float>((y - py) * (y - py));
-          if (d2 < best) {
-            val = back[j];
-            sval = sigma[j];
-            count = 1;
-            best = d2;
-          } else if (d2 == best) {
-            val += back[j];
-            sval += sigma[j];
-            ++count;
-          }
-        }
-      }
-      filled[i] = count ? val / static_cast<float>(count) : 0.0f;
-      sigma[i] = count ? sval / static_cast<float>(count) : 1.0f;
+      // Reads only valid meshes, whose back and sigma this loop never changes.
+      const MeshValue value = fill_dropped_mesh(back.data(), sigma.data(), nx, ny, px, py);
+      filled[i] = value.back;
+      sigma[i] = value.sigma;
     }
   }
   back = filled;

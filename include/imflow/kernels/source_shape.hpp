@@ -3,11 +3,7 @@
 #pragma once
 #include <math.h>
 
-#ifdef __CUDACC__
-#define IMFLOW_HOST_DEVICE __host__ __device__
-#else
-#define IMFLOW_HOST_DEVICE
-#endif
+#include "imflow/kernels/host_device.hpp"
 
 namespace imflow::kernels {
 

@@ -212,3 +212,14 @@ TEST_CASE("mesh background timings on 4096 x 4096", "[.][mesh_bench]") {
               "CPU mesh background (1 thread) %.1f ms\n", mesh_ms, detect_ms, cpu_ms);
   CHECK(mesh_ms > 0.0);
 }
+
+// Small enough for compute-sanitizer (tools/device/sanitize.sh runs the [sanitize] set): partial
+// meshes, dropped meshes (NaN block), both filter sizes, both thresholds.
+TEST_CASE("sanitize set: mesh background, segment against the maps, measure", "[gpu][sanitize][mesh]") {
+  Slot slot;
+  WorkItem item;
+  fill_gradient_sky(item, 200, 150, 17u, true);
+  check_mesh_pipeline(slot, item, mesh_params(32, 3), 1.5, imflow::cuda::Threshold::rms_map);
+  fill_gradient_sky(item, 100, 70, 18u, false);
+  check_mesh_pipeline(slot, item, mesh_params(64, 1), 3.0, imflow::cuda::Threshold::background);
+}

@@ -342,3 +342,31 @@ TEST_CASE("The engine's batch mode matches its per-item mode (partial batches, m
   }
   fs::remove_all(base);
 }
+
+// Small enough for compute-sanitizer (tools/device/sanitize.sh runs the [sanitize] set): both
+// batched solvers, a tall and a wide shape, three items per batch.
+TEST_CASE("sanitize set: batched SVD solvers on small matrices", "[gpu][sanitize][mri][batched]") {
+  Slot slot;
+  struct Case { int64_t m, n, k; };
+  for (const Case c : {Case{40, 30, 8}, Case{24, 36, 6}}) {
+    const std::vector<double> sigma = {30, 20, 12, 8, 5, 3, 2, 1, 0.5, 0.25};
+    std::vector<std::vector<float>> images;
+    std::vector<CpuSvd> refs;
+    for (int b = 0; b < 3; ++b) {
+      images.push_back(known_spectrum(c.m, c.n, sigma, 11u + static_cast<uint32_t>(b)));
+      refs.push_back(cpu_svd(images.back(), c.m, c.n, c.k));
+    }
+    for (auto solver : kBatchedSolvers) {
+      INFO(icuda::svd_solver_name(solver) << " " << c.m << "x" << c.n);
+      icuda::SvdOptions options;
+      options.solver = solver;
+      options.rank = c.k;
+      const BatchRun run = run_batch(slot, images, c.m, c.n, options);
+      for (size_t b = 0; b < images.size(); ++b) {
+        INFO("item " << b << ": " << run.errors[b]);
+        REQUIRE(run.errors[b].empty());
+        CHECK(rel_diff(run.items[b].pixels.data(), refs[b].recon.data(), refs[b].recon.size()) < 1e-4);
+      }
+    }
+  }
+}

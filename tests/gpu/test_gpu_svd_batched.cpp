@@ -64,9 +64,10 @@ BatchRun run_batch(Slot& slot, const std::vector<std::vector<float>>& images, in
   batch.image_modified = batch.has_svd_metrics = true;
   icuda::enqueue_batch_download(batch, pointers.data(), count);
   const auto spectrum = icuda::last_batch_spectrum(batch.svd);
-  const auto s_all = download(spectrum.s, static_cast<size_t>(spectrum.stride) * count, slot.stream.get());
   for (int b = 0; b < count; ++b) {
-    run.s.emplace_back(s_all.begin() + spectrum.stride * b, s_all.begin() + spectrum.stride * b + spectrum.count);
+    // Only the values the solver wrote (the stride's padding is never written).
+    run.s.push_back(download(spectrum.s + static_cast<size_t>(spectrum.stride) * b, static_cast<size_t>(spectrum.count),
+                             slot.stream.get()));
     std::string error;
     try {
       icuda::collect_batch_item(batch, b, run.items[b]);

@@ -102,6 +102,12 @@ void enqueue_download(GpuContext& gpu, const DownloadWants& wants) {
                                       cudaMemcpyDeviceToHost, gpu.stream));
   }
   done.pixels = wants.pixels;
+  if (wants.background_map && gpu.has_background_maps && n > 0) {
+    gpu.background_map_host.reserve(n);
+    IMFLOW_CUDA_CHECK(cudaMemcpyAsync(gpu.background_map_host.data(), gpu.mesh_background->back_map.data(),
+                                      n * sizeof(float), cudaMemcpyDeviceToHost, gpu.stream));
+  }
+  done.background_map = wants.background_map && gpu.has_background_maps;
   gpu.downloaded = done;
 }
 
@@ -191,6 +197,9 @@ void collect_results(GpuContext& gpu, WorkItem& item) {
   if (gpu.has_detection && gpu.downloaded.detection) {
     item.detection.resize(gpu.width, gpu.height);
     if (n > 0) std::memcpy(item.detection.data(), gpu.detection_host.data(), n * sizeof(float));
+  }
+  if (gpu.downloaded.background_map) {
+    item.background_map.assign(gpu.background_map_host.data(), gpu.background_map_host.data() + n);
   }
   if (gpu.has_background) {
     BackgroundStats b;

@@ -68,6 +68,7 @@ struct DownloadWants {
   bool mask = false;       // the uint8 mask
   bool detection = false;  // the filtered detection image (when a GPU convolve produced one)
   bool pixels = false;     // the image itself (when a GPU step replaced it, e.g. convolve full)
+  bool background_map = false;  // the mesh background map (the bgsub output subtracts it)
 };
 
 // A convolution kernel uploaded once per slot (kept for the slot's lifetime).
@@ -120,6 +121,7 @@ struct GpuContext {
   cuda::PinnedBuffer<uint8_t> mask_host;
   cuda::PinnedBuffer<float> detection_host;
   cuda::PinnedBuffer<float> pixels_host;
+  cuda::PinnedBuffer<float> background_map_host;
 
   // Which steps were enqueued for the current item (set on the host as they are enqueued).
   bool has_detection = false;

@@ -10,6 +10,7 @@
 #include "imflow/engine.hpp"
 #include "imflow/io/fits.hpp"
 #include "imflow/kernels/background.hpp"
+#include "imflow/kernels/background_mesh.hpp"
 #include "test_helpers.hpp"
 
 using namespace imflow;
@@ -131,4 +132,33 @@ TEST_CASE("a missing input directory or device cuda without CUDA stop the run", 
   pipeline.engine.device = "cuda";
   CHECK_THROWS_WITH(run_pipeline(pipeline, {}), Catch::Contains("without CUDA"));
 #endif
+}
+
+TEST_CASE("bgsub subtracts the mesh background's map (the global median without a mesh)", "[engine]") {
+  test::TempDir dir("engine_bgsub_mesh");
+  std::vector<double> sky = test::star_field(150, 100, 3);
+  for (int64_t y = 0; y < 100; ++y)
+    for (int64_t x = 0; x < 150; ++x) sky[y * 150 + x] += 0.2 * x - 0.1 * y;  // a gradient
+  std::filesystem::create_directories(dir / "in");
+  test::write_fits(dir / "in" / "sky.fits", -32, {150, 100}, sky);
+  Pipeline pipeline = test::pipeline_from(
+      "output: {formats: [bgsub]}\n"
+      "device: cpu\n"
+      "steps: [{background: {method: mesh, size: 32, filter_size: 3}}, segment, label, measure]\n");
+  pipeline.input.dir = dir / "in";
+  pipeline.output.dir = dir / "out";
+  REQUIRE(run_pipeline(pipeline, {}).failed() == 0);
+  ImageBuffer image, written;
+  read_fits_plane(dir / "in" / "sky.fits", 0, 0, image);
+  read_fits_plane(dir / "out" / "sky.bgsub.fits", 0, 0, written);
+  std::vector<float> back, rms;
+  kernels::MeshParams params;
+  params.mesh_width = params.mesh_height = 32;
+  kernels::mesh_background(image.view(), params, back, rms);
+  REQUIRE(written.size() == image.size());
+  int64_t differences = 0;
+  for (int64_t i = 0; i < image.size(); ++i) differences += written.data()[i] != image.data()[i] - back[i];
+  CHECK(differences == 0);
+  // The map is not flat here: a single level would not have given the same image.
+  CHECK(*std::max_element(back.begin(), back.end()) - *std::min_element(back.begin(), back.end()) > 10.0f);
 }

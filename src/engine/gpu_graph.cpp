@@ -52,6 +52,7 @@ cuda::DownloadWants download_wants(const OutputConfig& output, const GpuContext&
   wants.labels = output.wants("labels") && context.has_labels;
   wants.pixels = context.image_modified;
   wants.detection = context.has_detection;
+  wants.background_map = output.wants("bgsub") && context.has_background_maps;
   return wants;
 }
 

@@ -39,8 +39,11 @@ std::vector<FitsCard> provenance_cards(const WorkItem& item) {
     cards.push_back({key, std::isfinite(value) ? std::to_string(value) : std::string("NaN"), comment, std::isfinite(value)});
   };
   if (item.background) {
-    number("BKG_MED", item.background->median, "kappa-sigma clipped median");
-    number("BKG_STD", item.background->std, "kappa-sigma clipped std (ddof 0)");
+    const bool mesh = item.background->meshes > 0;
+    number("BKG_MED", item.background->median, mesh ? "mesh background: global level (SEP globalback)"
+                                                    : "kappa-sigma clipped median");
+    number("BKG_STD", item.background->std, mesh ? "mesh background: global rms (SEP globalrms)"
+                                                 : "kappa-sigma clipped std (ddof 0)");
   }
   if (item.threshold) number("THRESH", *item.threshold, "segmentation threshold");
   return cards;
@@ -88,8 +91,11 @@ std::vector<fs::path> write_outputs(const WorkItem& item, const OutputConfig& ou
   if (item.background && output.wants("bgsub")) {
     ImageBuffer subtracted;
     subtracted.resize(item.pixels.width(), item.pixels.height());
+    // The mesh background's map when the background step made one, else the global median.
+    const bool map = static_cast<int64_t>(item.background_map.size()) == item.pixels.size();
     const float median = static_cast<float>(item.background->median);
-    for (int64_t i = 0; i < item.pixels.size(); ++i) subtracted.data()[i] = item.pixels.data()[i] - median;
+    for (int64_t i = 0; i < item.pixels.size(); ++i)
+      subtracted.data()[i] = item.pixels.data()[i] - (map ? item.background_map[i] : median);
     written.push_back(with_suffix(stem, ".bgsub.fits"));
     write_fits_image(written.back(), subtracted.view(), cards);
   }

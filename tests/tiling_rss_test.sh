@@ -5,7 +5,9 @@
 # 32,000^2 measurement (4 GB, < 1.5 GB RSS with default settings) is tools/mosaic_rss.sh.
 set -euo pipefail
 imflow=$1; src=$2; python=${3:-/usr/bin/python3}
-if ldd "$imflow" 2>/dev/null | grep -q libasan; then
+# (ldd's whole output first: `ldd | grep -q` under pipefail fails when grep exits early.)
+libraries=$(ldd "$imflow" 2>/dev/null || true)
+if [[ $libraries == *libasan* ]]; then
   echo "SKIPPED: under AddressSanitizer peak RSS measures the sanitizer's shadow memory"; exit 77
 fi
 work=$(mktemp -d); trap 'rm -rf "$work"' EXIT

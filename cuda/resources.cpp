@@ -1,6 +1,7 @@
 // Implementation of the RAII CUDA resources and device discovery (resources.hpp).
 #include "cuda/resources.hpp"
 
+#include <memory>
 #include <new>
 
 namespace imflow::cuda {
@@ -91,6 +92,65 @@ void* pinned_allocate(size_t bytes) {
 
 void pinned_free(void* pointer) noexcept {
   if (pointer != nullptr) IMFLOW_CUDA_LOG(cudaFreeHost(pointer));
+}
+
+// Every block starts with a header (kHeader bytes, keeping 256-byte alignment) naming its slab
+// (nullptr: a block with its own cudaHostAlloc).
+struct PinnedAllocator::Slab {
+  char* base = nullptr;
+  size_t used = 0;
+  size_t live = 0;  // blocks not yet freed
+};
+
+namespace {
+constexpr size_t kHeader = 256;
+constexpr size_t round_up(size_t bytes) { return (bytes + kHeader - 1) / kHeader * kHeader; }
+}  // namespace
+
+void* PinnedAllocator::allocate(size_t bytes) {
+  const size_t size = kHeader + round_up(bytes == 0 ? 1 : bytes);
+  if (size > kSlabBlock) {
+    auto* block = static_cast<char*>(pinned_allocate(size));
+    *reinterpret_cast<Slab**>(block) = nullptr;
+    std::lock_guard lock(mutex_);
+    ++allocations_;
+    return block + kHeader;
+  }
+  std::lock_guard lock(mutex_);
+  if (current_ == nullptr || current_->used + size > kSlabBytes) {
+    auto slab = std::make_unique<Slab>();
+    slab->base = static_cast<char*>(pinned_allocate(kSlabBytes));  // throws std::bad_alloc
+    ++allocations_;
+    current_ = slab.release();  // a full slab lives on until its last block is freed
+  }
+  char* block = current_->base + current_->used;
+  current_->used += size;
+  ++current_->live;
+  *reinterpret_cast<Slab**>(block) = current_;
+  return block + kHeader;
+}
+
+void PinnedAllocator::deallocate(void* pointer) noexcept {
+  if (pointer == nullptr) return;
+  char* block = static_cast<char*>(pointer) - kHeader;
+  Slab* slab = *reinterpret_cast<Slab**>(block);
+  std::lock_guard lock(mutex_);
+  if (slab == nullptr) {
+    pinned_free(block);
+    --allocations_;
+    return;
+  }
+  if (--slab->live == 0) {
+    if (slab == current_) current_ = nullptr;
+    pinned_free(slab->base);
+    --allocations_;
+    delete slab;
+  }
+}
+
+size_t PinnedAllocator::pinned_allocations() const {
+  std::lock_guard lock(mutex_);
+  return allocations_;
 }
 
 PinnedAllocator& pinned_allocator() {

@@ -4,6 +4,7 @@
 #include <cuda_runtime_api.h>
 
 #include <cstddef>
+#include <mutex>
 #include <string>
 #include <utility>
 
@@ -169,12 +170,26 @@ class PinnedBuffer {
   size_t capacity_ = 0;
 };
 
-// imflow::HostAllocator over cudaHostAlloc/cudaFreeHost, for ImageBuffers whose copies to and
-// from the device must be truly asynchronous. Thread-safe (the CUDA calls are).
+// imflow::HostAllocator of pinned memory for ImageBuffers whose copies to and from the device
+// must be truly asynchronous. Requests up to kSlabBlock bytes are carved from 64 MiB pinned slabs
+// (one cudaHostAlloc per slab instead of one per work item: hundreds of small MRI items used to
+// pay a driver call each, serialised, inside the reader); a slab is freed when its last block
+// is (so nothing is held after the last buffer goes). Larger requests get their own
+// cudaHostAlloc. Thread-safe.
 class PinnedAllocator final : public HostAllocator {
  public:
-  void* allocate(size_t bytes) override { return pinned_allocate(bytes); }
-  void deallocate(void* pointer) noexcept override { pinned_free(pointer); }
+  static constexpr size_t kSlabBytes = size_t{64} << 20;
+  static constexpr size_t kSlabBlock = size_t{4} << 20;
+  void* allocate(size_t bytes) override;
+  void deallocate(void* pointer) noexcept override;
+  // Slabs and large blocks currently held (for tests).
+  size_t pinned_allocations() const;
+
+ private:
+  struct Slab;
+  mutable std::mutex mutex_;
+  Slab* current_ = nullptr;  // the slab new small blocks are carved from
+  size_t allocations_ = 0;
 };
 
 // A process-wide PinnedAllocator.

@@ -2,7 +2,9 @@
 // D (M = max(m, n) rows, N = min(m, n) columns: D = A when m >= n, else A^T):
 // - gesvda: cusolverDnSgesvdaStridedBatched (eigenvectors of the Gram matrix; measured as
 //   accurate as float64 LAPACK on the MRI slices, docs/mri.md) gives U_D, s, V_D for the first
-//   k_max components; a tall image is transposed into column-major first.
+//   k_max components; a tall image is transposed into column-major first. The images it reports
+//   as not converged (info > 0: nearly empty or rank-deficient slices) are solved again in the
+//   same stream by the Jacobi kernel (redo_only), their V_D = D^T U_D / s (gesvda_fallback).
 // - jacobi: gives Q (the first k_max left singular vectors of D) and every s; the other factor
 //   is the projection P = D^T Q (one strided-batched GEMM), so A_k = Q P^T with unit weights.
 #include <cublas_v2.h>
@@ -37,10 +39,11 @@ struct SvdBatchState {
   cusolverDnHandle_t solver = nullptr;
   cublasHandle_t blas = nullptr;
   DeviceBuffer<float> tall, u, v, s, work, jacobi_work, ones, scaled;
-  DeviceBuffer<int> info, k;
+  DeviceBuffer<int> info, fallback_info, k;
   int lwork = 0;
   int cached_m = -1, cached_n = -1, cached_count = -1, cached_k = -1;
   int ones_filled = 0;
+  bool force_fallback = false;  // test hook
   SvdBatchSpectrum last;
 };
 
@@ -103,12 +106,49 @@ __global__ void drop_negligible(const float* __restrict__ images, long long pixe
   }
 }
 
+// For each image gesvda did not converge on (info[b] != 0), after the Jacobi kernel has replaced
+// its U_D (M x k, ld M) and s: V_D = D^T U_D / s (zero for s = 0), and the image's status
+// becomes the Jacobi kernel's. D[i, j] is image[i n + j] when m >= n, image[j n + i] otherwise.
+__global__ void gesvda_fallback(const float* __restrict__ images, int m, int n, int k_max, const float* __restrict__ u,
+                                long long su, const float* __restrict__ s, float* v, long long sv, int* info,
+                                const int* __restrict__ fallback_info) {
+  const int b = blockIdx.x;
+  if (info[b] == 0) return;
+  const int M = m >= n ? m : n, N = m >= n ? n : m;
+  const float* image = images + (long long)b * m * n;
+  const float* ub = u + b * su;
+  const float* sb = s + (long long)b * N;
+  float* vb = v + b * sv;
+  for (int idx = threadIdx.x; idx < N * k_max; idx += blockDim.x) {
+    const int j = idx % N, l = idx / N;
+    double sum = 0.0;
+    for (int i = 0; i < M; ++i) {
+      const float d = m >= n ? image[(long long)i * n + j] : image[(long long)j * n + i];
+      sum += (double)(isfinite(d) ? d : 0.0f) * ub[i + (long long)l * M];
+    }
+    const float sigma = sb[l];
+    vb[j + (long long)l * N] = sigma > 0.0f ? static_cast<float>(sum / sigma) : 0.0f;
+  }
+  __syncthreads();
+  if (threadIdx.x == 0) info[b] = fallback_info[b];
+}
+
+__global__ void mark_all(int* info, int count) {
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < count) info[i] = 1;
+}
+
 __global__ void fill(float* out, int count, float value) {
   const int i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i < count) out[i] = value;
 }
 
 }  // namespace
+
+void force_gesvda_fallback(std::shared_ptr<SvdBatchState>& state, cudaStream_t stream, bool on) {
+  if (!state || state->stream != stream) state = std::make_shared<SvdBatchState>(stream);
+  state->force_fallback = on;
+}
 
 bool is_batched_solver(SvdSolver solver) { return solver == SvdSolver::gesvda || solver == SvdSolver::jacobi; }
 
@@ -183,6 +223,29 @@ void svd_reconstruct_batched(std::shared_ptr<SvdBatchState>& state, cudaStream_t
     IMFLOW_CUSOLVER_CHECK(cusolverDnSgesvdaStridedBatched(st.solver, CUSOLVER_EIG_MODE_VECTOR, k_max, M, N, d, M, mn,
                                                           st.s.data(), N, st.u.data(), M, su, st.v.data(), N, sv,
                                                           st.work.data(), st.lwork, st.info.data(), nullptr, count));
+    if (st.force_fallback) {
+      mark_all<<<(count + 255) / 256, 256, 0, stream>>>(st.info.data(), count);
+      IMFLOW_CUDA_CHECK_LAUNCH();
+    }
+    JacobiBatchArgs redo;
+    redo.images = job.images;
+    redo.m = m;
+    redo.n = n;
+    redo.count = count;
+    redo.k_out = k_max;
+    redo.q = st.u.data();
+    redo.s = st.s.data();
+    st.fallback_info.reserve(count);
+    redo.info = st.fallback_info.data();
+    redo.redo_only = st.info.data();
+    if (jacobi_needs_global_work(m, n, max_shared_optin)) {
+      st.jacobi_work.reserve(static_cast<size_t>(count) * (M + 1) * N);
+      redo.global_work = st.jacobi_work.data();
+    }
+    jacobi_svd_batched(redo, max_shared_optin, stream);
+    gesvda_fallback<<<count, 256, 0, stream>>>(job.images, m, n, k_max, st.u.data(), su, st.s.data(), st.v.data(), sv,
+                                               st.info.data(), st.fallback_info.data());
+    IMFLOW_CUDA_CHECK_LAUNCH();
     drop_negligible<<<count, 256, 0, stream>>>(job.images, mn, st.s.data(), N, k_max, st.u.data(), M, su, st.v.data(), N,
                                                 sv);
     IMFLOW_CUDA_CHECK_LAUNCH();

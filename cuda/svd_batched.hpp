@@ -38,5 +38,7 @@ struct SvdBatchSpectrum {
   int count = 0;
 };
 SvdBatchSpectrum last_batch_spectrum(const std::shared_ptr<SvdBatchState>& state);
+// Test hook: gesvda treats every image as not converged, so the Jacobi fallback solves them all.
+void force_gesvda_fallback(std::shared_ptr<SvdBatchState>& state, cudaStream_t stream, bool on);
 
 }  // namespace imflow::cuda

@@ -46,6 +46,7 @@ __global__ void __launch_bounds__(kThreads, 1) jacobi_kernel(JacobiBatchArgs a, 
                          : reinterpret_cast<float*>(smem + small_bytes(sh));
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   const int b = blockIdx.x;
+  if (a.redo_only != nullptr && a.redo_only[b] == 0) return;  // block-uniform: before any barrier
   const bool tall = a.m >= a.n;
 
   // Load D (the tall orientation of the row-major image) column-major; non-finite -> 0.

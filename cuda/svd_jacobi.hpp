@@ -25,6 +25,9 @@ struct JacobiBatchArgs {
   int* info = nullptr;
   float* global_work = nullptr;  // count * M * N floats when jacobi_needs_global_work(), else unused
   int max_sweeps = 60;
+  // When set, only the images b with redo_only[b] != 0 are solved (the others' outputs are left
+  // untouched): the fallback for the images another solver reported as not converged.
+  const int* redo_only = nullptr;
 };
 
 // Whether the working matrix does not fit in `max_shared_optin` bytes of shared memory.

@@ -50,16 +50,22 @@ t = s.get("totals", {})
 res = {"name": name, "rc": int(rc), "args": args, "items": t.get("items"), "succeeded": t.get("succeeded"),
        "failed": t.get("failed"), "wall_seconds": t.get("wall_seconds"), "process_seconds": float(wall_process),
        "slices_per_s": t.get("images_per_second"), "stage_busy_seconds": t.get("stage_busy_seconds"),
-       "gpu": s.get("gpu"), "gpu_batch": s.get("gpu_batch"), "device_choices": s.get("device_choices")}
+       "gpu": s.get("gpu"), "gpu_batch": s.get("gpu_batch"), "device_choices": s.get("device_choices"),
+       "gpu_setup_seconds": s.get("gpu_setup_seconds")}
 print(json.dumps(res) + ",")
 PY
   echo "  $name: rc $rc $(tail -1 "$e2e" | python3 -c 'import json,sys; d=json.loads(sys.stdin.read().rstrip().rstrip(",")); print(d.get("wall_seconds"), "s,", d.get("slices_per_s"), "slices/s")')"
 }
 gpu_step="{rank: 50, solver: gpu, reconstruct: gpu}"
-batched_step="{rank: 50, solver: gpu}"  # svd_solver auto: jacobi in batches
-for b in 1 16 64 256; do
+batched_step="{rank: 50, solver: gpu}"  # svd_solver auto: gesvda (+ Jacobi fallback) in batches
+for b in 1 16 64 128 256; do
 run gpu_batch${b}_png cuda "$batched_step" "png, metrics" --streams 4 --batch "$b"
 done
+run gpu_batch64_png_rep2 cuda "$batched_step" "png, metrics" --streams 4 --batch 64
+run gpu_batch64_png_rep3 cuda "$batched_step" "png, metrics" --streams 4 --batch 64
+run gpu_batch64_jacobi_png cuda "{rank: 50, solver: gpu, svd_solver: jacobi}" "png, metrics" --streams 4 --batch 64
+run gpu_batch128_s2_png cuda "$batched_step" "png, metrics" --streams 2 --batch 128
+run gpu_batch64_png_traced cuda "$batched_step" "png, metrics" --streams 4 --batch 64 --trace "$out/e2e_batch64_trace.json"
 run gpu_batch64_metrics_only cuda "$batched_step" "metrics" --streams 4 --batch 64
 run gpu_batch256_metrics_only cuda "$batched_step" "metrics" --streams 4 --batch 256
 run gpu_batch64_gesvda_png cuda "{rank: 50, solver: gpu, svd_solver: gesvda}" "png, metrics" --streams 4 --batch 64
@@ -82,6 +88,8 @@ run x8_cpu_png cpu "{rank: 50, solver: cpu, reconstruct: cpu}" "png, metrics"
 for r in $(seq 9 16); do mkdir -p "$big/r$r"; ln -f "$slices_saved"/*.png "$big/r$r/"; done
 run x16_gpu_batch64_png cuda "$batched_step" "png, metrics" --streams 4 --batch 64
 run x16_gpu_batch64_s8_png cuda "$batched_step" "png, metrics" --streams 8 --batch 64
+run x16_gpu_batch128_png cuda "$batched_step" "png, metrics" --streams 4 --batch 128
+run x16_gpu_batch64_jacobi_png cuda "{rank: 50, solver: gpu, svd_solver: jacobi}" "png, metrics" --streams 4 --batch 64
 slices="$slices_saved"
 run hybrid_metrics_only cuda "{rank: 50, solver: cpu, reconstruct: gpu}" "metrics" --streams 8
 run gpu_png_per_slice cuda "{rank: 50, solver: gpu, svd_solver: gesvdj}" "png, metrics" --streams 8 --batch 1

@@ -10,6 +10,7 @@
 #include <tbb/flow_graph.h>
 
 #include <algorithm>
+#include <chrono>
 #include <memory>
 #include <tuple>
 
@@ -154,13 +155,19 @@ std::vector<int> chosen_devices(const EngineConfig& engine) {
 }
 
 void run_gpu_graph(RunContext& run, ItemSource& source, int threads, const EngineConfig& engine) {
+  using Clock = std::chrono::steady_clock;
+  const auto setup_start = Clock::now();
   const std::vector<int> devices = chosen_devices(engine);
   GpuTimeline timeline(devices);
   std::vector<std::unique_ptr<GpuSlot>> slots;
   for (int device : devices) {
     for (int s = 0; s < engine.streams; ++s) slots.push_back(std::make_unique<GpuSlot>(device, s, run.pipeline.steps.size()));
   }
+  const auto slots_ready = Clock::now();
   make_device_choices(run, *slots.front(), threads, engine);  // e.g. svd_reconstruct solver: auto
+  // Fixed costs before the first item: CUDA contexts, streams and buffers; measured choices.
+  run.summary.set("gpu_setup_seconds", {{"slots", std::chrono::duration<double>(slots_ready - setup_start).count()},
+                                        {"device_choices", std::chrono::duration<double>(Clock::now() - slots_ready).count()}});
   const bool batched = batchable_pipeline(run.pipeline, engine);
   run.summary.set("gpu_batch", batched ? engine.batch : 1);
   timeline.start(slots, run.trace);

@@ -48,11 +48,10 @@ std::string device_param(ParamReader& params, const std::string& key) {
 // (docs/performance.md, "MRI SVD on the GPU").
 constexpr const char* kFastestKernel = "tiled";
 // The solver `auto` picks: per slice the fastest exact one measured (randomized misses the
-// accuracy bar); in batches jacobi: gesvda is faster alone on the H100 but fails (reports no
-// convergence, with errors above the bar) on a few nearly empty real slices, and end to end the
-// host, not the solver, is the limit (docs/mri.md).
+// accuracy bar); in batches gesvda, the fastest batched solver on the H100 (docs/mri.md), whose
+// non-converged slices (nearly empty ones) are redone by the Jacobi kernel in the same stream.
 constexpr const char* kDefaultSolver = "gesvdj";
-constexpr const char* kDefaultBatchedSolver = "jacobi";
+constexpr const char* kDefaultBatchedSolver = "gesvda";
 
 class SvdReconstructStep final : public Step {
  public:

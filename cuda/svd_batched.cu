@@ -39,7 +39,7 @@ struct SvdBatchState {
   cusolverDnHandle_t solver = nullptr;
   cublasHandle_t blas = nullptr;
   DeviceBuffer<float> tall, u, v, s, work, jacobi_work, ones, scaled;
-  DeviceBuffer<int> info, fallback_info, k;
+  DeviceBuffer<int> info, fallback_info, redone, k;
   int lwork = 0;
   int cached_m = -1, cached_n = -1, cached_count = -1, cached_k = -1;
   int ones_filled = 0;
@@ -108,12 +108,16 @@ __global__ void drop_negligible(const float* __restrict__ images, long long pixe
 
 // For each image gesvda did not converge on (info[b] != 0), after the Jacobi kernel has replaced
 // its U_D (M x k, ld M) and s: V_D = D^T U_D / s (zero for s = 0), and the image's status
-// becomes the Jacobi kernel's. D[i, j] is image[i n + j] when m >= n, image[j n + i] otherwise.
+// becomes the Jacobi kernel's; redone[b] says which images were redone (their whole spectrum is
+// known). D[i, j] is image[i n + j] when m >= n, image[j n + i] otherwise.
 __global__ void gesvda_fallback(const float* __restrict__ images, int m, int n, int k_max, const float* __restrict__ u,
                                 long long su, const float* __restrict__ s, float* v, long long sv, int* info,
-                                const int* __restrict__ fallback_info) {
+                                const int* __restrict__ fallback_info, int* redone) {
   const int b = blockIdx.x;
-  if (info[b] == 0) return;
+  const bool redo = info[b] != 0;
+  __syncthreads();  // every thread has read info[b] before thread 0 may overwrite it
+  if (threadIdx.x == 0) redone[b] = redo ? 1 : 0;
+  if (!redo) return;
   const int M = m >= n ? m : n, N = m >= n ? n : m;
   const float* image = images + (long long)b * m * n;
   const float* ub = u + b * su;
@@ -243,8 +247,9 @@ void svd_reconstruct_batched(std::shared_ptr<SvdBatchState>& state, cudaStream_t
       redo.global_work = st.jacobi_work.data();
     }
     jacobi_svd_batched(redo, max_shared_optin, stream);
+    st.redone.reserve(count);
     gesvda_fallback<<<count, 256, 0, stream>>>(job.images, m, n, k_max, st.u.data(), su, st.s.data(), st.v.data(), sv,
-                                               st.info.data(), st.fallback_info.data());
+                                               st.info.data(), st.fallback_info.data(), st.redone.data());
     IMFLOW_CUDA_CHECK_LAUNCH();
     drop_negligible<<<count, 256, 0, stream>>>(job.images, mn, st.s.data(), N, k_max, st.u.data(), M, su, st.v.data(), N,
                                                 sv);
@@ -312,7 +317,7 @@ void svd_reconstruct_batched(std::shared_ptr<SvdBatchState>& state, cudaStream_t
   if (o.kernel == ReconstructKernel::cublas) st.scaled.reserve(static_cast<size_t>(count) * m * k_max);
   reconstruct(o.kernel, args, stream, st.blas, st.scaled.data(), ReconstructConfig{});
   enqueue_metrics_batched(job.images, job.out, m, n, st.s.data(), s_stride, s_count, st.k.data(), job.results, count,
-                          stream);
+                          stream, o.solver == SvdSolver::gesvda ? st.redone.data() : nullptr);
   st.last = {st.s.data(), s_stride, s_count};
 }
 

@@ -147,14 +147,16 @@ __global__ void metrics_finalize(const double* __restrict__ partials, int blocks
 
 __global__ void metrics_batched_kernel(const float* __restrict__ a, const float* __restrict__ b, int m, int n,
                                        const float* __restrict__ s, long long stride_s, int s_count,
-                                       const int* __restrict__ k, DeviceResults* results) {
+                                       const int* __restrict__ k, const int* __restrict__ full_spectrum,
+                                       DeviceResults* results) {
   const long long pixels = (long long)m * n, offset = blockIdx.x * pixels;
   Sums v{0.0, 0.0, DBL_MAX, -DBL_MAX, 0.0};
   for (long long i = threadIdx.x; i < pixels; i += blockDim.x) accumulate(v, a[offset + i], b[offset + i]);
   const Sums t = block_reduce(v);
   if (threadIdx.x == 0) {
     const int r = m < n ? m : n;
-    finalize(t, s + blockIdx.x * stride_s, s_count, r, k[blockIdx.x], m, n, results + blockIdx.x, true);
+    const int known = full_spectrum != nullptr && full_spectrum[blockIdx.x] != 0 ? r : s_count;
+    finalize(t, s + blockIdx.x * stride_s, known, r, k[blockIdx.x], m, n, results + blockIdx.x, true);
   }
 }
 
@@ -183,9 +185,10 @@ void enqueue_choose_k_batched(const float* s, long long stride_s, int s_count, i
 }
 
 void enqueue_metrics_batched(const float* a, const float* b, int m, int n, const float* s, long long stride_s,
-                             int s_count, const int* k, DeviceResults* results, int count, cudaStream_t stream) {
+                             int s_count, const int* k, DeviceResults* results, int count, cudaStream_t stream,
+                             const int* full_spectrum) {
   if (count <= 0) return;
-  metrics_batched_kernel<<<count, kThreads, 0, stream>>>(a, b, m, n, s, stride_s, s_count, k, results);
+  metrics_batched_kernel<<<count, kThreads, 0, stream>>>(a, b, m, n, s, stride_s, s_count, k, full_spectrum, results);
   IMFLOW_CUDA_CHECK_LAUNCH();
 }
 

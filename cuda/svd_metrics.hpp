@@ -26,8 +26,11 @@ void enqueue_metrics(const float* a, const float* b, long long n, double* partia
 // results[i].svd_status.
 void enqueue_choose_k_batched(const float* s, long long stride_s, int s_count, int rank, double energy, const int* info,
                               int* k, DeviceResults* results, int count, cudaStream_t stream);
-// The metrics of every problem (k from k[i]) into results[i], one block per problem.
+// The metrics of every problem (k from k[i]) into results[i], one block per problem. Problem i
+// has s_count singular values, or all min(m, n) when full_spectrum (if not null) has
+// full_spectrum[i] != 0 (gesvda's slices redone by the Jacobi kernel).
 void enqueue_metrics_batched(const float* a, const float* b, int m, int n, const float* s, long long stride_s,
-                             int s_count, const int* k, DeviceResults* results, int count, cudaStream_t stream);
+                             int s_count, const int* k, DeviceResults* results, int count, cudaStream_t stream,
+                             const int* full_spectrum = nullptr);
 
 }  // namespace imflow::cuda

@@ -5,7 +5,8 @@
 # (tools/baselines/svd_baselines.py: numpy loop, torch batched, CuPy) and end-to-end runs of
 # `imflow run` from the PNG directory to written PNGs (GPU per slice and in batches of
 # 1/16/64/256, solver auto, hybrid, CPU; with and without PNG output; PNG zlib levels), everything
-# as JSON/logs under OUTDIR. SKIP=tests,bench,e2e,baselines leaves parts out; TESTS= picks tests.
+# as JSON/logs under OUTDIR. SKIP=tests,bench,e2e,baselines leaves parts out; TESTS= picks tests;
+# ONLY=REGEX picks end-to-end runs by name.
 set -uo pipefail
 build="${1:?build dir}"; out="${2:?output dir}"; slices="${3:-datasets/data/mri/slices}"
 mkdir -p "$out"
@@ -26,8 +27,9 @@ if [[ ",$skip," != *,e2e,* ]]; then
 echo "== end to end (imflow run, $(ls "$slices" | wc -l) slices)"
 tmp="$(mktemp -d)"
 e2e="$out/e2e.json"; echo "[" > "$e2e"; first=1
-run() {  # NAME DEVICE STEP FORMATS [extra args]
+run() {  # NAME DEVICE STEP FORMATS [extra args]; ONLY=REGEX runs only the matching names
   local name="$1" device="$2" step="$3" formats="$4"; shift 4
+  [[ -n "${ONLY:-}" && ! "$name" =~ $ONLY ]] && return 0
   cat > "$tmp/$name.yaml" <<YAML
 input: {dir: $slices, patterns: ["*.png"], recursive: true}
 output: {dir: $tmp/$name, formats: [$formats], png_compression: ${PNG_LEVEL:-1}}

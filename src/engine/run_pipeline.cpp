@@ -123,7 +123,10 @@ RunSummary run_pipeline(const Pipeline& pipeline, const RunOptions& options) {
   const TilingPlan tiling = plan_tiling(pipeline);  // throws ConfigError (exit 1)
   if (!tiling.off_reason.empty()) spdlog::debug("tiling is off: {}", tiling.off_reason);
 
+  const auto listing = std::chrono::steady_clock::now();
   std::vector<std::filesystem::path> files = list_input_files(pipeline.input);
+  spdlog::debug("listed {} input files in {:.3f} s", files.size(),
+                std::chrono::duration<double>(std::chrono::steady_clock::now() - listing).count());
   if (files.empty()) spdlog::warn("{}: no input file matches the patterns", pipeline.input.dir.string());
   set_nifti_slice_axis(pipeline.input.nifti_axis);
   prepare_output_dir(pipeline);
@@ -196,11 +199,14 @@ RunSummary run_pipeline(const Pipeline& pipeline, const RunOptions& options) {
     if (!options.trace_path.empty()) trace.write(options.trace_path);
     return summary;
   }
+  const auto writing = std::chrono::steady_clock::now();
   const auto summary_path = options.summary_path.empty() ? pipeline.output.dir / "summary.json" : options.summary_path;
   if (pipeline.output.wants("metrics")) write_metrics_csv(summary, pipeline.output.dir / "metrics.csv");
   summary.write(summary_path);
   if (pipeline.output.wants("csv")) write_merged_catalog(summary.to_json(), pipeline.output.dir / "catalog.csv");
   if (!options.trace_path.empty()) trace.write(options.trace_path);
+  spdlog::debug("summary, metrics, merged catalog and trace written in {:.3f} s",
+                std::chrono::duration<double>(std::chrono::steady_clock::now() - writing).count());
   return summary;
 }
 

@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <limits>
 #include <sstream>
+#include <tuple>
 #include <vector>
 
 #include "imflow/io/atomic_file.hpp"
@@ -60,8 +61,8 @@ void write_metrics_csv(const RunSummary& summary, const std::filesystem::path& p
     }
   }
   std::sort(rows.begin(), rows.end(), [](const nlohmann::json* a, const nlohmann::json* b) {
-    return std::make_pair((*a)["file"].get<std::string>(), (*a)["plane"].get<int64_t>()) <
-           std::make_pair((*b)["file"].get<std::string>(), (*b)["plane"].get<int64_t>());
+    return std::tie((*a)["file"].get_ref<const std::string&>(), (*a)["plane"].get_ref<const int64_t&>()) <
+           std::tie((*b)["file"].get_ref<const std::string&>(), (*b)["plane"].get_ref<const int64_t&>());
   });
   std::ostringstream csv;
   csv << "file,slice,rank,rel_frobenius_error,psnr_db,energy_kept,compression_ratio,singular_values\n";

@@ -121,15 +121,21 @@ nlohmann::json RunSummary::to_json() const {
                    {"peak_rss_megabytes", peak_rss_bytes() / 1e6},
                    {"stage_busy_seconds", stage_seconds_}};
   if (!stop_reason_.empty()) out["totals"]["stopped_early"] = stop_reason_;
-  // Items in input order, whatever order they finished in.
-  std::vector<nlohmann::json> sorted = records_;
-  std::stable_sort(sorted.begin(), sorted.end(), [](const nlohmann::json& a, const nlohmann::json& b) {
-    return std::tie(a["file"].get_ref<const std::string&>(), a["hdu"].get_ref<const int64_t&>(),
-                    a["plane"].get_ref<const int64_t&>()) <
-           std::tie(b["file"].get_ref<const std::string&>(), b["hdu"].get_ref<const int64_t&>(),
-                    b["plane"].get_ref<const int64_t&>());
+  // Items in input order, whatever order they finished in (pointers sorted: each record is
+  // copied once, into the output).
+  std::vector<const nlohmann::json*> sorted;
+  sorted.reserve(records_.size());
+  for (const nlohmann::json& record : records_) sorted.push_back(&record);
+  std::stable_sort(sorted.begin(), sorted.end(), [](const nlohmann::json* a, const nlohmann::json* b) {
+    return std::tie((*a)["file"].get_ref<const std::string&>(), (*a)["hdu"].get_ref<const int64_t&>(),
+                    (*a)["plane"].get_ref<const int64_t&>()) <
+           std::tie((*b)["file"].get_ref<const std::string&>(), (*b)["hdu"].get_ref<const int64_t&>(),
+                    (*b)["plane"].get_ref<const int64_t&>());
   });
-  out["items"] = sorted;
+  nlohmann::json items = nlohmann::json::array();
+  items.get_ref<nlohmann::json::array_t&>().reserve(sorted.size());
+  for (const nlohmann::json* record : sorted) items.push_back(*record);
+  out["items"] = std::move(items);
   return out;
 }
 

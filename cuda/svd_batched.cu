@@ -147,6 +147,26 @@ __global__ void fill(float* out, int count, float value) {
   if (i < count) out[i] = value;
 }
 
+// The Jacobi kernel's arguments for `job`: Q into st.u (k_max columns), every singular value into
+// st.s, status into st.info (the global working matrix when shared memory cannot hold it).
+JacobiBatchArgs jacobi_args(SvdBatchState& st, const SvdBatchJob& job, int k_max, size_t max_shared_optin) {
+  JacobiBatchArgs a;
+  a.images = job.images;
+  a.m = job.m;
+  a.n = job.n;
+  a.count = job.count;
+  a.k_out = k_max;
+  a.q = st.u.data();
+  a.s = st.s.data();
+  a.info = st.info.data();
+  if (jacobi_needs_global_work(job.m, job.n, max_shared_optin)) {
+    const int M = std::max(job.m, job.n), N = std::min(job.m, job.n);
+    st.jacobi_work.reserve(static_cast<size_t>(job.count) * (M + 1) * N);
+    a.global_work = st.jacobi_work.data();
+  }
+  return a;
+}
+
 }  // namespace
 
 void force_gesvda_fallback(std::shared_ptr<SvdBatchState>& state, cudaStream_t stream, bool on) {
@@ -231,21 +251,10 @@ void svd_reconstruct_batched(std::shared_ptr<SvdBatchState>& state, cudaStream_t
       mark_all<<<(count + 255) / 256, 256, 0, stream>>>(st.info.data(), count);
       IMFLOW_CUDA_CHECK_LAUNCH();
     }
-    JacobiBatchArgs redo;
-    redo.images = job.images;
-    redo.m = m;
-    redo.n = n;
-    redo.count = count;
-    redo.k_out = k_max;
-    redo.q = st.u.data();
-    redo.s = st.s.data();
     st.fallback_info.reserve(count);
+    JacobiBatchArgs redo = jacobi_args(st, job, k_max, max_shared_optin);
     redo.info = st.fallback_info.data();
     redo.redo_only = st.info.data();
-    if (jacobi_needs_global_work(m, n, max_shared_optin)) {
-      st.jacobi_work.reserve(static_cast<size_t>(count) * (M + 1) * N);
-      redo.global_work = st.jacobi_work.data();
-    }
     jacobi_svd_batched(redo, max_shared_optin, stream);
     st.redone.reserve(count);
     gesvda_fallback<<<count, 256, 0, stream>>>(job.images, m, n, k_max, st.u.data(), su, st.s.data(), st.v.data(), sv,
@@ -266,19 +275,7 @@ void svd_reconstruct_batched(std::shared_ptr<SvdBatchState>& state, cudaStream_t
     s_stride = N;
     s_count = k_max;
   } else {
-    JacobiBatchArgs ja;
-    ja.images = job.images;
-    ja.m = m;
-    ja.n = n;
-    ja.count = count;
-    ja.k_out = k_max;
-    ja.q = st.u.data();
-    ja.s = st.s.data();
-    ja.info = st.info.data();
-    if (jacobi_needs_global_work(m, n, max_shared_optin)) {
-      st.jacobi_work.reserve(static_cast<size_t>(count) * (M + 1) * N);
-      ja.global_work = st.jacobi_work.data();
-    }
+    const JacobiBatchArgs ja = jacobi_args(st, job, k_max, max_shared_optin);
     jacobi_svd_batched(ja, max_shared_optin, stream);
     drop_negligible<<<count, 256, 0, stream>>>(job.images, mn, st.s.data(), N, k_max, st.u.data(), M,
                                                 static_cast<long long>(M) * k_max, nullptr, 0, 0);

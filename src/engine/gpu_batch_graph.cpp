@@ -167,31 +167,22 @@ void run_gpu_batch_graph(RunContext& run, ItemSource& source, int threads, const
   flow::join_node<BatchWork, flow::reserving> to_gpu(graph);
   BatchNode gpu(graph, flow::unlimited, [&](const BatchWork& work, BatchNode::gateway_type& gateway) {
     auto [batch, slot] = work;
-    gateway.reserve_wait();
-    if (run.halt) {
+    const bool skip = run.halt.load();  // read once: the items are failed exactly when skipped
+    if (skip) {
       for (WorkItem* item : *batch) {
         if (item->status != ItemStatus::failed) item->fail(item_name(item->ref) + ": not processed: " + run.fatal_reason());
       }
-      slot->status = cudaSuccess;
-      gateway.try_put(work);
-      gateway.release_wait();
-      return;
     }
-    slot->batch_items = batch;
-    slot->gateway = &gateway;
-    slot->status = cudaSuccess;
-    try {
-      enqueue_batch(run, *slot, *batch);
-      IMFLOW_CUDA_CHECK(cudaStreamAddCallback(slot->stream, on_batch_done, slot, 0));
-    } catch (const std::exception& error) {
-      // Nothing will call back: let queued copies finish before the items' buffers are reused.
-      const cudaError_t code = cudaStreamSynchronize(slot->stream);
-      const auto* cuda_error = dynamic_cast<const cuda::CudaError*>(&error);
-      fail_batch(run, *batch, *slot, error.what(), cuda_error ? cuda_error->code() : code);
-      slot->batch_items.reset();  // failed here: collect only hands the items on
-      gateway.try_put(work);
-      gateway.release_wait();
-    }
+    submit_to_stream(
+        *slot, work, gateway, on_batch_done, skip,
+        [&] {
+          slot->batch_items = batch;
+          enqueue_batch(run, *slot, *batch);
+        },
+        [&](const std::string& what, cudaError_t code) {
+          fail_batch(run, *batch, *slot, what, code);
+          slot->batch_items.reset();  // failed here: collect only hands the items on
+        });
   });
   using CollectNode = flow::multifunction_node<BatchWork, std::tuple<WorkItem*>>;
   CollectNode collect(graph, threads, [&](const BatchWork& work, CollectNode::output_ports_type& ports) {

@@ -191,29 +191,18 @@ void run_gpu_graph(RunContext& run, ItemSource& source, int threads, const Engin
   flow::join_node<Work, flow::reserving> to_gpu(graph);
   GpuNode gpu(graph, flow::unlimited, [&](const Work& work, GpuNode::gateway_type& gateway) {
     auto [item, slot] = work;
-    gateway.reserve_wait();
-    if (item->status == ItemStatus::failed || run.halt) {
-      if (item->status != ItemStatus::failed) item->fail(item_name(item->ref) + ": not processed: " + run.fatal_reason());
-      slot->status = cudaSuccess;
-      gateway.try_put(work);
-      gateway.release_wait();
-      return;
-    }
-    slot->item = item;
-    slot->gateway = &gateway;
-    slot->status = cudaSuccess;
-    try {
-      enqueue_item(run, *slot, *item);
-      IMFLOW_CUDA_CHECK(cudaStreamAddCallback(slot->stream, on_stream_done, slot, 0));
-    } catch (const std::exception& error) {
-      // Nothing will call back: let queued copies finish before the item's buffer is reused.
-      const cudaError_t code = cudaStreamSynchronize(slot->stream);
-      const auto* cuda_error = dynamic_cast<const cuda::CudaError*>(&error);
-      fail_on_device(run, *item, *slot, error.what(), cuda_error ? cuda_error->code() : code);
-      slot->status = cudaErrorUnknown;
-      gateway.try_put(work);
-      gateway.release_wait();
-    }
+    const bool skip = item->status == ItemStatus::failed || run.halt;
+    if (skip && item->status != ItemStatus::failed) item->fail(item_name(item->ref) + ": not processed: " + run.fatal_reason());
+    submit_to_stream(
+        *slot, work, gateway, on_stream_done, skip,
+        [&] {
+          slot->item = item;
+          enqueue_item(run, *slot, *item);
+        },
+        [&](const std::string& what, cudaError_t code) {
+          fail_on_device(run, *item, *slot, what, code);
+          slot->status = cudaErrorUnknown;
+        });
   });
   flow::function_node<Work, WorkItem*> collect(graph, threads, [&](const Work& work) {
     auto [item, slot] = work;

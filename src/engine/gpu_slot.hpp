@@ -3,6 +3,8 @@
 #pragma once
 #include <cuda_runtime_api.h>
 
+#include <exception>
+
 #include <memory>
 #include <string>
 #include <vector>
@@ -35,5 +37,33 @@ struct GpuSlot {
   void* gateway = nullptr;           // the async_node gateway to hand the item back through
   cudaError_t status = cudaSuccess;  // what the stream reported at completion
 };
+
+// The body of the GPU stage's async_node, for one item or one batch on `slot`: holds the graph
+// open (reserve_wait) until the stream's completion callback `done` hands `work` on through the
+// gateway. With `skip` the work is handed on at once. `enqueue` queues the copies and kernels
+// (never waits); when it throws, nothing will call back, so the stream is drained before
+// `on_error(what, code)` marks the work failed and it is handed on.
+template <typename Work, typename Gateway, typename Enqueue, typename OnError>
+void submit_to_stream(GpuSlot& slot, const Work& work, Gateway& gateway, cudaStreamCallback_t done, bool skip,
+                      Enqueue&& enqueue, OnError&& on_error) {
+  gateway.reserve_wait();
+  slot.status = cudaSuccess;
+  if (skip) {
+    gateway.try_put(work);
+    gateway.release_wait();
+    return;
+  }
+  slot.gateway = &gateway;
+  try {
+    enqueue();
+    IMFLOW_CUDA_CHECK(cudaStreamAddCallback(slot.stream, done, &slot, 0));
+  } catch (const std::exception& error) {
+    const cudaError_t code = cudaStreamSynchronize(slot.stream);
+    const auto* cuda_error = dynamic_cast<const cuda::CudaError*>(&error);
+    on_error(error.what(), cuda_error ? cuda_error->code() : code);
+    gateway.try_put(work);
+    gateway.release_wait();
+  }
+}
 
 }  // namespace imflow

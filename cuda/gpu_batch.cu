@@ -67,16 +67,7 @@ void collect_batch_item(GpuBatch& batch, int index, WorkItem& item) {
       item.normalization = Normalization{r.norm_offset, r.norm_scale};
     }
   }
-  if (batch.has_svd_metrics) {
-    if (r.svd_status == kSvdNonFinite) {
-      throw std::runtime_error(std::to_string(static_cast<long long>(r.svd_metrics[kRank])) +
-                               " NaN/Inf pixels: the SVD needs finite values");
-    }
-    if (r.svd_status != 0) {
-      throw std::runtime_error("the GPU SVD did not converge (solver info " + std::to_string(r.svd_status) + ")");
-    }
-    for (int i = 0; i < kSvdMetrics; ++i) item.metrics[kSvdMetricNames[i]] = r.svd_metrics[i];
-  }
+  if (batch.has_svd_metrics) copy_svd_metrics(r, item);
 }
 
 }  // namespace cuda

@@ -27,6 +27,28 @@ struct Mapping {
 
 __device__ __forceinline__ bool finite(float x) { return isfinite(x); }
 
+// Block-wide min / max / sum / count of the threads' partials (blockDim.x == kThreads); the
+// result is valid in thread 0.
+__device__ Partial block_reduce(Partial mine) {
+  __shared__ double s_lo[kThreads], s_hi[kThreads], s_sum[kThreads];
+  __shared__ long long s_count[kThreads];
+  s_lo[threadIdx.x] = mine.lo;
+  s_hi[threadIdx.x] = mine.hi;
+  s_sum[threadIdx.x] = mine.sum;
+  s_count[threadIdx.x] = mine.count;
+  __syncthreads();
+  for (int w = kThreads / 2; w > 0; w /= 2) {
+    if (threadIdx.x < w) {
+      s_lo[threadIdx.x] = fmin(s_lo[threadIdx.x], s_lo[threadIdx.x + w]);
+      s_hi[threadIdx.x] = fmax(s_hi[threadIdx.x], s_hi[threadIdx.x + w]);
+      s_sum[threadIdx.x] += s_sum[threadIdx.x + w];
+      s_count[threadIdx.x] += s_count[threadIdx.x + w];
+    }
+    __syncthreads();
+  }
+  return {s_lo[0], s_hi[0], s_sum[0], s_count[0]};
+}
+
 __global__ void stats_kernel(const float* __restrict__ image, long long n, Partial* __restrict__ partials) {
   double lo = DBL_MAX, hi = -DBL_MAX, sum = 0.0;
   long long count = 0;
@@ -38,29 +60,12 @@ __global__ void stats_kernel(const float* __restrict__ image, long long n, Parti
     sum += x;
     ++count;
   }
-  __shared__ double s_lo[kThreads], s_hi[kThreads], s_sum[kThreads];
-  __shared__ long long s_count[kThreads];
-  s_lo[threadIdx.x] = lo;
-  s_hi[threadIdx.x] = hi;
-  s_sum[threadIdx.x] = sum;
-  s_count[threadIdx.x] = count;
-  __syncthreads();
-  for (int w = kThreads / 2; w > 0; w /= 2) {
-    if (threadIdx.x < w) {
-      s_lo[threadIdx.x] = fmin(s_lo[threadIdx.x], s_lo[threadIdx.x + w]);
-      s_hi[threadIdx.x] = fmax(s_hi[threadIdx.x], s_hi[threadIdx.x + w]);
-      s_sum[threadIdx.x] += s_sum[threadIdx.x + w];
-      s_count[threadIdx.x] += s_count[threadIdx.x + w];
-    }
-    __syncthreads();
-  }
-  if (threadIdx.x == 0) partials[blockIdx.x] = {s_lo[0], s_hi[0], s_sum[0], s_count[0]};
+  const Partial total = block_reduce({lo, hi, sum, count});
+  if (threadIdx.x == 0) partials[blockIdx.x] = total;
 }
 
 // One block: reduce the partials; minmax -> final mapping; zscore -> the mean (std next pass).
 __global__ void stats_finalize(const Partial* __restrict__ partials, int blocks, bool zscore, Mapping* mapping) {
-  __shared__ double s_lo[kThreads], s_hi[kThreads], s_sum[kThreads];
-  __shared__ long long s_count[kThreads];
   double lo = DBL_MAX, hi = -DBL_MAX, sum = 0.0;
   long long count = 0;
   for (int b = threadIdx.x; b < blocks; b += blockDim.x) {
@@ -69,25 +74,12 @@ __global__ void stats_finalize(const Partial* __restrict__ partials, int blocks,
     sum += partials[b].sum;
     count += partials[b].count;
   }
-  s_lo[threadIdx.x] = lo;
-  s_hi[threadIdx.x] = hi;
-  s_sum[threadIdx.x] = sum;
-  s_count[threadIdx.x] = count;
-  __syncthreads();
-  for (int w = kThreads / 2; w > 0; w /= 2) {
-    if (threadIdx.x < w) {
-      s_lo[threadIdx.x] = fmin(s_lo[threadIdx.x], s_lo[threadIdx.x + w]);
-      s_hi[threadIdx.x] = fmax(s_hi[threadIdx.x], s_hi[threadIdx.x + w]);
-      s_sum[threadIdx.x] += s_sum[threadIdx.x + w];
-      s_count[threadIdx.x] += s_count[threadIdx.x + w];
-    }
-    __syncthreads();
-  }
+  const Partial t = block_reduce({lo, hi, sum, count});
   if (threadIdx.x == 0) {
-    Mapping m{0.0, 1.0, s_count[0], 0};
+    Mapping m{0.0, 1.0, t.count, 0};
     if (m.finite > 0) {
-      if (zscore) m = {s_sum[0] / (double)m.finite, 0.0, m.finite, 0};
-      else m = {s_lo[0], s_hi[0] - s_lo[0], m.finite, 0};
+      if (zscore) m = {t.sum / (double)m.finite, 0.0, m.finite, 0};
+      else m = {t.lo, t.hi - t.lo, m.finite, 0};
     }
     *mapping = m;
   }

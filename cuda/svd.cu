@@ -312,8 +312,7 @@ void reconstruct_from_factors(GpuContext& gpu, const float* factors, int64_t k64
   finish(gpu);
 }
 
-void collect_svd_metrics(GpuContext& gpu, WorkItem& item) {
-  const DeviceResults& r = *gpu.results_host.data();
+void copy_svd_metrics(const DeviceResults& r, WorkItem& item) {
   if (r.svd_status == kSvdNonFinite) {
     throw std::runtime_error(std::to_string(static_cast<long long>(r.svd_metrics[kRank])) +
                              " NaN/Inf pixels: the SVD needs finite values");
@@ -323,6 +322,8 @@ void collect_svd_metrics(GpuContext& gpu, WorkItem& item) {
   }
   for (int i = 0; i < kSvdMetrics; ++i) item.metrics[kSvdMetricNames[i]] = r.svd_metrics[i];
 }
+
+void collect_svd_metrics(GpuContext& gpu, WorkItem& item) { copy_svd_metrics(*gpu.results_host.data(), item); }
 
 SvdFactorsView last_factors(const GpuContext& gpu) { return gpu.svd ? gpu.svd->last : SvdFactorsView{}; }
 

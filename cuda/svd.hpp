@@ -45,6 +45,9 @@ void reconstruct_from_factors(GpuContext& gpu, const float* factors, int64_t k, 
 // Called by collect_results when has_svd_metrics: metrics into item.metrics, or throws
 // std::runtime_error (failing the item) when the SVD failed (non-finite pixels, no convergence).
 void collect_svd_metrics(GpuContext& gpu, WorkItem& item);
+// The SVD metrics of one result into `item` (throws for non-finite pixels or no convergence);
+// shared by the per-item and the batched paths.
+void copy_svd_metrics(const DeviceResults& results, WorkItem& item);
 
 // Test/benchmark hooks: the last factors of this slot's SVD (device pointers, valid in stream
 // order until the next svd_reconstruct on the slot): U m x r (ld m), s, V n x r (ld n), r.

@@ -8,14 +8,8 @@ t0=$(date +%s); stamp() { echo "== $1 at $(( $(date +%s) - t0 )) s"; }
 # Real images: astro is carried as is; calib and astro-fz travel fpacked (lossless) in .kcarry.
 mkdir -p datasets/data/calib datasets/data/astro-fz
 cp .kcarry/calib/* datasets/data/calib/ 2>/dev/null; cp .kcarry/astro-fz/* datasets/data/astro-fz/ 2>/dev/null
-# As tools/device/setup.sh, but only the targets this needs (-k 0: see every error at once).
-mkdir -p /opt/deps; for deb in .devdeps/*.deb; do dpkg -x "$deb" /opt/deps; done
-export CMAKE_PREFIX_PATH=/opt/deps/usr PKG_CONFIG_SYSROOT_DIR=/opt/deps
-export LD_LIBRARY_PATH=/opt/deps/usr/lib/x86_64-linux-gnu:/opt/deps/usr/lib/x86_64-linux-gnu/openblas-pthread:${LD_LIBRARY_PATH:-}
-export PKG_CONFIG_PATH=/opt/deps/usr/lib/x86_64-linux-gnu/pkgconfig:/opt/deps/usr/share/pkgconfig
-cmake -S . -B build-dev -G Ninja -DCMAKE_BUILD_TYPE=Release -DIMFLOW_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90 \
-  -DCMAKE_CXX_FLAGS=-I/opt/deps/usr/include > $L/cmake.log 2>&1 || { tail -30 $L/cmake.log; exit 1; }
-ninja -C build-dev -j 16 -k 0 imflow_cli imflow_gpu_tests imflow_tests > $L/build.log 2>&1 || { grep -B2 -A12 "error" $L/build.log | head -80; exit 1; }
+# tools/device/setup.sh, only the targets this needs.
+TARGETS="imflow_cli imflow_gpu_tests imflow_tests" SETUP_LOGS=$L . tools/device/setup.sh || exit 1
 stamp built; nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee $L/gpu.txt
 T=build-dev/tests/gpu/imflow_gpu_tests; imflow=build-dev/imflow
 IMFLOW_BENCH_JSON=$OUT/astro_kernels_2048.json $T "[astro2048]" > $L/bench2048.log 2>&1; cat $L/bench2048.log | head -30

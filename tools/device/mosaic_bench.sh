@@ -9,13 +9,8 @@
 set -uo pipefail
 OUT=${OUT:-/tmp/out}; L=/tmp/logs; mkdir -p "$OUT" $L
 t0=$(date +%s); stamp() { echo "== $1 at $(( $(date +%s) - t0 )) s"; }
-mkdir -p /opt/deps; for deb in .devdeps/*.deb; do dpkg -x "$deb" /opt/deps; done
-export CMAKE_PREFIX_PATH=/opt/deps/usr PKG_CONFIG_SYSROOT_DIR=/opt/deps
-export LD_LIBRARY_PATH=/opt/deps/usr/lib/x86_64-linux-gnu:/opt/deps/usr/lib/x86_64-linux-gnu/openblas-pthread:${LD_LIBRARY_PATH:-}
-export PKG_CONFIG_PATH=/opt/deps/usr/lib/x86_64-linux-gnu/pkgconfig:/opt/deps/usr/share/pkgconfig
-cmake -S . -B build-dev -G Ninja -DCMAKE_BUILD_TYPE=Release -DIMFLOW_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90 \
-  -DCMAKE_CXX_FLAGS=-I/opt/deps/usr/include > $L/cmake.log 2>&1 || { tail -30 $L/cmake.log; exit 1; }
-ninja -C build-dev -j 16 -k 0 imflow_cli imflow_gpu_tests imflow_tests > $L/build.log 2>&1 || { grep -B2 -A12 "error" $L/build.log | head -80; exit 1; }
+# tools/device/setup.sh, only the targets this needs.
+TARGETS="imflow_cli imflow_gpu_tests imflow_tests" SETUP_LOGS=$L . tools/device/setup.sh || exit 1
 stamp built; nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee $L/gpu.txt
 imflow=build-dev/imflow
 timeout 120 build-dev/tests/gpu/imflow_gpu_tests "[tiling]" > $L/gpu_tiling_tests.log 2>&1; echo "gpu tiling tests rc=$?"; tail -3 $L/gpu_tiling_tests.log

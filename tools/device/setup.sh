@@ -2,6 +2,8 @@
 # On the lent GPU machine (no package registry): unpack the Debian packages carried in .devdeps
 # (made here by ../shared/tools/offline-debs.sh) into /opt/deps and configure + build imflow with
 # CUDA into build-dev. Source it: `. tools/device/setup.sh` (it exports the library paths).
+# TARGETS="a b" builds only those targets (default: all); SETUP_LOGS=DIR keeps cmake.log and
+# build.log there (default: $OUT, else /tmp).
 set -euo pipefail
 mkdir -p /opt/deps
 for deb in .devdeps/*.deb; do dpkg -x "$deb" /opt/deps; done
@@ -10,6 +12,7 @@ export LD_LIBRARY_PATH=/opt/deps/usr/lib/x86_64-linux-gnu:/opt/deps/usr/lib/x86_
 export PKG_CONFIG_PATH=/opt/deps/usr/lib/x86_64-linux-gnu/pkgconfig:/opt/deps/usr/share/pkgconfig
 export PKG_CONFIG_SYSROOT_DIR=/opt/deps
 cmake -S . -B build-dev -G Ninja -DCMAKE_BUILD_TYPE=Release -DIMFLOW_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90 \
-  -DCMAKE_CXX_FLAGS=-I/opt/deps/usr/include > "${OUT:-/tmp}/cmake.log" 2>&1 || { tail -40 "${OUT:-/tmp}/cmake.log"; exit 1; }
-ninja -C build-dev -j 16 > "${OUT:-/tmp}/build.log" 2>&1 || { grep -B2 -A10 -m3 "error" "${OUT:-/tmp}/build.log"; exit 1; }
+  -DCMAKE_CXX_FLAGS=-I/opt/deps/usr/include > "${SETUP_LOGS:-${OUT:-/tmp}}/cmake.log" 2>&1 || { tail -40 "${SETUP_LOGS:-${OUT:-/tmp}}/cmake.log"; exit 1; }
+# shellcheck disable=SC2086 # TARGETS is a list
+ninja -C build-dev -j 16 -k 0 ${TARGETS:-} > "${SETUP_LOGS:-${OUT:-/tmp}}/build.log" 2>&1 || { grep -B2 -A10 -m3 "error" "${SETUP_LOGS:-${OUT:-/tmp}}/build.log"; exit 1; }
 set +euo pipefail

@@ -1,6 +1,8 @@
 // Connected components: 4 vs 8 connectivity, SciPy's raster numbering, shapes that need merging.
 #include <catch2/catch.hpp>
 
+#include <deque>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -76,4 +78,60 @@ TEST_CASE("connectivity other than 4 or 8 is rejected", "[label]") {
   const Mask mask({"#"});
   int32_t n = 0;
   CHECK_THROWS(mask.label(6, n));
+}
+
+namespace {
+// Flood fill from each unlabelled pixel in raster order: SciPy's numbering, plainly.
+std::vector<int32_t> flood_fill_labels(const std::vector<uint8_t>& mask, int64_t width, int64_t height,
+                                       int connectivity, int32_t& n) {
+  std::vector<int32_t> labels(mask.size(), 0);
+  n = 0;
+  std::deque<int64_t> queue;
+  for (int64_t start = 0; start < width * height; ++start) {
+    if (!mask[start] || labels[start]) continue;
+    labels[start] = ++n;
+    queue.push_back(start);
+    while (!queue.empty()) {
+      const int64_t i = queue.front();
+      queue.pop_front();
+      const int64_t x = i % width, y = i / width;
+      for (int64_t dy = -1; dy <= 1; ++dy) {
+        for (int64_t dx = -1; dx <= 1; ++dx) {
+          if ((dx == 0 && dy == 0) || (connectivity == 4 && dx != 0 && dy != 0)) continue;
+          const int64_t nx = x + dx, ny = y + dy;
+          if (nx < 0 || ny < 0 || nx >= width || ny >= height) continue;
+          const int64_t j = ny * width + nx;
+          if (mask[j] && !labels[j]) {
+            labels[j] = n;
+            queue.push_back(j);
+          }
+        }
+      }
+    }
+  }
+  return labels;
+}
+}  // namespace
+
+TEST_CASE("random masks label as a flood fill does, any non-zero byte on", "[label]") {
+  std::mt19937_64 rng(3);
+  for (int trial = 0; trial < 60; ++trial) {
+    const int64_t width = 1 + trial * 7 % 53, height = 1 + trial * 11 % 37;
+    const double density = 0.05 + 0.9 * (trial % 10) / 10.0;
+    std::bernoulli_distribution on(density);
+    std::vector<uint8_t> mask(static_cast<size_t>(width * height));
+    for (auto& m : mask) m = on(rng) ? static_cast<uint8_t>(1 + rng() % 255) : 0;
+    for (int connectivity : {4, 8}) {
+      int32_t expected_n = 0, n = 0;
+      const auto expected = flood_fill_labels(mask, width, height, connectivity, expected_n);
+      std::vector<int32_t> labels(mask.size(), -1);
+      n = imflow::kernels::label_components({mask.data(), width, height}, connectivity, labels.data());
+      INFO("trial " << trial << " " << width << "x" << height << " connectivity " << connectivity);
+      CHECK(n == expected_n);
+      CHECK(labels == expected);
+      std::vector<int32_t> zeroed(mask.size(), 0);  // only the labelled pixels written
+      CHECK(imflow::kernels::label_components({mask.data(), width, height}, connectivity, zeroed.data(), true) == n);
+      CHECK(zeroed == expected);
+    }
+  }
 }

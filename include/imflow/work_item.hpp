@@ -16,6 +16,9 @@
 namespace imflow {
 
 struct TiledImage;  // the shared state of one image processed as tiles (src/engine/tiled_image.hpp)
+namespace kernels {
+struct MeshGrid;  // the mesh background's grid (include/imflow/kernels/background_mesh.hpp)
+}
 
 // Where an item comes from: a file, and inside it an HDU and a plane of a cube.
 struct ItemRef {
@@ -68,6 +71,9 @@ struct WorkItem {
   // Background.back() and .rms()), row-major like `pixels`; empty with the global method.
   std::vector<float> background_map;
   std::vector<float> rms_map;
+  // Set by `background` with method: mesh on the CPU, which leaves rms_map empty: the mesh grid
+  // that kernels::MeshRows evaluates the RMS map from one row at a time (segment does).
+  std::shared_ptr<const kernels::MeshGrid> mesh_grid;
   std::optional<double> threshold;
   std::vector<uint8_t> mask;     // 1 where the pixel is above threshold
   std::vector<int32_t> labels;   // 0 background, 1..nlabels sources
@@ -97,6 +103,7 @@ struct WorkItem {
     background.reset();
     background_map.clear();
     rms_map.clear();
+    mesh_grid.reset();
     threshold.reset();
     mask.clear();
     labels.clear();

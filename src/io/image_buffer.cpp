@@ -2,6 +2,7 @@
 #include <new>
 #include <stdexcept>
 
+#include "imflow/huge_pages.hpp"
 #include "imflow/image.hpp"
 
 namespace imflow {
@@ -9,7 +10,11 @@ namespace imflow {
 namespace {
 class PageableAllocator final : public HostAllocator {
  public:
-  void* allocate(size_t bytes) override { return ::operator new(bytes); }
+  void* allocate(size_t bytes) override {
+    void* pointer = ::operator new(bytes);
+    advise_huge_pages(pointer, bytes);  // first touched by the reader: 2 MiB pages fault 4x faster
+    return pointer;
+  }
   void deallocate(void* pointer) noexcept override { ::operator delete(pointer); }
 };
 }  // namespace

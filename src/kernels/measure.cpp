@@ -1,7 +1,9 @@
-// Per-source measurements on the CPU: one raster pass accumulating float64 sums per label.
+// Per-source measurements on the CPU: one raster pass accumulating float64 sums per label
+// (runs of background labels skipped eight at a time).
 #include "imflow/kernels/measure.hpp"
 
 #include <cmath>
+#include <cstring>
 
 namespace imflow::kernels {
 
@@ -17,6 +19,19 @@ bool masked_neighbour(ConstImageView image, int64_t x, int64_t y) {
   }
   return false;
 }
+
+// The first x >= from with row[x] != 0 (or width): most of a label map is 0, skipped eight
+// labels at a time.
+int64_t next_labelled(const int32_t* row, int64_t from, int64_t width) {
+  int64_t x = from;
+  for (; x + 8 <= width; x += 8) {
+    uint64_t words[4];
+    std::memcpy(words, row + x, sizeof words);
+    if ((words[0] | words[1] | words[2] | words[3]) != 0) break;
+  }
+  while (x < width && row[x] == 0) ++x;
+  return x;
+}
 }  // namespace
 
 std::vector<SourceSums> accumulate_sources(ConstImageView image, const int32_t* labels, int32_t nlabels,
@@ -25,6 +40,8 @@ std::vector<SourceSums> accumulate_sources(ConstImageView image, const int32_t* 
   for (int64_t y = 0; y < image.height; ++y) {
     const int64_t row = y * image.width;
     for (int64_t x = 0; x < image.width; ++x) {
+      x = next_labelled(labels + row, x, image.width);
+      if (x == image.width) break;
       const int32_t label = labels[row + x];
       if (label <= 0) continue;
       SourceSums& s = sums[label - 1];

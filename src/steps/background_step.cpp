@@ -1,5 +1,8 @@
 // Step `background`: kappa-sigma clipped median and std of the image (method: global, the seed
 // lesson's method), or SExtractor/SEP's mesh background with per-pixel maps (method: mesh).
+#include <memory>
+
+#include "imflow/huge_pages.hpp"
 #include "imflow/kernels/background.hpp"
 #include "imflow/kernels/background_mesh.hpp"
 #include "imflow/params.hpp"
@@ -30,9 +33,12 @@ class BackgroundStep final : public Step {
   }
 
   void run_cpu(WorkItem& item) const override {
-    if (mesh_) {
-      item.background =
-          kernels::mesh_background(item.detection_image().view(), mesh_params_, item.background_map, item.rms_map);
+    if (mesh_) {  // the RMS map stays a grid: segment evaluates it row by row (no full-size map)
+      auto grid = std::make_shared<kernels::MeshGrid>();
+      reserve_huge_pages(item.background_map, static_cast<size_t>(item.detection_image().size()));
+      item.background = kernels::mesh_background(item.detection_image().view(), mesh_params_, item.background_map, *grid);
+      item.rms_map.clear();
+      item.mesh_grid = std::move(grid);
     } else {
       item.background = kernels::kappa_sigma_clip(item.detection_image().view(), kappa_, max_iters_, item.scratch);
     }

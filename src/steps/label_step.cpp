@@ -1,4 +1,5 @@
 // Step `label`: connected components of the segmentation mask (connectivity 4 or 8).
+#include "imflow/huge_pages.hpp"
 #include "imflow/kernels/label.hpp"
 #include "imflow/params.hpp"
 #include "steps.hpp"
@@ -18,9 +19,11 @@ class LabelStep final : public Step {
 
   void run_cpu(WorkItem& item) const override {
     const ImageBuffer& image = item.detection_image();
+    reserve_huge_pages(item.labels, static_cast<size_t>(image.size()));
+    item.labels.clear();  // then resize value-initialises every label to 0
     item.labels.resize(static_cast<size_t>(image.size()));
     item.nlabels = kernels::label_components({item.mask.data(), image.width(), image.height()}, connectivity_,
-                                             item.labels.data());
+                                             item.labels.data(), /*labels_zeroed=*/true);
   }
 
 #ifdef IMFLOW_HAVE_CUDA

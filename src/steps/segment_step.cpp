@@ -3,6 +3,7 @@
 // nsigma * globalrms (relative_to: background) or nsigma * rms(x,y) (relative_to: rms_map).
 #include <stdexcept>
 
+#include "imflow/huge_pages.hpp"
 #include "imflow/kernels/segment.hpp"
 #include "imflow/kernels/segment_map.hpp"
 #include "imflow/params.hpp"
@@ -35,10 +36,17 @@ class SegmentStep final : public Step {
     const bool maps = !item.background_map.empty();
     if (relative_to_ == RelativeTo::rms_map && !maps)
       throw std::runtime_error("segment: relative_to: rms_map needs the background step's method: mesh");
+    reserve_huge_pages(item.mask, static_cast<size_t>(image.size()));
     item.mask.resize(static_cast<size_t>(image.size()));
     if (maps && relative_to_ != RelativeTo::zero) {
       // The threshold above the local background; per pixel with rms_map (reported with the global rms).
       item.threshold = nsigma_ * stats.std;
+      if (relative_to_ == RelativeTo::rms_map && item.rms_map.empty()) {  // the CPU mesh background's grid
+        if (!item.mesh_grid) throw std::runtime_error("segment: relative_to: rms_map found no RMS map or mesh grid");
+        kernels::threshold_mask_mesh_rms(image.view(), item.background_map.data(), *item.mesh_grid, nsigma_,
+                                         item.mask.data());
+        return;
+      }
       kernels::threshold_mask_local(image.view(), item.background_map.data(),
                                     relative_to_ == RelativeTo::rms_map ? item.rms_map.data() : nullptr, nsigma_,
                                     stats.std, item.mask.data());

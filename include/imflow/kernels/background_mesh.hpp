@@ -31,11 +31,24 @@ struct MeshEstimate {
   int64_t valid = 0;  // finite pixels of the mesh
 };
 
+// Working memory of estimate_mesh, reused from mesh to mesh.
+struct MeshScratch {
+  std::vector<int32_t> histogram;  // nlevels bins and a spare one for the pixels outside
+  std::vector<int32_t> bins;       // the bin of each pixel of a row
+  std::vector<int32_t> prefix;     // histogram_mode's prefix counts
+};
+
 // The statistics of the w x h pixels at `origin` (rows `stride` apart): SEP's backstat (mean +-
 // 2 sigma cut), backhisto (histogram over +-5 sigma, at most 4096 bins) and backguess (clip at
 // median +- 3 sigma until sigma converges; mode 2.5 median - 1.5 mean where |mean - median| /
 // sigma < 0.3, else the median). Non-finite pixels (and those <= -1e30) are masked.
-MeshEstimate estimate_mesh(const float* origin, int64_t stride, int64_t w, int64_t h, std::vector<int32_t>& histogram);
+MeshEstimate estimate_mesh(const float* origin, int64_t stride, int64_t w, int64_t h, MeshScratch& scratch);
+
+// estimate_mesh of `count` meshes of w x h pixels side by side (mesh k at origin + k w), into
+// out[0, count): the same values, the band read row by row, two meshes to an SSE2 vector
+// (src/kernels/mesh_estimate.cpp).
+void estimate_meshes(const float* origin, int64_t stride, int64_t w, int64_t h, int64_t count, MeshEstimate* out,
+                     MeshScratch& scratch);
 
 // The mesh grid and what the maps are interpolated from.
 struct MeshGrid {
@@ -74,16 +87,18 @@ struct SplineStep {
 std::vector<SplineStep> spline_columns(int64_t width, int64_t mesh_width, int64_t nx);
 SplineStep spline_row(int64_t y, int64_t mesh_height, int64_t ny);
 
-// One row of a map (values/second derivatives = back/dback or sigma/dsigma), SEP's
-// bkg_line_flt_internal. `nodes` and `work` are scratch.
-void interpolate_row(const MeshGrid& grid, const std::vector<float>& values, const std::vector<float>& second,
-                     const std::vector<SplineStep>& columns, int64_t y, float* out, std::vector<float>& nodes,
-                     std::vector<float>& work);
-
 // The whole method: back_map and rms_map (width x height) as sep.Background(...).back() and
 // .rms(); the returned stats carry the global back (median) and rms (std), as SEP's globalback
-// and globalrms, and the number of valid pixels.
+// and globalrms, and the number of valid pixels. The rows come from MeshRows (mesh_rows.hpp).
 BackgroundStats mesh_background(ConstImageView image, const MeshParams& params, std::vector<float>& back_map,
                                 std::vector<float>& rms_map);
+
+// The same without the RMS map: back_map, and in `grid` what MeshRows evaluates the RMS rows
+// from (the values rms_map would hold), for a caller that needs one row at a time.
+BackgroundStats mesh_background(ConstImageView image, const MeshParams& params, std::vector<float>& back_map,
+                                MeshGrid& grid);
+
+// The stats mesh_background returns, from the grid.
+BackgroundStats mesh_stats(const MeshGrid& grid);
 
 }  // namespace imflow::kernels

@@ -3,6 +3,7 @@
 #include <cstdint>
 
 #include "imflow/image.hpp"
+#include "imflow/kernels/background_mesh.hpp"
 
 namespace imflow::kernels {
 
@@ -10,5 +11,10 @@ namespace imflow::kernels {
 // (strict, float64), else 0. back and rms are laid out like the image. Returns the pixels set.
 int64_t threshold_mask_local(ConstImageView image, const float* back, const float* rms, double nsigma,
                              double global_rms, uint8_t* mask);
+
+// threshold_mask_local against the RMS map of `grid` (mesh_background's), each row of it
+// evaluated (MeshRows) just before use instead of read from a whole map: the same mask.
+int64_t threshold_mask_mesh_rms(ConstImageView image, const float* back, const MeshGrid& grid, double nsigma,
+                                uint8_t* mask);
 
 }  // namespace imflow::kernels

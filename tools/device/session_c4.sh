@@ -13,9 +13,8 @@ for i in $(seq 0 23); do ln -f $f/src/star_4096_gauss.fits $f/g$i.fits; ln -f $f
 cat $f/*.fits > /dev/null
 point() {  # NAME ARGS...
   local name=$1; shift
-  sed -e "s|dir: datasets/samples|dir: $f|" -e "s|dir: out/peers-imflow|dir: /tmp/c4/out-$name|" config/peers-mesh.yaml > /tmp/c4/p.yaml
-  sed -i "s|patterns: \[\"\*.fits\"\]|patterns: [\"*.fits\"], recursive: false|" /tmp/c4/p.yaml
-  build-dev/imflow -q run /tmp/c4/p.yaml --device cuda "$@" --trace /tmp/c4/trace-$name.json > /tmp/c4/log-$name.txt 2>&1
+  build-dev/imflow -q run config/peers-mesh.yaml --input $f --output /tmp/c4/out-$name --device cuda "$@" \
+    --trace /tmp/c4/trace-$name.json > /tmp/c4/log-$name.txt 2>&1
   echo "$name rc=$? $(python3 -c "import json;t=json.load(open('/tmp/c4/out-$name/summary.json'))['totals'];print(round(t['images_per_second'],1),'img/s', {k:round(v,2) for k,v in t['stage_busy_seconds'].items()})")"
   cp /tmp/c4/out-$name/summary.json /tmp/c4/summary-$name.json; rm -rf /tmp/c4/out-$name
 }

@@ -174,8 +174,8 @@ class PinnedBuffer {
 // must be truly asynchronous. Requests up to kSlabBlock bytes are carved from 64 MiB pinned slabs
 // (one cudaHostAlloc per slab instead of one per work item: hundreds of small MRI items used to
 // pay a driver call each, serialised, inside the reader); a slab is freed when its last block
-// is (so nothing is held after the last buffer goes). Larger requests get their own
-// cudaHostAlloc. Thread-safe.
+// is (so nothing is held after the last buffer goes). Larger requests get their own huge-page
+// mapping pinned with cudaHostRegister (cudaHostAlloc where that fails). Thread-safe.
 class PinnedAllocator final : public HostAllocator {
  public:
   static constexpr size_t kSlabBytes = size_t{64} << 20;
@@ -185,8 +185,9 @@ class PinnedAllocator final : public HostAllocator {
   // Slabs and large blocks currently held (for tests).
   size_t pinned_allocations() const;
 
- private:
   struct Slab;
+
+ private:
   mutable std::mutex mutex_;
   Slab* current_ = nullptr;  // the slab new small blocks are carved from
   size_t allocations_ = 0;

@@ -2,7 +2,9 @@
 # Several GPUs (a machine with 2 GPUs): throughput with --devices 0 against --devices 0,1 in one
 # process, and `mpirun -n 2` (one GPU per rank, OpenMPI from the carried Debian packages in
 # .mpicarry), on a GPU-bound astronomy set (512 2048x2048 float32 images made from the ISAAC frame,
-# read from page cache) and on the MRI pipeline. Summaries under $OUT.
+# read from page cache) and on the MRI pipeline. Summaries under $OUT. Outputs go to $SCRATCH
+# (default /dev/shm: RAM, so that the disk's write-back of earlier runs' outputs does not slow
+# later runs), `sync` runs before each run, and the 1- and 2-GPU runs alternate.
 set -uo pipefail
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
 mkdir -p /opt/deps; for deb in .mpicarry/*.deb; do dpkg -x "$deb" /opt/deps; done 2>/dev/null
@@ -21,20 +23,21 @@ MRI=/tmp/mri-batched.yaml
 sed -e 's/solver: auto, reconstruct: auto, svd_solver: auto, reconstruct_kernel: auto/solver: gpu/' \
     -e 's/patterns: \["\*.png"\]/patterns: ["*.png"]\n  recursive: true/' config/mri-gpu.yaml > $MRI
 $imflow -q run config/astro.yaml --input /tmp/a2048 --output /tmp/o --device cuda --devices 0,1 >/dev/null 2>&1  # warm-up
-for devices in 0 0,1; do
-  for r in 1 2; do
-    rm -rf /tmp/o; $imflow -q run config/astro.yaml --input /tmp/a2048 --output /tmp/o --device cuda --devices $devices \
+S=${SCRATCH:-/dev/shm}
+for r in 1 2; do
+  for devices in 0,1 0; do
+    rm -rf $S/o; sync; $imflow -q run config/astro.yaml --input /tmp/a2048 --output $S/o --device cuda --devices $devices \
       --threads 32 --streams 8 --summary "$OUT/astro_devices_${devices/,/_}_r$r.json"
-    rm -rf /tmp/m; $imflow -q run $MRI --input /tmp/mri_in --output /tmp/m --device cuda \
+    rm -rf $S/m; sync; $imflow -q run $MRI --input /tmp/mri_in --output $S/m --device cuda \
       --devices $devices --threads 32 --streams 8 --summary "$OUT/mri_devices_${devices/,/_}_r$r.json"
   done
 done
 # MPI: 2 ranks, each its local GPU and 16 threads; rank 0 writes the merged summary.
 MPIRUN="mpirun -n 2 --oversubscribe --allow-run-as-root --bind-to none"
 for r in 1 2; do
-  rm -rf /tmp/o; $MPIRUN $imflow -q run config/astro.yaml --input /tmp/a2048 --output /tmp/o --device cuda --threads 16 \
+  rm -rf $S/o; sync; $MPIRUN $imflow -q run config/astro.yaml --input /tmp/a2048 --output $S/o --device cuda --threads 16 \
     --streams 8 --summary "$OUT/astro_mpirun2_r$r.json" > "$OUT/mpirun_astro_r$r.log" 2>&1; echo "mpirun astro rc=$?"
-  rm -rf /tmp/m; $MPIRUN $imflow -q run $MRI --input /tmp/mri_in --output /tmp/m --device cuda --threads 16 \
+  rm -rf $S/m; sync; $MPIRUN $imflow -q run $MRI --input /tmp/mri_in --output $S/m --device cuda --threads 16 \
     --streams 8 --summary "$OUT/mri_mpirun2_r$r.json" > "$OUT/mpirun_mri_r$r.log" 2>&1; echo "mpirun mri rc=$?"
 done
 tail -3 "$OUT/mpirun_astro_r1.log"

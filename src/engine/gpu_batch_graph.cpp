@@ -98,21 +98,11 @@ void enqueue_batch(RunContext& run, GpuSlot& slot, ItemBatch& items) {
 // trace and the overlap accounting get the batch once), then each item's results.
 void collect_batch(RunContext& run, GpuSlot& slot, ItemBatch& items, GpuTimeline& timeline) {
   cuda::DeviceGuard guard(slot.device);
-  const auto& steps = run.pipeline.steps;
-  const double base_us = timeline.epoch_us(slot.device);
-  auto at_us = [&](size_t mark) {
-    return base_us + 1000.0 * cuda::Event::elapsed_ms(timeline.epoch(slot.device), slot.marks[mark]);
-  };
-  std::vector<std::pair<std::string, GpuInterval::Kind>> stages = {{"h2d", GpuInterval::copy_in}};
-  for (const auto& step : steps) stages.emplace_back(step->name(), GpuInterval::compute);
-  stages.emplace_back("d2h", GpuInterval::copy_out);
   const double share = 1.0 / static_cast<double>(items.size());
-  for (size_t i = 0; i < stages.size(); ++i) {
-    const double start = at_us(i), end = at_us(i + 1);
-    for (WorkItem* item : items) item->times.push_back({stages[i].first, (end - start) * 1e-6 * share});
-    timeline.add(slot.device, {stages[i].second, start, end});
+  for (const StageSpan& stage : timeline.add_stages(slot.device, slot.marks, step_names(run.pipeline))) {
+    for (WorkItem* item : items) item->times.push_back({stage.name, (stage.end_us - stage.start_us) * 1e-6 * share});
     if (run.trace != nullptr) {
-      run.trace->add(slot.track, stages[i].first, start, end - start,
+      run.trace->add(slot.track, stage.name, stage.start_us, stage.end_us - stage.start_us,
                      "{\"items\":" + std::to_string(items.size()) + ",\"first_item\":" +
                          std::to_string(items.front()->ref.index) + "}");
     }

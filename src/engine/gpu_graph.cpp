@@ -110,20 +110,11 @@ void enqueue_item(RunContext& run, GpuSlot& slot, WorkItem& item) {
 // accounting), then the results into the item.
 void collect_item(RunContext& run, GpuSlot& slot, WorkItem& item, GpuTimeline& timeline) {
   cuda::DeviceGuard guard(slot.device);
-  const auto& steps = run.pipeline.steps;
-  const double base_us = timeline.epoch_us(slot.device);
-  auto at_us = [&](size_t mark) {
-    return base_us + 1000.0 * cuda::Event::elapsed_ms(timeline.epoch(slot.device), slot.marks[mark]);
-  };
-  std::vector<std::pair<std::string, GpuInterval::Kind>> stages = {{"h2d", GpuInterval::copy_in}};
-  for (const auto& step : steps) stages.emplace_back(step->name(), GpuInterval::compute);
-  stages.emplace_back("d2h", GpuInterval::copy_out);
-  for (size_t i = 0; i < stages.size(); ++i) {
-    const double start = at_us(i), end = at_us(i + 1);
-    item.times.push_back({stages[i].first, (end - start) * 1e-6});
-    timeline.add(slot.device, {stages[i].second, start, end});
+  for (const StageSpan& stage : timeline.add_stages(slot.device, slot.marks, step_names(run.pipeline))) {
+    item.times.push_back({stage.name, (stage.end_us - stage.start_us) * 1e-6});
     if (run.trace != nullptr) {
-      run.trace->add(slot.track, stages[i].first, start, end - start, "{\"item\":" + std::to_string(item.ref.index) + "}");
+      run.trace->add(slot.track, stage.name, stage.start_us, stage.end_us - stage.start_us,
+                     "{\"item\":" + std::to_string(item.ref.index) + "}");
     }
   }
   cuda::collect_results(*slot.context, item);

@@ -66,6 +66,28 @@ void GpuTimeline::start(const std::vector<std::unique_ptr<GpuSlot>>& slots, cons
   }
 }
 
+std::vector<std::string> step_names(const Pipeline& pipeline) {
+  std::vector<std::string> names;
+  for (const auto& step : pipeline.steps) names.push_back(step->name());
+  return names;
+}
+
+std::vector<StageSpan> GpuTimeline::add_stages(int device, const std::vector<cuda::Event>& marks,
+                                               const std::vector<std::string>& step_names) {
+  const double base_us = epoch_us(device);
+  auto at_us = [&](size_t mark) { return base_us + 1000.0 * cuda::Event::elapsed_ms(epoch(device), marks[mark]); };
+  std::vector<StageSpan> spans;
+  spans.push_back({"h2d", GpuInterval::copy_in, 0, 0});
+  for (const auto& name : step_names) spans.push_back({name, GpuInterval::compute, 0, 0});
+  spans.push_back({"d2h", GpuInterval::copy_out, 0, 0});
+  for (size_t i = 0; i < spans.size(); ++i) {
+    spans[i].start_us = at_us(i);
+    spans[i].end_us = at_us(i + 1);
+    add(device, {spans[i].kind, spans[i].start_us, spans[i].end_us});
+  }
+  return spans;
+}
+
 void GpuTimeline::add(int device, GpuInterval interval) {
   std::lock_guard lock(mutex_);
   intervals_[slot_of(device)].push_back(interval);

@@ -127,6 +127,26 @@ void prefix_counts(const int32_t* histo, int64_t nlevels, int32_t* count) {
   }
 }
 
+// The end of one of SEP's clipping rounds (shared by the reference loop and the prefix-sum
+// version): the interpolated median from the split (bins up to hi below, from lo = hi + 1 above,
+// lowsum / highsum pixels), the mean and sigma from the kept bins' sums (mea, sig in: sums of
+// i n_i and i^2 n_i), and the next cuts at med -/+ 3 sigma. Counts below 2^53 convert exactly.
+void finish_round(const int32_t* histo, int64_t lo, int64_t hi, double lowsum, double highsum, double sum, int64_t top,
+                  double& mea, double& sig, double& med, int64_t& lcut, int64_t& hcut) {
+  med = hi >= 0 ? (static_cast<double>(hi) + 0.5 +
+                   (highsum - lowsum) / (2.0 * static_cast<double>(histo[lo] > histo[hi] ? histo[lo] : histo[hi])))
+                : 0.0;
+  if (sum != 0.0) {
+    mea /= sum;
+    sig = sig / sum - mea * mea;
+  }
+  sig = sig > 0.0 ? std::sqrt(sig) : 0.0;
+  double cut = med - 3.0 * sig;
+  lcut = cut > 0.0 ? static_cast<int64_t>(cut + 0.5) : 0;
+  cut = med + 3.0 * sig;
+  hcut = cut < static_cast<double>(top) ? static_cast<int64_t>(cut > 0.0 ? cut + 0.5 : cut - 0.5) : top;
+}
+
 }  // namespace
 
 MeshEstimate histogram_mode_reference(const int32_t* histo, int64_t nlevels, float mean_f, float qzero,
@@ -149,19 +169,8 @@ MeshEstimate histogram_mode_reference(const int32_t* histo, int64_t nlevels, flo
       mea += dpix;
       sig += dpix * static_cast<double>(i);
     }
-    med = hi >= 0 ? (static_cast<double>(hi) + 0.5 +
-                     (static_cast<double>(highsum) - static_cast<double>(lowsum)) /
-                         (2.0 * static_cast<double>(histo[lo] > histo[hi] ? histo[lo] : histo[hi])))
-                  : 0.0;
-    if (sum != 0) {
-      mea /= static_cast<double>(sum);
-      sig = sig / static_cast<double>(sum) - mea * mea;
-    }
-    sig = sig > 0.0 ? std::sqrt(sig) : 0.0;
-    double cut = med - 3.0 * sig;
-    lcut = cut > 0.0 ? static_cast<int64_t>(cut + 0.5) : 0;
-    cut = med + 3.0 * sig;
-    hcut = cut < static_cast<double>(top) ? static_cast<int64_t>(cut > 0.0 ? cut + 0.5 : cut - 0.5) : top;
+    finish_round(histo, lo, hi, static_cast<double>(lowsum), static_cast<double>(highsum), static_cast<double>(sum), top,
+                 mea, sig, med, lcut, hcut);
   }
   return mode_of(mea, med, sig, qzero, qscale);
 }
@@ -194,19 +203,8 @@ MeshEstimate histogram_mode(const int32_t* histo, int64_t nlevels, float mean_f,
       lowsum = static_cast<int64_t>(count[lo]) - count[lcut];
       highsum = static_cast<int64_t>(count[hcut + 1]) - count[lo];
     }
-    med = hi >= 0 ? (static_cast<double>(hi) + 0.5 +
-                     (static_cast<double>(highsum) - static_cast<double>(lowsum)) /
-                         (2.0 * static_cast<double>(histo[lo] > histo[hi] ? histo[lo] : histo[hi])))
-                  : 0.0;
-    if (sum != 0) {
-      mea /= static_cast<double>(sum);
-      sig = sig / static_cast<double>(sum) - mea * mea;
-    }
-    sig = sig > 0.0 ? std::sqrt(sig) : 0.0;
-    double cut = med - 3.0 * sig;
-    lcut = cut > 0.0 ? static_cast<int64_t>(cut + 0.5) : 0;
-    cut = med + 3.0 * sig;
-    hcut = cut < static_cast<double>(top) ? static_cast<int64_t>(cut > 0.0 ? cut + 0.5 : cut - 0.5) : top;
+    finish_round(histo, lo, hi, static_cast<double>(lowsum), static_cast<double>(highsum), static_cast<double>(sum), top,
+                 mea, sig, med, lcut, hcut);
   }
   return mode_of(mea, med, sig, qzero, qscale);
 }

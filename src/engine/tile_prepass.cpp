@@ -1,8 +1,11 @@
 // The background pre-pass of a tiled image: every tile is read (core + halo), the steps before
 // `background` run on it, and its core feeds StreamingKappaSigma; tiles run in parallel, each
-// thread with one reusable work item and one histogram, so memory stays bounded.
+// thread with one reusable work item and one histogram, so memory stays bounded. A tile's work
+// runs isolated: a step's own parallel loop (convolve) must not let its thread pick up another
+// tile, which would reuse the same thread-local work item mid-step.
 #include <tbb/enumerable_thread_specific.h>
 #include <tbb/parallel_for.h>
+#include <tbb/task_arena.h>
 
 #include <chrono>
 
@@ -30,7 +33,7 @@ void run_background_prepass(RunContext& run, TiledImage& image, const TilingPlan
   do {
     tbb::enumerable_thread_specific<kernels::StreamingKappaSigma::Pass> passes([&] { return stats.start_pass(); });
     const int pass = stats.passes();
-    tbb::parallel_for(int64_t{0}, image.grid.count(), [&](int64_t t) {
+    auto prepass_tile = [&](int64_t t) {
       if (run.stopping()) throw std::runtime_error(item_name(image.image) + ": the run stopped during its background pre-pass");
       const auto tile_start = Trace::Clock::now();
       WorkItem& item = items.local();
@@ -65,7 +68,9 @@ void run_background_prepass(RunContext& run, TiledImage& image, const TilingPlan
                        "{\"image\":" + std::to_string(image.image.index) + ",\"tile\":" + std::to_string(t) +
                            ",\"pass\":" + std::to_string(pass) + "}");
       }
-    });
+    };
+    tbb::parallel_for(int64_t{0}, image.grid.count(),
+                      [&](int64_t t) { tbb::this_task_arena::isolate([&] { prepass_tile(t); }); });
     for (const auto& accumulated : passes) stats.merge(accumulated);
   } while (!stats.finish_pass());
   image.background = stats.result();

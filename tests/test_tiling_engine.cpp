@@ -25,12 +25,12 @@ namespace {
 // halo: auto = the convolution's reach + 1 (measure's masked-neighbour flag).
 int64_t tiling_halo_for(const std::string& pipeline) { return pipeline == "global" ? 1 : pipeline == "convolve8" ? 4 : 8; }
 
-RunSummary run(const std::string& yaml, const fs::path& in, const fs::path& out, int64_t tile) {
+RunSummary run(const std::string& yaml, const fs::path& in, const fs::path& out, int64_t tile, int threads = 2) {
   Pipeline pipeline = test::pipeline_from(yaml);
   pipeline.input.dir = in;
   pipeline.output.dir = out;
   pipeline.engine.device = "cpu";
-  pipeline.engine.threads = 2;
+  pipeline.engine.threads = threads;
   pipeline.tiling.size = tile;
   pipeline.tiling.explicit_size = true;
   return run_pipeline(pipeline, {});
@@ -85,6 +85,28 @@ TEST_CASE("tiled runs equal whole-image runs", "[tiling][engine]") {
         }
       }
     }
+  }
+}
+
+// The pre-pass convolves tiles in parallel with one reusable work item per thread; convolve's own
+// parallel loop must not let a thread start another tile on that same item (tile_prepass.cpp
+// isolates each tile). Before the fix, runs like these gave a different catalog from run to run.
+TEST_CASE("tiled runs with convolve are the whole-image run every time, with more threads than cores",
+          "[tiling][engine]") {
+  test::TempDir dir("tiling_prepass_race");
+  fs::create_directories(dir / "in");
+  const int width = 1100, height = 900;
+  test::write_fits(dir / "in" / "big.fits", -32, {width, height}, border_field(width, height, 21));
+  const std::string yaml = "output: {formats: [csv]}\n"
+                           "steps: [{convolve: {size: 9, sigma: 2.0}}, background, segment, label, measure]\n";
+  const RunSummary whole = run(yaml, dir / "in", dir / "whole", 0, 8);
+  REQUIRE(whole.failed() == 0);
+  for (int repeat = 0; repeat < 8; ++repeat) {
+    INFO("repeat " << repeat);
+    const fs::path out = dir / ("tiled-" + std::to_string(repeat));
+    const RunSummary tiled = run(yaml, dir / "in", out, 48, 8);
+    REQUIRE(tiled.failed() == 0);
+    check_same_catalog(dir / "whole" / "big.cat.csv", out / "big.cat.csv");
   }
 }
 

@@ -101,10 +101,9 @@ TEST_CASE("GPU tiles give the whole-image catalogs", "[gpu][tiling]") {
   // With convolution the tiled run's statistics come from the pre-pass's CPU convolution (float64)
   // and its tiles' pixels from the GPU's (float32), the whole run's from the GPU alone, so a pixel
   // within float rounding of the threshold can fall on either side (docs/tiling.md, "GPU and
-  // convolution"; seen on the int16 and RICE inputs, and once on the float field on another
-  // machine start). The catalogs are compared for that tolerance: at most 2 sources more or less
-  // and the total flux within 1e-3, for every image. Everything without convolution is compared
-  // exactly above.
+  // convolution"). The catalogs are compared for that tolerance: at most 2 sources more or less
+  // and the total flux within 1e-3, for every image (larger differences, seen before the
+  // pre-pass race was fixed, fail). Everything without convolution is compared exactly above.
   int compared = 0;
   for (const auto& entry : fs::directory_iterator(dir / "gpu-conv-whole")) {
     const std::string file = entry.path().filename().string();

@@ -68,16 +68,24 @@ nlohmann::json measured_run(const Pipeline& pipeline, const RunOptions& options,
   run["peak_rss_scope"] = rss_reset ? "run" : "process";
   run["peak_device_megabytes"] = device_mb >= 0 ? nlohmann::json(device_mb) : nlohmann::json(nullptr);
 
-  // Busy seconds per stage; on the GPU the kernel union per device is added as "kernels".
+  // Busy seconds per stage; on the GPU the kernel union per device is added as "kernels", and
+  // h2d / d2h are the unions of the copy intervals (summed per item, copies of several streams
+  // queued behind one copy engine would be counted more than once).
   std::map<std::string, double> busy = totals.at("stage_busy_seconds").get<std::map<std::string, double>>();
   std::set<std::string> gpu_stages;
   run["copy_overlap_fraction"] = nullptr;
   if (json.contains("gpu")) {
     const auto& g = json.at("gpu");
     run["copy_overlap_fraction"] = g.value("copy_overlap_fraction", 0.0);
-    double kernels = 0;
-    for (const auto& d : g.at("devices")) kernels += d.value("kernel_busy_seconds", 0.0);
+    double kernels = 0, h2d = 0, d2h = 0;
+    for (const auto& d : g.at("devices")) {
+      kernels += d.value("kernel_busy_seconds", 0.0);
+      h2d += d.value("h2d_busy_seconds", 0.0);
+      d2h += d.value("d2h_busy_seconds", 0.0);
+    }
     busy["kernels"] = kernels;
+    if (busy.count("h2d") > 0) busy["h2d"] = h2d;
+    if (busy.count("d2h") > 0) busy["d2h"] = d2h;
     gpu_stages = {"h2d", "d2h", "kernels"};
     for (const auto& step : pipeline.steps) gpu_stages.insert(step->name());
   }

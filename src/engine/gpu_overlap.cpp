@@ -98,13 +98,20 @@ nlohmann::json GpuTimeline::summary(const std::vector<std::unique_ptr<GpuSlot>>&
   nlohmann::json devices = nlohmann::json::array();
   double copy_total = 0.0, copy_overlapped = 0.0;
   for (size_t d = 0; d < intervals_.size(); ++d) {
-    std::vector<std::pair<double, double>> kernels;
+    std::vector<std::pair<double, double>> by_kind[3];
     double busy[3] = {0, 0, 0};
     for (const auto& interval : intervals_[d]) {
       busy[interval.kind] += interval.end_us - interval.start_us;
-      if (interval.kind == GpuInterval::compute) kernels.emplace_back(interval.start_us, interval.end_us);
+      by_kind[interval.kind].emplace_back(interval.start_us, interval.end_us);
     }
-    const auto merged = merge_intervals(kernels);
+    // The union of each kind's intervals: time with at least one copy (or kernel) of that kind
+    // in flight, at most the wall time however many streams queue behind the copy engine.
+    auto union_length = [](const std::vector<std::pair<double, double>>& intervals) {
+      double length = 0.0;
+      for (const auto& [start, end] : merge_intervals(intervals)) length += end - start;
+      return length;
+    };
+    const auto merged = merge_intervals(by_kind[GpuInterval::compute]);
     double overlapped[3] = {0, 0, 0};
     for (const auto& interval : intervals_[d]) {
       if (interval.kind != GpuInterval::compute) {
@@ -113,6 +120,8 @@ nlohmann::json GpuTimeline::summary(const std::vector<std::unique_ptr<GpuSlot>>&
     }
     double kernel_union = 0.0;
     for (const auto& [start, end] : merged) kernel_union += end - start;
+    const double h2d_union = union_length(by_kind[GpuInterval::copy_in]);
+    const double d2h_union = union_length(by_kind[GpuInterval::copy_out]);
     auto fraction = [](double part, double whole) { return whole > 0 ? part / whole : 0.0; };
     int streams = 0;
     for (const auto& slot : slots) streams += slot->device == devices_[d];
@@ -122,9 +131,11 @@ nlohmann::json GpuTimeline::summary(const std::vector<std::unique_ptr<GpuSlot>>&
                        {"items", items_[d]},
                        {"input_megabytes", bytes_[d] / 1e6},
                        {"h2d_seconds", busy[GpuInterval::copy_in] * 1e-6},
+                       {"h2d_busy_seconds", h2d_union * 1e-6},
                        {"kernel_seconds", busy[GpuInterval::compute] * 1e-6},
                        {"kernel_busy_seconds", kernel_union * 1e-6},
                        {"d2h_seconds", busy[GpuInterval::copy_out] * 1e-6},
+                       {"d2h_busy_seconds", d2h_union * 1e-6},
                        {"h2d_overlap_fraction", fraction(overlapped[GpuInterval::copy_in], busy[GpuInterval::copy_in])},
                        {"d2h_overlap_fraction", fraction(overlapped[GpuInterval::copy_out], busy[GpuInterval::copy_out])}});
     copy_total += busy[GpuInterval::copy_in] + busy[GpuInterval::copy_out];

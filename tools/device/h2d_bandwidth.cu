@@ -9,14 +9,7 @@
 #include <cstring>
 #include <vector>
 
-#define CHECK(call)                                                                                  \
-  do {                                                                                               \
-    cudaError_t e = (call);                                                                          \
-    if (e != cudaSuccess) {                                                                          \
-      std::fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call, cudaGetErrorString(e));    \
-      std::exit(1);                                                                                  \
-    }                                                                                                \
-  } while (0)
+#include "check.cuh"
 
 // GB/s of `repeats` copies of `bytes` on each of `streams` streams, all in flight together.
 double bandwidth(size_t bytes, int streams, int repeats, bool pinned, bool to_device) {

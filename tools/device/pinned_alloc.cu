@@ -10,14 +10,7 @@
 #include <cstdlib>
 #include <cstring>
 
-#define CHECK(call)                                                                               \
-  do {                                                                                            \
-    cudaError_t e = (call);                                                                       \
-    if (e != cudaSuccess) {                                                                       \
-      std::fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call, cudaGetErrorString(e)); \
-      std::exit(1);                                                                               \
-    }                                                                                             \
-  } while (0)
+#include "check.cuh"
 
 using Clock = std::chrono::steady_clock;
 double ms_since(Clock::time_point t) { return std::chrono::duration<double, std::milli>(Clock::now() - t).count(); }

@@ -113,6 +113,7 @@ constexpr size_t round_up(size_t bytes) { return (bytes + kHeader - 1) / kHeader
 struct LargeHeader {
   PinnedAllocator::Slab* slab = nullptr;
   size_t mapped = 0;
+  size_t size = 0;  // header included
 };
 static_assert(sizeof(LargeHeader) <= kHeader);
 
@@ -146,20 +147,35 @@ char* map_and_register(size_t bytes) {
 void* PinnedAllocator::allocate(size_t bytes) {
   const size_t size = kHeader + round_up(bytes == 0 ? 1 : bytes);
   if (size > kSlabBlock) {
+    {
+      std::lock_guard lock(mutex_);
+      if (auto spare = spare_blocks_.find(size); spare != spare_blocks_.end()) {
+        char* block = spare->second;
+        spare_blocks_.erase(spare);
+        cached_ -= size;
+        return block + kHeader;
+      }
+    }
     char* block = map_and_register(size);
     const size_t mapped = block != nullptr ? size : 0;
     if (block == nullptr) block = static_cast<char*>(pinned_allocate(size));  // throws std::bad_alloc
-    *reinterpret_cast<LargeHeader*>(block) = LargeHeader{nullptr, mapped};
+    *reinterpret_cast<LargeHeader*>(block) = LargeHeader{nullptr, mapped, size};
     std::lock_guard lock(mutex_);
     ++allocations_;
     return block + kHeader;
   }
   std::lock_guard lock(mutex_);
   if (current_ == nullptr || current_->used + size > kSlabBytes) {
-    auto slab = std::make_unique<Slab>();
-    slab->base = static_cast<char*>(pinned_allocate(kSlabBytes));  // throws std::bad_alloc
-    ++allocations_;
-    current_ = slab.release();  // a full slab lives on until its last block is freed
+    if (!spare_slabs_.empty()) {
+      current_ = spare_slabs_.back();
+      spare_slabs_.pop_back();
+      cached_ -= kSlabBytes;
+    } else {
+      auto slab = std::make_unique<Slab>();
+      slab->base = static_cast<char*>(pinned_allocate(kSlabBytes));  // throws std::bad_alloc
+      ++allocations_;
+      current_ = slab.release();  // a full slab lives on until its last block is freed
+    }
   }
   char* block = current_->base + current_->used;
   current_->used += size;
@@ -168,38 +184,76 @@ void* PinnedAllocator::allocate(size_t bytes) {
   return block + kHeader;
 }
 
+void PinnedAllocator::free_block(char* block) noexcept {
+  const size_t mapped = reinterpret_cast<const LargeHeader*>(block)->mapped;
+  if (mapped > 0) {
+    IMFLOW_CUDA_LOG(cudaHostUnregister(block));
+    ::munmap(block, mapped);
+  } else {
+    pinned_free(block);
+  }
+  --allocations_;
+}
+
 void PinnedAllocator::deallocate(void* pointer) noexcept {
   if (pointer == nullptr) return;
   char* block = static_cast<char*>(pointer) - kHeader;
   Slab* slab = *reinterpret_cast<Slab**>(block);
   std::lock_guard lock(mutex_);
   if (slab == nullptr) {
-    const size_t mapped = reinterpret_cast<const LargeHeader*>(block)->mapped;
-    if (mapped > 0) {
-      IMFLOW_CUDA_LOG(cudaHostUnregister(block));
-      ::munmap(block, mapped);
+    const size_t size = reinterpret_cast<const LargeHeader*>(block)->size;
+    if (cached_ + size <= cache_limit_) {
+      spare_blocks_.emplace(size, block);
+      cached_ += size;
     } else {
-      pinned_free(block);
+      free_block(block);
     }
-    --allocations_;
     return;
   }
   if (--slab->live == 0) {
+    slab->used = 0;
     if (slab == current_) current_ = nullptr;
+    if (cached_ + kSlabBytes <= cache_limit_) {
+      spare_slabs_.push_back(slab);
+      cached_ += kSlabBytes;
+      return;
+    }
     pinned_free(slab->base);
     --allocations_;
     delete slab;
   }
 }
 
+void PinnedAllocator::release_cached() noexcept {
+  std::lock_guard lock(mutex_);
+  for (Slab* slab : spare_slabs_) {
+    pinned_free(slab->base);
+    --allocations_;
+    delete slab;
+  }
+  spare_slabs_.clear();
+  for (auto& [size, block] : spare_blocks_) free_block(block);
+  spare_blocks_.clear();
+  cached_ = 0;
+}
+
+PinnedAllocator::~PinnedAllocator() { release_cached(); }
+
 size_t PinnedAllocator::pinned_allocations() const {
   std::lock_guard lock(mutex_);
   return allocations_;
 }
 
+size_t PinnedAllocator::cached_bytes() const {
+  std::lock_guard lock(mutex_);
+  return cached_;
+}
+
 PinnedAllocator& pinned_allocator() {
-  static PinnedAllocator allocator;
-  return allocator;
+  // Never destroyed: at exit the driver reclaims what is cached, and no CUDA call runs after the
+  // runtime's own teardown.
+  static PinnedAllocator* allocator = new PinnedAllocator(size_t{2} << 30);
+  return *allocator;
 }
 
 }  // namespace imflow::cuda

@@ -1,6 +1,6 @@
 // The pinned allocator (cuda/resources.hpp): small blocks share slabs, large ones get their own
 // allocation, blocks never overlap, are 256-byte aligned, usable by async copies, and every slab
-// is returned when its last block is freed.
+// is returned when its last block is freed (or cached for reuse, up to a limit).
 #include <algorithm>
 #include <cstdint>
 #include <vector>
@@ -43,4 +43,50 @@ TEST_CASE("pinned allocator: slabs for small blocks, own allocations for large o
   CHECK(allocator.pinned_allocations() == 2);
   for (size_t i = count / 2; i < count; ++i) allocator.deallocate(blocks[i]);
   CHECK(allocator.pinned_allocations() == 0);
+}
+
+TEST_CASE("pinned allocator: freed slabs and large blocks are reused up to the cache limit", "[gpu][pinned][sanitize]") {
+  constexpr size_t kSlab = icuda::PinnedAllocator::kSlabBytes;
+  constexpr size_t kLarge = icuda::PinnedAllocator::kSlabBlock + 1;
+  icuda::PinnedAllocator allocator(kSlab + 2 * (kLarge + 4096));  // one slab and two large blocks
+  constexpr size_t kSmall = 1 << 20;
+  std::vector<void*> small;
+  for (int i = 0; i < 100; ++i) small.push_back(allocator.allocate(kSmall));  // two slabs (63 blocks fill one)
+  void* large_a = allocator.allocate(kLarge);
+  void* large_b = allocator.allocate(kLarge);
+  void* large_c = allocator.allocate(kLarge);
+  CHECK(allocator.pinned_allocations() == 5);
+  for (void* block : small) allocator.deallocate(block);
+  CHECK(allocator.pinned_allocations() == 4);  // one slab cached, the other returned
+  CHECK(allocator.cached_bytes() == kSlab);
+  allocator.deallocate(large_a);
+  allocator.deallocate(large_b);
+  allocator.deallocate(large_c);  // over the limit: returned
+  CHECK(allocator.pinned_allocations() == 3);
+  const size_t cached = allocator.cached_bytes();
+  CHECK(cached > kSlab);
+  CHECK(cached <= kSlab + 2 * (kLarge + 4096));
+
+  // Reuse: the same blocks come back, no new driver allocations.
+  void* again_large = allocator.allocate(kLarge);
+  CHECK((again_large == large_a || again_large == large_b));
+  void* again_small = allocator.allocate(kSmall);
+  CHECK(allocator.pinned_allocations() == 3);
+  CHECK(allocator.cached_bytes() == cached - kSlab - (cached - kSlab) / 2);
+  // Reused pinned memory still works with async copies.
+  icuda::Stream stream;
+  icuda::DeviceBuffer<char> device;
+  device.reserve(kSmall);
+  auto* bytes = static_cast<char*>(again_small);
+  std::fill(bytes, bytes + kSmall, static_cast<char>(7));
+  IMFLOW_CUDA_CHECK(cudaMemcpyAsync(device.data(), bytes, kSmall, cudaMemcpyHostToDevice, stream.get()));
+  IMFLOW_CUDA_CHECK(cudaMemcpyAsync(again_large, device.data(), kSmall, cudaMemcpyDeviceToHost, stream.get()));
+  IMFLOW_CUDA_CHECK(cudaStreamSynchronize(stream.get()));
+  CHECK(std::equal(bytes, bytes + kSmall, static_cast<char*>(again_large)));
+
+  allocator.deallocate(again_small);
+  allocator.deallocate(again_large);
+  allocator.release_cached();
+  CHECK(allocator.pinned_allocations() == 0);
+  CHECK(allocator.cached_bytes() == 0);
 }

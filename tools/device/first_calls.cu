@@ -38,7 +38,7 @@ static double run_gesvda(cusolverDnHandle_t solver, cudaStream_t stream, Gesvda&
                   sv = static_cast<long long>(g.n) * g.rank;
   if (g.a == nullptr) {
     CHECK(cudaMalloc(&g.a, sizeof(float) * sa * g.batch));
-    CHECK(cudaMalloc(&g.s, sizeof(float) * g.rank * g.batch));
+    CHECK(cudaMalloc(&g.s, sizeof(float) * g.n * g.batch));  // strideS must be >= n
     CHECK(cudaMalloc(&g.u, sizeof(float) * su * g.batch));
     CHECK(cudaMalloc(&g.v, sizeof(float) * sv * g.batch));
     CHECK(cudaMalloc(&g.info, sizeof(int) * g.batch));
@@ -47,12 +47,12 @@ static double run_gesvda(cusolverDnHandle_t solver, cudaStream_t stream, Gesvda&
     for (float& x : host) x = static_cast<float>((state = state * 1664525u + 1013904223u) >> 8) / 16777216.0f;
     CHECK(cudaMemcpy(g.a, host.data(), sizeof(float) * host.size(), cudaMemcpyHostToDevice));
     CHECK_STATUS(cusolverDnSgesvdaStridedBatched_bufferSize(solver, CUSOLVER_EIG_MODE_VECTOR, g.rank, g.m, g.n, g.a, g.m,
-                                                            sa, g.s, g.rank, g.u, g.m, su, g.v, g.n, sv, &g.lwork,
+                                                            sa, g.s, g.n, g.u, g.m, su, g.v, g.n, sv, &g.lwork,
                                                             g.batch));
     CHECK(cudaMalloc(&g.work, sizeof(float) * (g.lwork > 0 ? g.lwork : 1)));
   }
   CHECK_STATUS(cusolverDnSgesvdaStridedBatched(solver, CUSOLVER_EIG_MODE_VECTOR, g.rank, g.m, g.n, g.a, g.m, sa, g.s,
-                                               g.rank, g.u, g.m, su, g.v, g.n, sv, g.work, g.lwork, g.info, nullptr,
+                                               g.n, g.u, g.m, su, g.v, g.n, sv, g.work, g.lwork, g.info, nullptr,
                                                g.batch));
   CHECK(cudaStreamSynchronize(stream));
   return ms_since(start);
@@ -104,7 +104,7 @@ int main(int argc, char** argv) {
   Gesvda real{217, 181, 50, 64};
   add("gesvda_217x181x64_first", run_gesvda(solvers[0], streams[0], real));
   add("gesvda_217x181x64_second", run_gesvda(solvers[0], streams[0], real));
-  Gesvda other{181, 217, 50, 64};
+  Gesvda other{217, 181, 50, 32};  // gesvda needs m >= n
   add("gesvda_other_handle_first", run_gesvda(solvers[1], streams[1], other));
 
   t = Clock::now();

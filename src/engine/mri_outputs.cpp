@@ -4,8 +4,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <limits>
-#include <sstream>
 #include <tuple>
 #include <vector>
 
@@ -34,46 +34,92 @@ void write_png_output(const WorkItem& item, const std::filesystem::path& path, i
 }
 
 namespace {
-std::string csv_field(const std::string& text) {
-  if (text.find_first_of(",\"\n") == std::string::npos) return text;
-  std::string quoted = "\"";
-  for (char c : text) quoted += c == '"' ? std::string("\"\"") : std::string(1, c);
-  return quoted + "\"";
+void append_csv_field(std::string& out, const std::string& text) {
+  if (text.find_first_of(",\"\n") == std::string::npos) {
+    out += text;
+    return;
+  }
+  out += '"';
+  for (char c : text) {
+    if (c == '"') out += '"';
+    out += c;
+  }
+  out += '"';
 }
 
 // A metric as CSV text: %.10g; JSON null (a non-finite value) as `inf` for PSNR (only a perfect
 // reconstruction makes it non-finite), empty otherwise.
-std::string metric(const nlohmann::json& metrics, const char* name) {
-  if (!metrics.contains(name)) return "";
-  const nlohmann::json& value = metrics[name];
-  if (value.is_null()) return std::string(name) == "psnr_db" ? "inf" : "";
+void append_metric(std::string& out, const nlohmann::json& metrics, const char* name) {
+  const auto found = metrics.find(name);
+  if (found == metrics.end()) return;
+  if (found->is_null()) {
+    if (std::strcmp(name, "psnr_db") == 0) out += "inf";
+    return;
+  }
   char text[64];
-  std::snprintf(text, sizeof text, "%.10g", value.get<double>());
-  return text;
+  const int length = std::snprintf(text, sizeof text, "%.10g", found->get<double>());
+  out.append(text, static_cast<size_t>(std::max(length, 0)));
 }
+
+bool has_svd_metrics(const nlohmann::json& record) {
+  const auto status = record.find("status");
+  if (status == record.end() || !status->is_string() || status->get_ref<const std::string&>() != "ok") return false;
+  const auto metrics = record.find("metrics");
+  return metrics != record.end() && metrics->contains("rank");
+}
+
+struct MetricsRow {
+  const std::string* file;
+  int64_t plane;
+  const std::string* text;
+};
 }  // namespace
 
+std::string metrics_csv_row(const nlohmann::json& record) {
+  if (!has_svd_metrics(record)) return "";
+  std::string row;
+  row.reserve(128);
+  append_csv_field(row, record.value("file", std::string()));
+  row += ',';
+  row += std::to_string(record.value("plane", int64_t{0}));
+  const nlohmann::json& metrics = record["metrics"];
+  for (const char* name : {"rank", "rel_frobenius_error", "psnr_db", "energy_kept", "compression_ratio", "singular_values"}) {
+    row += ',';
+    append_metric(row, metrics, name);
+  }
+  row += '\n';
+  return row;
+}
+
+// The summary's records come in (file, HDU, plane) order; the rows go in (file, slice) order
+// (stable: slices of one file in several HDUs keep their HDU order). With rows made as records
+// were added (RunSummary::derive_lines) this is a copy: building them here from the JSON records
+// took 0.07 s for 14k slices on a 2-core VM (cache misses in the records' maps).
 void write_metrics_csv(const RunSummary& summary, const std::filesystem::path& path) {
-  std::vector<const nlohmann::json*> rows;
-  for (const nlohmann::json& record : summary.records()) {
-    if (record.value("status", "") == "ok" && record.contains("metrics") && record["metrics"].contains("rank")) {
-      rows.push_back(&record);
+  const std::vector<const RunSummary::Record*> records = summary.ordered_records();
+  std::vector<std::string> made_here(summary.derives_lines() ? 0 : records.size());
+  std::vector<MetricsRow> rows;
+  rows.reserve(records.size());
+  size_t bytes = 0;
+  for (size_t i = 0; i < records.size(); ++i) {
+    const RunSummary::Record& record = *records[i];
+    const std::string* text = &record.line;
+    if (!summary.derives_lines()) {
+      made_here[i] = metrics_csv_row(record.json);
+      text = &made_here[i];
     }
+    if (text->empty()) continue;
+    rows.push_back({&record.file, record.plane, text});
+    bytes += text->size();
   }
-  std::sort(rows.begin(), rows.end(), [](const nlohmann::json* a, const nlohmann::json* b) {
-    return std::tie((*a)["file"].get_ref<const std::string&>(), (*a)["plane"].get_ref<const int64_t&>()) <
-           std::tie((*b)["file"].get_ref<const std::string&>(), (*b)["plane"].get_ref<const int64_t&>());
-  });
-  std::ostringstream csv;
-  csv << "file,slice,rank,rel_frobenius_error,psnr_db,energy_kept,compression_ratio,singular_values\n";
-  for (const nlohmann::json* record : rows) {
-    const nlohmann::json& m = (*record)["metrics"];
-    csv << csv_field((*record)["file"].get<std::string>()) << ',' << (*record)["plane"].get<int64_t>() << ','
-        << metric(m, "rank") << ',' << metric(m, "rel_frobenius_error") << ',' << metric(m, "psnr_db") << ','
-        << metric(m, "energy_kept") << ',' << metric(m, "compression_ratio") << ',' << metric(m, "singular_values")
-        << '\n';
-  }
-  write_text_atomic(path, csv.str());
+  const auto before = [](const MetricsRow& a, const MetricsRow& b) {
+    return std::tie(*a.file, a.plane) < std::tie(*b.file, b.plane);
+  };
+  if (!std::is_sorted(rows.begin(), rows.end(), before)) std::stable_sort(rows.begin(), rows.end(), before);
+  std::string csv = "file,slice,rank,rel_frobenius_error,psnr_db,energy_kept,compression_ratio,singular_values\n";
+  csv.reserve(csv.size() + bytes);
+  for (const MetricsRow& row : rows) csv += *row.text;
+  write_text_atomic(path, csv);
 }
 
 }  // namespace imflow

@@ -2,6 +2,7 @@
 // intensity range) and the per-run metrics CSV built from the summary records.
 #pragma once
 #include <filesystem>
+#include <string>
 
 #include "imflow/summary.hpp"
 #include "imflow/work_item.hpp"
@@ -17,5 +18,10 @@ void write_png_output(const WorkItem& item, const std::filesystem::path& path, i
 // (file, slice, rank, rel_frobenius_error, psnr_db, energy_kept, compression_ratio,
 // singular_values). Written atomically. Throws OutputError.
 void write_metrics_csv(const RunSummary& summary, const std::filesystem::path& path);
+
+// A summary record's metrics.csv row (with its newline); empty when the record is not a
+// successful item with SVD metrics. run_pipeline hands it to RunSummary::derive_lines, and
+// write_metrics_csv takes a summary's derived lines to be these rows.
+std::string metrics_csv_row(const nlohmann::json& record);
 
 }  // namespace imflow

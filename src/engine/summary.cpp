@@ -1,10 +1,17 @@
-// RunSummary: per-item records and totals, serialised with nlohmann::json.
+// RunSummary: per-item records and totals, serialised with nlohmann::json (each record once, when
+// it is added; summary.json is then streamed from those texts).
 #include "imflow/summary.hpp"
 
 #include <sys/resource.h>
 
+#include <algorithm>
+#include <cerrno>
 #include <cmath>
+#include <cstring>
+#include <fstream>
+#include <tuple>
 
+#include "imflow/errors.hpp"
 #include "imflow/io/atomic_file.hpp"
 
 namespace imflow {
@@ -12,6 +19,9 @@ namespace imflow {
 namespace {
 // JSON has no NaN: write null instead.
 nlohmann::json number(double value) { return std::isfinite(value) ? nlohmann::json(value) : nlohmann::json(nullptr); }
+
+// The indentation of an element of the top-level "items" array in summary.json.
+constexpr const char* kItemIndent = "    ";
 }  // namespace
 
 int64_t peak_rss_bytes() {
@@ -49,18 +59,40 @@ nlohmann::json RunSummary::item_record(const WorkItem& item, const std::vector<s
   return record;
 }
 
+// The record as summary.json holds it in "items" (dump(2) at depth 2: every line indented by 4).
+// Error texts can quote bytes of a corrupt file and file names need not be UTF-8: replace those.
+RunSummary::Record RunSummary::make_record(nlohmann::json json) const {
+  Record record;
+  record.file = json.value("file", std::string());
+  record.hdu = json.value("hdu", int64_t{0});
+  record.plane = json.value("plane", int64_t{0});
+  const std::string text = json.dump(2, ' ', false, nlohmann::json::error_handler_t::replace);
+  record.text.reserve(text.size() + text.size() / 8 + 4);
+  record.text += kItemIndent;
+  for (char c : text) {  // a newline only ever separates lines: JSON strings escape theirs
+    record.text += c;
+    if (c == '\n') record.text += kItemIndent;
+  }
+  if (make_line_) record.line = make_line_(json);
+  record.json = std::move(json);
+  return record;
+}
+
 void RunSummary::add_skipped(nlohmann::json previous_record) {
   previous_record["skipped"] = true;
+  Record record = make_record(std::move(previous_record));
   std::lock_guard lock(*mutex_);
-  records_.push_back(std::move(previous_record));
+  records_.push_back(std::move(record));
+  records_sorted_ = false;
   ++succeeded_;
   ++skipped_;
 }
 
 void RunSummary::add(const WorkItem& item, const std::vector<std::filesystem::path>& outputs) {
-  nlohmann::json record = item_record(item, outputs);
+  Record record = make_record(item_record(item, outputs));
   std::lock_guard lock(*mutex_);
   records_.push_back(std::move(record));
+  records_sorted_ = false;
   if (item.status == ItemStatus::ok) {
     ++succeeded_;
     input_bytes_ += item.input_bytes;
@@ -71,10 +103,12 @@ void RunSummary::add(const WorkItem& item, const std::vector<std::filesystem::pa
   for (const auto& time : item.times) stage_seconds_[time.stage] += time.seconds;
 }
 
-void RunSummary::add_record(nlohmann::json record, bool ok, int64_t input_bytes, int64_t pixels,
+void RunSummary::add_record(nlohmann::json json, bool ok, int64_t input_bytes, int64_t pixels,
                             const std::vector<StageTime>& times) {
+  Record record = make_record(std::move(json));
   std::lock_guard lock(*mutex_);
   records_.push_back(std::move(record));
+  records_sorted_ = false;
   if (ok) {
     ++succeeded_;
     input_bytes_ += input_bytes;
@@ -105,8 +139,7 @@ void RunSummary::finish(double wall_seconds) {
   wall_seconds_ = wall_seconds;
 }
 
-nlohmann::json RunSummary::to_json() const {
-  std::lock_guard lock(*mutex_);
+nlohmann::json RunSummary::context_and_totals() const {
   nlohmann::json out = context_;
   const double wall = wall_seconds_ > 0 ? wall_seconds_ : 1e-9;
   out["totals"] = {{"items", succeeded_ + failed_},
@@ -121,27 +154,87 @@ nlohmann::json RunSummary::to_json() const {
                    {"peak_rss_megabytes", peak_rss_bytes() / 1e6},
                    {"stage_busy_seconds", stage_seconds_}};
   if (!stop_reason_.empty()) out["totals"]["stopped_early"] = stop_reason_;
-  // Items in input order, whatever order they finished in (pointers sorted: each record is
-  // copied once, into the output).
-  std::vector<const nlohmann::json*> sorted;
-  sorted.reserve(records_.size());
-  for (const nlohmann::json& record : records_) sorted.push_back(&record);
-  std::stable_sort(sorted.begin(), sorted.end(), [](const nlohmann::json* a, const nlohmann::json* b) {
-    return std::tie((*a)["file"].get_ref<const std::string&>(), (*a)["hdu"].get_ref<const int64_t&>(),
-                    (*a)["plane"].get_ref<const int64_t&>()) <
-           std::tie((*b)["file"].get_ref<const std::string&>(), (*b)["hdu"].get_ref<const int64_t&>(),
-                    (*b)["plane"].get_ref<const int64_t&>());
-  });
+  return out;
+}
+
+// Items in input order, whatever order they finished in. Stable, and sorting an already sorted
+// prefix again keeps its ties in the order added, so the order is that of the records as added.
+void RunSummary::sort_records() const {
+  if (records_sorted_) return;
+  const auto before = [](const Record* a, const Record* b) {
+    return std::tie(a->file, a->hdu, a->plane) < std::tie(b->file, b->hdu, b->plane);
+  };
+  std::vector<Record*> order(records_.size());
+  for (size_t i = 0; i < records_.size(); ++i) order[i] = &records_[i];
+  if (!std::is_sorted(order.begin(), order.end(), before)) {
+    std::stable_sort(order.begin(), order.end(), before);  // pointers: cheaper to move than records
+    std::vector<Record> sorted;
+    sorted.reserve(records_.size());
+    for (Record* record : order) sorted.push_back(std::move(*record));
+    records_ = std::move(sorted);
+  }
+  records_sorted_ = true;
+}
+
+std::vector<const RunSummary::Record*> RunSummary::ordered_records() const {
+  std::lock_guard lock(*mutex_);
+  sort_records();
+  std::vector<const Record*> ordered;
+  ordered.reserve(records_.size());
+  for (const Record& record : records_) ordered.push_back(&record);
+  return ordered;
+}
+
+nlohmann::json RunSummary::to_json() const {
+  std::lock_guard lock(*mutex_);
+  nlohmann::json out = context_and_totals();
+  sort_records();
   nlohmann::json items = nlohmann::json::array();
-  items.get_ref<nlohmann::json::array_t&>().reserve(sorted.size());
-  for (const nlohmann::json* record : sorted) items.push_back(*record);
+  items.get_ref<nlohmann::json::array_t&>().reserve(records_.size());
+  for (const Record& record : records_) items.push_back(record.json);
   out["items"] = std::move(items);
   return out;
 }
 
-// Error texts can quote bytes of a corrupt file and file names need not be UTF-8: replace those.
+// The run-level part is small: dump it with a placeholder for "items" (a top-level key: the only
+// place where a line starts with exactly two spaces and a quote), then stream the stored records
+// in its place.
 void RunSummary::write(const std::filesystem::path& path) const {
-  write_text_atomic(path, to_json().dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
+  std::string head_text;
+  {
+    std::lock_guard lock(*mutex_);
+    nlohmann::json head = context_and_totals();
+    head["items"] = nullptr;
+    head_text = head.dump(2, ' ', false, nlohmann::json::error_handler_t::replace);
+  }
+  const std::string placeholder = "\n  \"items\": null";
+  const size_t at = head_text.find(placeholder);
+  if (at == std::string::npos) throw OutputError(path.string() + ": internal error: no items placeholder in the summary");
+  const std::vector<const Record*> records = ordered_records();  // not under the lock: see the header
+  AtomicOutput output(path);
+  {
+    std::vector<char> buffer(1 << 20);  // before the stream: it must outlive it
+    std::ofstream stream;
+    stream.rdbuf()->pubsetbuf(buffer.data(), static_cast<std::streamsize>(buffer.size()));
+    stream.open(output.temp_path(), std::ios::binary);
+    stream.write(head_text.data(), static_cast<std::streamsize>(at));
+    if (records.empty()) {
+      stream << "\n  \"items\": []";
+    } else {
+      stream << "\n  \"items\": [\n";
+      for (size_t i = 0; i < records.size(); ++i) {
+        if (i > 0) stream << ",\n";
+        stream.write(records[i]->text.data(), static_cast<std::streamsize>(records[i]->text.size()));
+      }
+      stream << "\n  ]";
+    }
+    const size_t rest = at + placeholder.size();
+    stream.write(head_text.data() + rest, static_cast<std::streamsize>(head_text.size() - rest));
+    stream << '\n';
+    stream.flush();
+    if (!stream) throw OutputError(path.string() + ": write failed: " + std::strerror(errno));
+  }
+  output.commit();
 }
 
 }  // namespace imflow

@@ -3,7 +3,6 @@
 
 #include <algorithm>
 #include <fstream>
-#include <sstream>
 
 #include "imflow/io/atomic_file.hpp"
 
@@ -72,36 +71,61 @@ nlohmann::json merge_summaries(const std::vector<nlohmann::json>& parts) {
   return merged;
 }
 
-int64_t write_merged_catalog(const nlohmann::json& summary, const std::filesystem::path& path) {
-  std::ostringstream out;
-  std::string header;
+namespace {
+bool is_catalog_csv(const std::string& file) {
+  return file.size() >= 8 && file.compare(file.size() - 8, 8, ".cat.csv") == 0;
+}
+
+// The catalog rows of `records` (in that order), each prefixed by its item's file, HDU and plane.
+int64_t write_catalog_of(const std::vector<const nlohmann::json*>& records, const std::filesystem::path& path) {
+  std::string out;
+  bool have_header = false;
   int64_t rows = 0;
-  const nlohmann::json items = summary.value("items", nlohmann::json::array());
-  for (const auto& item : items) {
-    if (item.value("status", "") != "ok") continue;
-    const nlohmann::json outputs = item.value("outputs", nlohmann::json::array());
-    for (const auto& output : outputs) {
-      const std::string file = output.get<std::string>();
-      if (file.size() < 8 || file.compare(file.size() - 8, 8, ".cat.csv") != 0) continue;
+  for (const nlohmann::json* item : records) {
+    const auto status = item->find("status");
+    if (status == item->end() || *status != "ok") continue;
+    const auto outputs = item->find("outputs");
+    if (outputs == item->end() || !outputs->is_array()) continue;
+    for (const auto& output : *outputs) {
+      const std::string& file = output.get_ref<const std::string&>();
+      if (!is_catalog_csv(file)) continue;
       std::ifstream catalog(file);
       std::string line;
       if (!std::getline(catalog, line)) continue;
-      if (header.empty()) {
-        header = "file,hdu,plane," + line;
-        out << header << '\n';
+      if (!have_header) {
+        out += "file,hdu,plane," + line + '\n';
+        have_header = true;
       }
-      const std::string prefix = csv_field(item["file"].get<std::string>()) + "," + std::to_string(item["hdu"].get<int64_t>()) +
-                                 "," + std::to_string(item["plane"].get<int64_t>()) + ",";
+      const std::string prefix = csv_field((*item)["file"].get<std::string>()) + "," +
+                                 std::to_string((*item)["hdu"].get<int64_t>()) + "," +
+                                 std::to_string((*item)["plane"].get<int64_t>()) + ",";
       while (std::getline(catalog, line)) {
         if (line.empty()) continue;
-        out << prefix << line << '\n';
+        out += prefix;
+        out += line;
+        out += '\n';
         ++rows;
       }
     }
   }
-  if (header.empty()) return 0;
-  write_text_atomic(path, out.str());
+  if (!have_header) return 0;
+  write_text_atomic(path, out);
   return rows;
+}
+}  // namespace
+
+int64_t write_merged_catalog(const nlohmann::json& summary, const std::filesystem::path& path) {
+  std::vector<const nlohmann::json*> records;
+  if (const auto items = summary.find("items"); items != summary.end() && items->is_array()) {
+    for (const nlohmann::json& item : *items) records.push_back(&item);
+  }
+  return write_catalog_of(records, path);
+}
+
+int64_t write_merged_catalog(const RunSummary& summary, const std::filesystem::path& path) {
+  std::vector<const nlohmann::json*> records;
+  for (const RunSummary::Record* record : summary.ordered_records()) records.push_back(&record->json);
+  return write_catalog_of(records, path);
 }
 
 }  // namespace imflow

@@ -6,6 +6,8 @@
 #include <filesystem>
 #include <vector>
 
+#include "imflow/summary.hpp"
+
 namespace imflow {
 
 // Items concatenated (sorted by file, HDU, plane), totals summed (wall time: the longest; rates
@@ -15,5 +17,7 @@ nlohmann::json merge_summaries(const std::vector<nlohmann::json>& parts);
 // OUT/catalog.csv: the rows of every successful item's `.cat.csv`, in summary order, prefixed
 // by file (relative to the output dir's input), hdu and plane. Returns the rows written.
 int64_t write_merged_catalog(const nlohmann::json& summary, const std::filesystem::path& path);
+// The same from a run's summary, without building its JSON.
+int64_t write_merged_catalog(const RunSummary& summary, const std::filesystem::path& path);
 
 }  // namespace imflow

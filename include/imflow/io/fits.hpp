@@ -41,7 +41,8 @@ int64_t read_fits_plane(const std::filesystem::path& path, int hdu, int64_t plan
 
 // Read the pixels of `region` (whole-plane coordinates, inside the plane) of plane `plane` of HDU
 // `hdu` into `out` (resized to the region), with the same BSCALE/BZERO/BLANK semantics as
-// read_fits_plane; only the region is read (fits_read_subset; tile-compressed images decompress
+// read_fits_plane; only the region is read (uncompressed data: pread of its rows, converted as
+// CFITSIO would, bit for bit; otherwise fits_read_subset, and tile-compressed images decompress
 // only the compression tiles it touches). limits.max_pixels bounds the region. Returns the
 // region's bytes as stored.
 int64_t read_fits_region(const std::filesystem::path& path, int hdu, int64_t plane, const TileRect& region,

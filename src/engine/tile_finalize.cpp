@@ -2,17 +2,17 @@
 // tile-by-tile label map, commit the image outputs, and record the image once (summary,
 // manifest, progress), as a whole image's item would be.
 #include <spdlog/spdlog.h>
+#include <tbb/blocked_range.h>
+#include <tbb/parallel_for.h>
+#include <tbb/task_arena.h>
+#include <tbb/task_group.h>
 
 #include <algorithm>
-#include <cerrno>
 #include <chrono>
-#include <cstring>
-#include <fstream>
+#include <utility>
 
 #include "imflow/errors.hpp"
-#include "imflow/io/atomic_file.hpp"
 #include "imflow/io/catalog.hpp"
-#include "imflow/kernels/measure.hpp"
 #include "manifest.hpp"
 #include "stages.hpp"
 #include "tiled_image.hpp"
@@ -27,7 +27,9 @@ bool has_step(const Pipeline& pipeline, const char* name) {
   return std::any_of(pipeline.steps.begin(), pipeline.steps.end(), [&](const auto& step) { return step->name() == name; });
 }
 
-// Rewrite the label map tile by tile: each tile's own labels -> the image's source ids.
+// Rewrite the label map tile by tile: each tile's own labels -> the image's source ids. The file
+// is read and written by one thread at a time (measured: reading in bands through a pipeline
+// gained nothing, the I/O dominates); the mapping runs on all threads.
 void renumber_labels(TiledImage& image, const kernels::MergedSources& merged) {
   std::vector<int32_t> labels;
   for (int64_t t = 0; t < image.grid.count(); ++t) {
@@ -36,60 +38,75 @@ void renumber_labels(TiledImage& image, const kernels::MergedSources& merged) {
     if (ids.empty()) continue;  // no source in this tile: zeros stay zeros
     labels.resize(static_cast<size_t>(core.size()));
     image.labels_out->read(core, labels.data());
-    for (int32_t& label : labels) {
-      if (label > 0) label = ids[static_cast<size_t>(label - 1)];
-    }
+    const tbb::blocked_range<size_t> pixels(0, labels.size(), size_t{1} << 18);
+    tbb::this_task_arena::isolate([&] {  // the file's one reader-writer takes no catalog task meanwhile
+      tbb::parallel_for(pixels, [&](const tbb::blocked_range<size_t>& range) {
+        for (size_t i = range.begin(); i < range.end(); ++i) {
+          if (labels[i] > 0) labels[i] = ids[static_cast<size_t>(labels[i] - 1)];
+        }
+      });
+    });
     image.labels_out->write(core, labels.data(), core.width);
   }
 }
 
-// The CSV of a catalog that can be large (a mosaic's), formatted 65536 rows at a time rather than
-// as one string: the same bytes as write_catalog_csv.
-void write_catalog_csv_in_parts(const fs::path& path, const Catalog& catalog) {
-  AtomicOutput output(path);
-  {
-    std::ofstream stream(output.temp_path(), std::ios::binary);
-    constexpr size_t kRows = 65536;
-    for (size_t first = 0; first == 0 || first < catalog.size(); first += kRows) {
-      const Catalog part(catalog.begin() + static_cast<std::ptrdiff_t>(first),
-                         catalog.begin() + static_cast<std::ptrdiff_t>(std::min(catalog.size(), first + kRows)));
-      const std::string text = catalog_csv(part);
-      const size_t body = first == 0 ? 0 : text.find('\n') + 1;  // the header once
-      stream.write(text.data() + body, static_cast<std::streamsize>(text.size() - body));
-    }
-    stream.flush();
-    if (!stream) throw OutputError(path.string() + ": write failed: " + std::strerror(errno));
-  }
-  output.commit();
+double seconds_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
-// Write the image's outputs; returns the files written. Throws on failure.
+// Write the image's outputs; returns the files written. Throws on failure. After the merge (its
+// sources on all threads), the label map is renumbered while the CSV and FITS catalogs are
+// written, the three at once, each spreading its own work over the threads.
 std::vector<fs::path> write_image_outputs(RunContext& run, TiledImage& image, WorkItem& record_item) {
   const OutputConfig& output = run.pipeline.output;
   std::vector<fs::path> written;
   const fs::path stem = output_stem(image.image, output.dir);
   check_output_parents(stem, output.dir);
+  auto start = std::chrono::steady_clock::now();
+  double merge_seconds = 0.0, csv_seconds = 0.0, fits_seconds = 0.0, labels_seconds = 0.0;
   std::optional<kernels::MergedSources> merged;
   if (image.labelled) {
-    merged = kernels::merge_tile_labels(image.tiles, image.grid.columns(), image.grid.rows(), run.tiles->plan().connectivity);
-    std::vector<kernels::TileLabels>().swap(image.tiles);  // the parts are merged: free them before the catalog
-    record_item.nlabels = merged->count;
+    const TileGrid& grid = image.grid;
+    const int connectivity = run.tiles->plan().connectivity;
     if (has_step(run.pipeline, "measure")) {
-      record_item.catalog = kernels::finish_sources(merged->sums, image.grid.width, image.grid.height);
+      merged = kernels::merge_tile_catalog(image.tiles, grid.columns(), grid.rows(), connectivity, grid.width,
+                                           grid.height);
+      record_item.catalog = std::move(merged->catalog);
+    } else {
+      merged = kernels::merge_tile_labels(image.tiles, grid.columns(), grid.rows(), connectivity);
     }
-    std::vector<kernels::SourceSums>().swap(merged->sums);
+    std::vector<kernels::TileLabels>().swap(image.tiles);  // the parts are merged: free them
+    record_item.nlabels = merged->count;
+    merge_seconds = seconds_since(start);
   }
-  const std::vector<FitsCard> cards = provenance_cards(record_item);
-  if (record_item.catalog && output.wants("csv")) {
-    written.emplace_back(stem.string() + ".cat.csv");
-    write_catalog_csv_in_parts(written.back(), *record_item.catalog);
+  tbb::task_group group;
+  auto timed = [](double& seconds, auto&& work) {
+    const auto begin = std::chrono::steady_clock::now();
+    work();
+    seconds = seconds_since(begin);
+  };
+  try {
+    if (merged && image.labels_out) group.run([&] { timed(labels_seconds, [&] { renumber_labels(image, *merged); }); });
+    const std::vector<FitsCard> cards = provenance_cards(record_item);
+    if (record_item.catalog && output.wants("csv")) {
+      written.emplace_back(stem.string() + ".cat.csv");
+      group.run([&, path = written.back()] {
+        timed(csv_seconds, [&] { write_catalog_csv(path, *record_item.catalog); });
+      });
+    }
+    if (record_item.catalog && output.wants("fits")) {
+      written.emplace_back(stem.string() + ".cat.fits");
+      group.run([&, path = written.back(), cards] {
+        timed(fits_seconds, [&] { write_catalog_fits(path, *record_item.catalog, cards); });
+      });
+    }
+  } catch (...) {
+    group.cancel();
+    group.wait();
+    throw;
   }
-  if (record_item.catalog && output.wants("fits")) {
-    written.emplace_back(stem.string() + ".cat.fits");
-    write_catalog_fits(written.back(), *record_item.catalog, cards);
-  }
+  group.wait();
   if (image.labels_out) {
-    if (merged) renumber_labels(image, *merged);
     image.labels_out->commit();
     written.push_back(image.labels_out->final_path());
   }
@@ -98,6 +115,8 @@ std::vector<fs::path> write_image_outputs(RunContext& run, TiledImage& image, Wo
     out->commit();
     written.push_back(out->final_path());
   }
+  spdlog::debug("{}: merge {:.3f} s: labels and catalog {:.3f}, then at once csv {:.3f}, fits {:.3f}, label map {:.3f}",
+                item_name(image.image), seconds_since(start), merge_seconds, csv_seconds, fits_seconds, labels_seconds);
   return written;
 }
 }  // namespace
@@ -117,7 +136,8 @@ void finalize_tiled_image(RunContext& run, TiledImage& image) {
   if (error.empty()) {
     const auto start = std::chrono::steady_clock::now();
     try {
-      outputs = write_image_outputs(run, image, record_item);
+      // Isolated: while it waits for its parallel parts, this thread takes no other task of the graph.
+      tbb::this_task_arena::isolate([&] { outputs = write_image_outputs(run, image, record_item); });
     } catch (const std::bad_alloc&) {
       error = item_name(image.image) + ": out of memory while merging its tiles";
     } catch (const std::exception& failure) {

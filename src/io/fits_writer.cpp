@@ -2,6 +2,7 @@
 // each written under a temporary name and renamed when complete.
 #include <fitsio.h>
 
+#include <algorithm>
 #include <bit>
 #include <cstdint>
 #include <cstring>
@@ -13,6 +14,7 @@
 #include "imflow/errors.hpp"
 #include "imflow/io/atomic_file.hpp"
 #include "imflow/io/fits.hpp"
+#include "ordered_blocks.hpp"
 
 namespace imflow {
 
@@ -94,24 +96,42 @@ void write_catalog_fits(const fs::path& path, const Catalog& catalog, const std:
     fail(path, "cannot create the catalog table", status);
   }
   write_cards(file.get(), path, cards);
-  // The rows as FITS stores them (big-endian, row after row), written in one call: column by
-  // column writes through CFITSIO's buffers cost ~10 ms of CPU for 3,000 rows, this ~0.5 ms.
+  // The rows as FITS stores them (big-endian, row after row), a block of rows per call: column
+  // by column writes through CFITSIO's buffers cost ~10 ms of CPU for 3,000 rows, this ~0.5 ms.
+  // A large catalog's blocks are made on all threads and written in order.
+  struct RowBlock {
+    size_t first = 0;
+    std::vector<unsigned char> bytes;
+  };
+  constexpr size_t kBlockRows = 8192;
   const size_t row_bytes = columns.size() * 8;
-  std::vector<unsigned char> rows(catalog.size() * row_bytes);
-  for (size_t row = 0; row < catalog.size(); ++row) {
-    for (size_t c = 0; c < columns.size(); ++c) {
-      const double value = columns[c].value(catalog[row]);
-      uint64_t bits = 0;
-      if (columns[c].integer) bits = static_cast<uint64_t>(static_cast<int64_t>(value));
-      else std::memcpy(&bits, &value, 8);
-      if constexpr (std::endian::native == std::endian::little) bits = __builtin_bswap64(bits);
-      std::memcpy(rows.data() + row * row_bytes + c * 8, &bits, 8);
-    }
-  }
-  if (!rows.empty() &&
-      fits_write_tblbytes(file.get(), 1, 1, static_cast<LONGLONG>(rows.size()), rows.data(), &status) != 0) {
-    fail(path, "cannot write the catalog rows", status);
-  }
+  detail::for_blocks_in_order<RowBlock>(
+      (catalog.size() + kBlockRows - 1) / kBlockRows,
+      [&](size_t b) {
+        RowBlock block;
+        block.first = b * kBlockRows;
+        const size_t end = std::min(catalog.size(), block.first + kBlockRows);
+        block.bytes.resize((end - block.first) * row_bytes);
+        unsigned char* out = block.bytes.data();
+        for (size_t row = block.first; row < end; ++row) {
+          for (size_t c = 0; c < columns.size(); ++c, out += 8) {
+            const double value = columns[c].value(catalog[row]);
+            uint64_t bits = 0;
+            if (columns[c].integer) bits = static_cast<uint64_t>(static_cast<int64_t>(value));
+            else std::memcpy(&bits, &value, 8);
+            if constexpr (std::endian::native == std::endian::little) bits = __builtin_bswap64(bits);
+            std::memcpy(out, &bits, 8);
+          }
+        }
+        return block;
+      },
+      [&](const RowBlock& block) {
+        auto* bytes = const_cast<unsigned char*>(block.bytes.data());
+        const auto first_row = static_cast<LONGLONG>(block.first) + 1, size = static_cast<LONGLONG>(block.bytes.size());
+        if (fits_write_tblbytes(file.get(), first_row, 1, size, bytes, &status) != 0) {
+          fail(path, "cannot write the catalog rows", status);
+        }
+      });
   finish(file, output);
 }
 

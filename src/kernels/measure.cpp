@@ -2,6 +2,10 @@
 // (runs of background labels skipped eight at a time).
 #include "imflow/kernels/measure.hpp"
 
+#include <tbb/blocked_range.h>
+#include <tbb/parallel_for.h>
+#include <tbb/task_arena.h>
+
 #include <cmath>
 #include <cstring>
 
@@ -58,9 +62,21 @@ std::vector<SourceSums> accumulate_sources(ConstImageView image, const int32_t* 
 }
 
 Catalog finish_sources(const std::vector<SourceSums>& sums, int64_t width, int64_t height) {
-  Catalog catalog;
-  catalog.reserve(sums.size());
-  for (size_t k = 0; k < sums.size(); ++k) catalog.push_back(sums[k].finish(static_cast<int32_t>(k + 1), width, height));
+  // Rows are independent: a mosaic's million sources are finished on all threads (isolated: the
+  // waiting thread takes no unrelated task of the graph).
+  Catalog catalog(sums.size());
+  auto finish_rows = [&](const tbb::blocked_range<size_t>& rows) {
+    for (size_t k = rows.begin(); k < rows.end(); ++k) {
+      catalog[k] = sums[k].finish(static_cast<int32_t>(k + 1), width, height);
+    }
+  };
+  constexpr size_t kSerialRows = 16384;
+  if (sums.size() <= kSerialRows) {
+    finish_rows({0, sums.size()});
+  } else {
+    const tbb::blocked_range<size_t> all(0, sums.size(), 4096);
+    tbb::this_task_arena::isolate([&] { tbb::parallel_for(all, finish_rows); });
+  }
   return catalog;
 }
 

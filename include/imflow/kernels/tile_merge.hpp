@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "imflow/kernels/source_sums.hpp"
+#include "imflow/source.hpp"
 #include "imflow/tile_rect.hpp"
 
 namespace imflow::kernels {
@@ -30,11 +31,19 @@ struct MergedSources {
   int32_t count = 0;                           // sources in the image
   std::vector<std::vector<int32_t>> final_id;  // per tile: [local label - 1] -> source id (1..count)
   std::vector<SourceSums> sums;                // per source id - 1 (empty when the tiles carry no sums)
+  Catalog catalog;                             // merge_tile_catalog only: finish_sources(sums), sums left empty
 };
 
 // Merge the tiles of a columns x rows grid, given in raster order of the grid. Partial sums are
-// merged in tile order, so the result does not depend on the order tiles finished in. Each tile's
-// sums are released once merged (the labels, borders and first pixels are kept).
+// merged in tile order, so the result does not depend on the order tiles finished in (nor on the
+// threads: sources are merged in parallel, each by one thread). Each tile's sums are released
+// once merged (the labels, borders and first pixels are kept).
 MergedSources merge_tile_labels(std::vector<TileLabels>& tiles, int64_t columns, int64_t rows, int connectivity);
+
+// The same, with the catalog instead of the merged sums: each source's sums are folded and
+// finished in one pass, equal to finish_sources(merge_tile_labels(...).sums, width, height)
+// without holding both. (width, height): the whole image's size. Empty when the tiles carry no sums.
+MergedSources merge_tile_catalog(std::vector<TileLabels>& tiles, int64_t columns, int64_t rows, int connectivity,
+                                 int64_t width, int64_t height);
 
 }  // namespace imflow::kernels

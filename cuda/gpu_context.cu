@@ -1,5 +1,6 @@
 // GpuContext set-up and the item entry points: upload, download (never synchronizing) and the
 // host-side collection of results, including the host fallback for an overflowing catalog.
+#include <cstddef>
 #include <cstring>
 #include <stdexcept>
 
@@ -56,14 +57,18 @@ void set_catalog_capacity(GpuContext& gpu, int64_t capacity) {
 }
 
 void enqueue_upload(GpuContext& gpu, const WorkItem& item) {
-  DeviceGuard guard(gpu.device);
-  gpu.width = item.pixels.width();
-  gpu.height = item.pixels.height();
+  prepare_item(gpu, item.pixels.width(), item.pixels.height());
   const int64_t n = gpu.size();
-  gpu.image.reserve(static_cast<size_t>(n) + 4);
   if (n > 0)
     IMFLOW_CUDA_CHECK(cudaMemcpyAsync(gpu.image.data(), item.pixels.data(), static_cast<size_t>(n) * sizeof(float),
                                       cudaMemcpyHostToDevice, gpu.stream));
+}
+
+void prepare_item(GpuContext& gpu, int64_t width, int64_t height) {
+  DeviceGuard guard(gpu.device);
+  gpu.width = width;
+  gpu.height = height;
+  gpu.image.reserve(static_cast<size_t>(gpu.size()) + 4);
   IMFLOW_CUDA_CHECK(cudaMemsetAsync(gpu.results.data(), 0, sizeof(DeviceResults), gpu.stream));
   gpu.has_detection = gpu.has_background = gpu.has_threshold = gpu.has_mask = false;
   gpu.has_labels = gpu.has_catalog = gpu.image_modified = false;
@@ -109,6 +114,20 @@ void enqueue_download(GpuContext& gpu, const DownloadWants& wants) {
   }
   done.background_map = wants.background_map && gpu.has_background_maps;
   gpu.downloaded = done;
+}
+
+void release_image_buffers(GpuContext& gpu) {
+  DeviceGuard guard(gpu.device);
+  gpu.image = DeviceBuffer<float>();
+  gpu.image_spare = DeviceBuffer<float>();
+  gpu.detection = DeviceBuffer<float>();
+  gpu.mask = DeviceBuffer<uint8_t>();
+  gpu.labels = DeviceBuffer<int32_t>();
+  gpu.label_rank = DeviceBuffer<int32_t>();
+  gpu.scratch = DeviceBuffer<unsigned char>();
+  gpu.background_work = DeviceBuffer<unsigned char>();
+  gpu.mesh_background.reset();
+  gpu.width = gpu.height = 0;
 }
 
 namespace {
@@ -185,6 +204,19 @@ Catalog host_catalog(GpuContext& gpu, const WorkItem& item, int32_t nlabels, dou
 }
 
 }  // namespace
+
+bool remeasure_if_overflowed(GpuContext& gpu) {
+  DeviceGuard guard(gpu.device);
+  const DeviceResults& r = *gpu.results_host.data();
+  if (!gpu.has_catalog || (r.catalog_overflow == 0 && r.nlabels <= gpu.catalog_capacity)) return false;
+  set_catalog_capacity(gpu, next_power_of_two(static_cast<int64_t>(r.nlabels)));
+  IMFLOW_CUDA_CHECK(cudaMemsetAsync(reinterpret_cast<char*>(gpu.results.data()) + offsetof(DeviceResults, catalog_overflow),
+                                    0, sizeof(int), gpu.stream));
+  measure(gpu);
+  enqueue_download(gpu, gpu.downloaded);
+  IMFLOW_CUDA_CHECK(cudaStreamSynchronize(gpu.stream));
+  return true;
+}
 
 void collect_results(GpuContext& gpu, WorkItem& item) {
   DeviceGuard guard(gpu.device);

@@ -152,6 +152,20 @@ using ::imflow::GpuContext;
 // engine gives items pinned pixel buffers), reset the step flags and the device results.
 void enqueue_upload(GpuContext& gpu, const WorkItem& item);
 
+// enqueue_upload without the copy: a width x height image whose pixels the caller copies into
+// gpu.image itself (a GPU-resident image, src/engine/gpu_resident.cpp).
+void prepare_item(GpuContext& gpu, int64_t width, int64_t height);
+
+// After the stream completed: when the catalog overflowed the device capacity, grow it and
+// measure again on the device (the image and labels are still there) and download the rows;
+// synchronizes. For items whose pixels are not on the host (collect_results would otherwise
+// measure there). Returns whether it measured again.
+bool remeasure_if_overflowed(GpuContext& gpu);
+
+// Give the per-image device buffers (image, labels, mask, sort and label work, background maps)
+// back to the driver; the next item allocates what it needs. Synchronizes the device (cudaFree).
+void release_image_buffers(GpuContext& gpu);
+
 // Copy the results, the catalog rows and what `wants` asks for into the context's pinned
 // mirrors. Never synchronizes.
 void enqueue_download(GpuContext& gpu, const DownloadWants& wants);

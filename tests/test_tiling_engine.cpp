@@ -186,6 +186,29 @@ TEST_CASE("tiling settings: defaults, what cannot be tiled, halo", "[tiling][con
   CHECK(plan_tiling(test::pipeline_from("tiling: {size: 0}\nsteps: [normalize]\n")).size == 0);
 }
 
+TEST_CASE("tiling.resident: auto only with catalog outputs; strips of about a tile", "[tiling][config]") {
+  Pipeline pipeline = test::pipeline_from("output: {formats: [csv, fits]}\nsteps: [background, segment, label, measure]\n");
+  CHECK(pipeline.tiling.resident);
+  CHECK(plan_tiling(pipeline).resident);
+  CHECK(pipeline.resolved()["tiling"]["resident"].as<std::string>() == "auto");
+  pipeline = test::pipeline_from("tiling: {resident: off}\noutput: {formats: [csv]}\nsteps: [background, segment, label, measure]\n");
+  CHECK_FALSE(pipeline.tiling.resident);
+  CHECK_FALSE(plan_tiling(pipeline).resident);
+  CHECK(pipeline.resolved()["tiling"]["resident"].as<std::string>() == "off");
+  CHECK(test::pipeline_from("tiling: {resident: auto}\nsteps: [background]\n").tiling.resident);
+  // An image output would need the whole image on the host: such runs use tiles.
+  const TilingPlan labels = plan_tiling(test::pipeline_from("output: {formats: [csv, labels]}\nsteps: [background, segment, label, measure]\n"));
+  CHECK(labels.size == 4096);
+  CHECK_FALSE(labels.resident);
+  CHECK_THAT(labels.resident_off_reason, Catch::Contains("labels"));
+  CHECK_THROWS_WITH(test::pipeline_from("tiling: {resident: maybe}\nsteps: [background]\n"), Catch::Contains("auto or off"));
+  // Strips of whole rows, about size^2 pixels, at least one row, at most the image.
+  CHECK(resident_strip_rows(4096, 32000, 32000) == 524);
+  CHECK(resident_strip_rows(64, 100, 70) == 40);
+  CHECK(resident_strip_rows(8, 1000, 70) == 1);
+  CHECK(resident_strip_rows(4096, 100, 70) == 70);
+}
+
 TEST_CASE("the tile grid covers the image once", "[tiling]") {
   for (const auto& [w, h, size] : {std::tuple{100, 70, 32}, std::tuple{64, 64, 64}, std::tuple{65, 9, 8}}) {
     TileGrid grid{w, h, size, 3};

@@ -45,6 +45,8 @@ struct TilingConfig {
   int64_t size = 4096;         // tile edge in pixels; planes larger than this in either dimension are tiled; 0: never
   int64_t halo = -1;           // pixels read around each tile; -1: auto (the convolution steps' reach)
   bool explicit_size = false;  // set by the file or --tile: a pipeline that cannot run on tiles is an error
+  bool resident = true;        // `resident: auto` (true) | off: on the CUDA engine, assemble an image that fits
+                               // in GPU memory there from its strips and process it whole (docs/tiling.md)
 };
 
 struct Pipeline {

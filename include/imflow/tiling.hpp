@@ -24,7 +24,18 @@ struct TilingPlan {
   double kappa = 3.0;    // its parameters
   int max_iters = 100;
   std::string off_reason;  // why tiling is off when the default asked for it (empty otherwise)
+  // On the CUDA engine, a tiled image whose working set fits in GPU memory is read strip by strip
+  // straight into the GPU and processed there whole (docs/tiling.md, "GPU-resident images"):
+  // allowed when the outputs are catalogs only (csv, fits) and tiling.resident is auto.
+  bool resident = false;
+  std::string resident_off_reason;
 };
+
+// Rows per strip of a GPU-resident image: strips of about tile_size^2 pixels, whole rows.
+inline int64_t resident_strip_rows(int64_t tile_size, int64_t width, int64_t height) {
+  const int64_t rows = width > 0 ? tile_size * tile_size / width : height;
+  return rows < 1 ? 1 : (rows > height ? height : rows);
+}
 
 // How far (pixels) the pipeline's convolution steps reach: the sum over `convolve` steps of
 // max(kernel width / 2, kernel height / 2). A tile read with at least this halo gives, over its

@@ -38,6 +38,10 @@ struct ItemRef {
   TileRect core;                   // the pixels this tile owns (whole-image coordinates)
   TileRect halo;                   // the pixels it reads: core + halo, clipped at the image border
   std::shared_ptr<TiledImage> tiled;  // per-image state shared by its tiles
+  // > 0: a whole plane (tile < 0, core = the plane) that the CUDA engine reads in strips of this
+  // many rows straight into GPU memory and processes there whole (docs/tiling.md, "GPU-resident
+  // images"); its pixels never come to the host.
+  int64_t resident_rows = 0;
 };
 
 // Wall time of one stage for one item, in seconds.
@@ -114,6 +118,10 @@ struct WorkItem {
     times.clear();
     host_factors_k = -1;
   }
+
+  // The plane's size: the pixels' on the host, or the plane's for a GPU-resident image.
+  int64_t plane_width() const { return ref.resident_rows > 0 ? ref.core.width : pixels.width(); }
+  int64_t plane_height() const { return ref.resident_rows > 0 ? ref.core.height : pixels.height(); }
 
   // The image that thresholding and labelling use.
   const ImageBuffer& detection_image() const { return detection.empty() ? pixels : detection; }

@@ -213,6 +213,7 @@ YAML::Node Pipeline::resolved() const {
   } else {
     root["tiling"]["halo"] = tiling.halo;
   }
+  root["tiling"]["resident"] = tiling.resident ? "auto" : "off";
   for (const auto& step : steps) {
     YAML::Node entry;
     entry[step->name()] = step->params();

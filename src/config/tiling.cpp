@@ -59,6 +59,14 @@ TilingConfig parse_tiling(ParamReader& reader, bool present) {
     }
     tiling.halo = value;
   }
+  const YAML::Node resident = reader.child("resident");
+  if (resident.IsDefined()) {
+    // YAML 1.1 reads a bare `off` as false; accept both spellings.
+    const std::string text = resident.IsScalar() ? resident.Scalar() : "";
+    if (text == "auto" || text == "true" || text == "on") tiling.resident = true;
+    else if (text == "off" || text == "false") tiling.resident = false;
+    else reader.fail(resident, "resident", "expected auto or off");
+  }
   reader.finish();
   return tiling;
 }
@@ -117,6 +125,14 @@ TilingPlan plan_tiling(const Pipeline& pipeline) {
   }
   plan.size = config.size;
   plan.halo = config.halo >= 0 ? config.halo : reach;  // reach: required_halo()
+  plan.resident = config.resident;
+  for (const auto& format : pipeline.output.formats) {
+    if (format != "csv" && format != "fits" && plan.resident) {
+      plan.resident = false;  // an image output of a resident image would need the whole image on the host
+      plan.resident_off_reason = "output format '" + format + "' is written tile by tile";
+    }
+  }
+  if (!config.resident) plan.resident_off_reason = "tiling.resident: off";
   return plan;
 }
 

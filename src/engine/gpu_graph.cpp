@@ -11,7 +11,9 @@
 
 #include <algorithm>
 #include <chrono>
+#include <map>
 #include <memory>
+#include <mutex>
 #include <tuple>
 
 #include "cuda/cuda_check.hpp"
@@ -19,6 +21,7 @@
 #include "gpu_batch_graph.hpp"
 #include "gpu_choice.hpp"
 #include "gpu_overlap.hpp"
+#include "gpu_resident.hpp"
 #include "gpu_slot.hpp"
 #include "graph_ends.hpp"
 #include "tiled_image.hpp"
@@ -86,12 +89,15 @@ void host_phase_stage(RunContext& run, WorkItem& item, size_t first) {
   }
 }
 
-// Enqueue upload, every step and the download on the slot's stream; never waits.
+// Enqueue upload, every step and the download on the slot's stream; never waits (except for a
+// GPU-resident image, whose strips are read and copied in before anything is enqueued).
 void enqueue_item(RunContext& run, GpuSlot& slot, WorkItem& item) {
   cuda::DeviceGuard guard(slot.device);
   GpuContext& context = *slot.context;
+  const bool resident = item.ref.resident_rows > 0;
+  if (resident) upload_resident_plane(run, context, item);
   slot.marks[0].record(slot.stream);
-  cuda::enqueue_upload(context, item);
+  if (!resident) cuda::enqueue_upload(context, item);
   slot.marks[1].record(slot.stream);
   const auto& steps = run.pipeline.steps;
   const size_t first = first_gpu_step(run.pipeline);  // steps before it ran on the host
@@ -102,6 +108,7 @@ void enqueue_item(RunContext& run, GpuSlot& slot, WorkItem& item) {
   }
   cuda::DownloadWants wants = download_wants(run.pipeline.output, context);
   if (item.ref.tiled) wants.labels = context.has_labels;  // the host merges tiles from their labels
+  if (resident) wants = cuda::DownloadWants{};  // results and catalog rows only: the outputs are catalogs
   cuda::enqueue_download(context, wants);
   slot.marks[2 + steps.size()].record(slot.stream);
 }
@@ -126,6 +133,31 @@ void fail_on_device(RunContext& run, WorkItem& item, GpuSlot& slot, const std::s
   if (cuda::is_sticky(code)) {
     run.halt_with("device " + std::to_string(slot.device) + " is in an unrecoverable state (" + what +
                   "); stopping, finished items are kept");
+  }
+}
+// A GPU-resident image (docs/tiling.md), synchronously in the GPU node: strips read and copied
+// in, the steps, the results. One at a time per device (`device_lock`: it may fill most of the
+// device's memory), and its device buffers are given back afterwards.
+void run_resident_item(RunContext& run, GpuSlot& slot, WorkItem& item, GpuTimeline& timeline, std::mutex& device_lock) {
+  std::lock_guard lock(device_lock);
+  cuda::DeviceGuard guard(slot.device);
+  try {
+    enqueue_item(run, slot, item);
+    slot.stream.synchronize();
+    cuda::remeasure_if_overflowed(*slot.context);  // the host has no pixels to measure on
+    collect_item(run, slot, item, timeline);
+  } catch (const cuda::CudaError& error) {
+    IMFLOW_CUDA_LOG(cudaStreamSynchronize(slot.stream));
+    fail_on_device(run, item, slot, error.what(), error.code());
+  } catch (const std::bad_alloc&) {
+    item.fail(item_name(item.ref) + ": out of host memory while reading it into the GPU");
+  } catch (const std::exception& error) {
+    item.fail(error.what());  // read errors name the file
+  }
+  try {
+    cuda::release_image_buffers(*slot.context);
+  } catch (const cuda::CudaError& error) {
+    fail_on_device(run, item, slot, error.what(), error.code());
   }
 }
 }  // namespace
@@ -168,6 +200,9 @@ void run_gpu_graph(RunContext& run, ItemSource& source, int threads, const Engin
     run.summary.set("gpu", timeline.summary(slots));
     return;
   }
+  std::map<int, std::mutex> resident_locks;  // one GPU-resident image per device at a time
+  for (int device : devices) resident_locks[device];
+  if (run.tiles != nullptr) run.tiles->set_resident_pixels(resident_pixel_limit(devices));
   std::vector<std::unique_ptr<WorkItem>> items;
   for (size_t i = 0; i < slots.size() * static_cast<size_t>(engine.buffers_per_stream); ++i) {
     items.push_back(std::make_unique<WorkItem>());
@@ -184,6 +219,11 @@ void run_gpu_graph(RunContext& run, ItemSource& source, int threads, const Engin
     auto [item, slot] = work;
     const bool skip = item->status == ItemStatus::failed || run.halt;
     if (skip && item->status != ItemStatus::failed) item->fail(item_name(item->ref) + ": not processed: " + run.fatal_reason());
+    if (!skip && item->ref.resident_rows > 0) {  // processed here, then handed on at once
+      run_resident_item(run, *slot, *item, timeline, resident_locks.at(slot->device));
+      submit_to_stream(*slot, work, gateway, on_stream_done, true, [] {}, [](const std::string&, cudaError_t) {});
+      return;
+    }
     submit_to_stream(
         *slot, work, gateway, on_stream_done, skip,
         [&] {
@@ -203,7 +243,7 @@ void run_gpu_graph(RunContext& run, ItemSource& source, int threads, const Engin
                        std::string("CUDA error ") + cudaGetErrorName(slot->status) + ": " +
                            cudaGetErrorString(slot->status),
                        slot->status);
-      } else {
+      } else if (item->ref.resident_rows == 0) {  // a resident image was collected in the GPU node
         try {
           collect_item(run, *slot, *item, timeline);
           if (item->ref.tiled) tile_after_gpu(run, *item);

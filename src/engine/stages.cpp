@@ -49,6 +49,7 @@ void read_stage(RunContext& run, WorkItem& item, ItemRef ref) {
     item.fail(item.ref.error);
     return;
   }
+  if (item.ref.resident_rows > 0) return;  // read by the CUDA graph straight into GPU memory (gpu_resident.cpp)
   StageTimer timer(run, item, "read", worker_track("read"));
   try {
     const InputFormat* format = input_format_for(item.ref.path);

@@ -35,8 +35,8 @@ nlohmann::json RunSummary::item_record(const WorkItem& item, const std::vector<s
   record["file"] = item.ref.path.string();
   record["hdu"] = item.ref.hdu;
   record["plane"] = item.ref.plane;
-  record["width"] = item.pixels.width();
-  record["height"] = item.pixels.height();
+  record["width"] = item.plane_width();
+  record["height"] = item.plane_height();
   record["status"] = item.status == ItemStatus::ok ? "ok" : "failed";
   if (item.status != ItemStatus::ok) record["error"] = item.error;
   nlohmann::json seconds = nlohmann::json::object();
@@ -53,6 +53,10 @@ nlohmann::json RunSummary::item_record(const WorkItem& item, const std::vector<s
   if (item.catalog) record["nsources"] = item.catalog->size();
   else if (item.nlabels) record["nsources"] = *item.nlabels;
   for (const auto& [name, value] : item.metrics) record["metrics"][name] = number(value);
+  if (item.ref.resident_rows > 0) {  // read in strips straight into GPU memory (docs/tiling.md)
+    const int64_t rows = item.ref.resident_rows;
+    record["gpu_resident"] = {{"strip_rows", rows}, {"strips", (item.plane_height() + rows - 1) / rows}};
+  }
   nlohmann::json files = nlohmann::json::array();
   for (const auto& path : outputs) files.push_back(path.string());
   record["outputs"] = files;
@@ -96,7 +100,7 @@ void RunSummary::add(const WorkItem& item, const std::vector<std::filesystem::pa
   if (item.status == ItemStatus::ok) {
     ++succeeded_;
     input_bytes_ += item.input_bytes;
-    pixels_ += item.pixels.size();
+    pixels_ += item.plane_width() * item.plane_height();
   } else {
     ++failed_;
   }

@@ -36,6 +36,12 @@ std::vector<ItemRef> TileRun::tiles_of(const ItemRef& plane, const PlaneInfo& in
   if (!tiles_image(plan_, info.width, info.height)) return {};
   const InputFormat* format = input_format_for(plane.path);
   if (format == nullptr || std::string(format->name) != "fits" || whole_file_compressed(plane.path)) return {};
+  if (info.width * info.height <= resident_pixels_) {  // fits in GPU memory: one item, read in strips
+    ItemRef whole = plane;
+    whole.core = TileRect{0, 0, info.width, info.height};
+    whole.resident_rows = resident_strip_rows(plan_.size, info.width, info.height);
+    return {whole};
+  }
   auto image = std::make_shared<TiledImage>();
   image->image = plane;
   image->grid = TileGrid{info.width, info.height, plan_.size, plan_.halo};

@@ -54,7 +54,11 @@ class TileRun {
   TileRun(RunContext& run, TilingPlan plan) : run_(run), plan_(std::move(plan)) {}
 
   const TilingPlan& plan() const { return plan_; }
-  // The tile items of a plane, or none when it is processed whole (small, not FITS, gzip-compressed).
+  // Set by the CUDA engine before the graph runs: the largest plane (pixels) it processes as a
+  // GPU-resident image (0: none; see TilingPlan::resident).
+  void set_resident_pixels(int64_t pixels) { resident_pixels_ = plan_.resident ? pixels : 0; }
+  // The tile items of a plane, or none when it is processed whole (small, not FITS, gzip-compressed),
+  // or one whole-plane item read as strips into GPU memory (ItemRef::resident_rows).
   std::vector<ItemRef> tiles_of(const ItemRef& plane, const PlaneInfo& info);
   // Called when the first tile of an image is about to be emitted: the background pre-pass.
   // On failure, sets first_tile.error and makes that tile stand for the whole image.
@@ -65,6 +69,7 @@ class TileRun {
  private:
   RunContext& run_;
   TilingPlan plan_;
+  int64_t resident_pixels_ = 0;
   std::mutex mutex_;
   std::vector<std::shared_ptr<TiledImage>> images_;
 };

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <fstream>
+#include <map>
 #include <string>
 #include <utility>
 #include <vector>
@@ -17,8 +18,10 @@ using namespace imflow;
 using namespace tiling_test;
 
 namespace {
-RunSummary run_on(const std::string& device, const std::string& yaml, const fs::path& in, const fs::path& out, int64_t tile) {
+RunSummary run_on(const std::string& device, const std::string& yaml, const fs::path& in, const fs::path& out, int64_t tile,
+                  bool resident = true) {
   Pipeline pipeline = test::pipeline_from(yaml);
+  pipeline.tiling.resident = resident;
   pipeline.input.dir = in;
   pipeline.output.dir = out;
   pipeline.engine.device = device;
@@ -74,6 +77,17 @@ std::pair<int, double> rows_and_flux(const fs::path& csv) {
 }
 }  // namespace
 
+// Strips of the image's file: the records of the run that were read as GPU-resident images.
+std::map<std::string, int64_t> resident_strips(const RunSummary& summary) {
+  std::map<std::string, int64_t> strips;
+  for (const auto* record : summary.ordered_records()) {
+    if (record->json.contains("gpu_resident")) {
+      strips[fs::path(record->file).filename().string()] = record->json["gpu_resident"]["strips"].get<int64_t>();
+    }
+  }
+  return strips;
+}
+
 TEST_CASE("GPU tiles give the whole-image catalogs", "[gpu][tiling]") {
   const fs::path dir = fs::temp_directory_path() / "imflow_gpu_tiling";
   fs::remove_all(dir);
@@ -116,5 +130,48 @@ TEST_CASE("GPU tiles give the whole-image catalogs", "[gpu][tiling]") {
     CHECK(std::abs(whole.second - tiled_rows.second) <= 1e-3 * std::max(1.0, std::abs(whole.second)));
   }
   CHECK(compared == 4);
+  fs::remove_all(dir);
+}
+
+// GPU-resident images (docs/tiling.md): with catalog outputs, a tiled image that fits in GPU
+// memory is read in strips straight into the GPU and processed whole there, so it gives the
+// whole-image GPU run's catalog (convolved too), and the CPU's; with resident: off the same run
+// goes through tiles.
+TEST_CASE("GPU-resident images give the whole-image catalogs", "[gpu][tiling]") {
+  const fs::path dir = fs::temp_directory_path() / "imflow_gpu_resident";
+  fs::remove_all(dir);
+  make_inputs(dir / "in");
+  const std::string plain = "output: {formats: [csv]}\nsteps: [background, segment, {label: {connectivity: 8}}, measure]\n";
+  run_on("cpu", plain, dir / "in", dir / "cpu", 0);
+  const RunSummary whole = run_on("cuda", plain, dir / "in", dir / "gpu-whole", 0);
+  REQUIRE(whole.failed() == 0);
+  CHECK(resident_strips(whole).empty());
+  for (int64_t tile : {64, 37}) {
+    INFO("tile " << tile);
+    const fs::path out = dir / ("resident-" + std::to_string(tile));
+    const RunSummary resident = run_on("cuda", plain, dir / "in", out, tile);
+    REQUIRE(resident.failed() == 0);
+    // 230 x 190 planes in strips of tile^2 / 230 rows; the 40 x 30 image is never tiled.
+    const int64_t rows = tile * tile / 230;
+    const std::map<std::string, int64_t> expected{{"field.fits", (190 + rows - 1) / rows},
+                                                  {"int16.fits", (190 + rows - 1) / rows},
+                                                  {"rice.fits.fz", (190 + rows - 1) / rows}};
+    CHECK(resident_strips(resident) == expected);
+    check_same_outputs(dir / "gpu-whole", out, 1e-9, Images::exact);
+    check_same_outputs(dir / "cpu", out, 1e-9, Images::exact);
+    const RunSummary tiles = run_on("cuda", plain, dir / "in", dir / ("tiles-" + std::to_string(tile)), tile, false);
+    REQUIRE(tiles.failed() == 0);
+    CHECK(resident_strips(tiles).empty());
+    check_same_outputs(dir / "gpu-whole", dir / ("tiles-" + std::to_string(tile)), 1e-9, Images::exact);
+  }
+  // Convolved: the resident image is convolved on the GPU like the whole image, so no tolerance
+  // beyond float64 summation order is needed here (tiles need one: see the test above).
+  const std::string convolved = "output: {formats: [csv]}\n"
+                                "steps: [{convolve: {size: 5, sigma: 1.0}}, background, segment, label, measure]\n";
+  REQUIRE(run_on("cuda", convolved, dir / "in", dir / "conv-whole", 0).failed() == 0);
+  const RunSummary resident = run_on("cuda", convolved, dir / "in", dir / "conv-resident", 50);
+  REQUIRE(resident.failed() == 0);
+  CHECK(resident_strips(resident).size() == 3);
+  check_same_outputs(dir / "conv-whole", dir / "conv-resident", 1e-9, Images::exact);
   fs::remove_all(dir);
 }

@@ -1,0 +1,103 @@
+// GPU-resident images: the device-memory limit and the parallel strip upload (gpu_resident.hpp).
+#include "gpu_resident.hpp"
+
+#include <tbb/blocked_range.h>
+#include <tbb/concurrent_queue.h>
+#include <tbb/parallel_for.h>
+#include <tbb/partitioner.h>
+#include <tbb/task_arena.h>
+
+#include <algorithm>
+#include <atomic>
+#include <limits>
+#include <memory>
+
+#include "cuda/cuda_check.hpp"
+#include "cuda/resources.hpp"
+#include "imflow/io/fits.hpp"
+#include "input_limits.hpp"
+
+namespace imflow {
+
+namespace {
+constexpr int64_t kDeviceBytesPerPixel = 48;
+constexpr double kFreeMemoryShare = 0.8;
+
+// One reader's pinned buffer and the stream its copies go through.
+struct StripStaging {
+  ImageBuffer pixels{cuda::pinned_allocator()};
+  cuda::Stream stream;
+};
+}  // namespace
+
+int64_t resident_pixel_limit(const std::vector<int>& devices) {
+  int64_t limit = std::numeric_limits<int32_t>::max() - 1;
+  for (int device : devices) {
+    cuda::DeviceGuard guard(device);
+    size_t free_bytes = 0, total_bytes = 0;
+    IMFLOW_CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
+    limit = std::min(limit, static_cast<int64_t>(kFreeMemoryShare * static_cast<double>(free_bytes)) / kDeviceBytesPerPixel);
+  }
+  return limit;
+}
+
+void upload_resident_plane(RunContext& run, GpuContext& gpu, WorkItem& item) {
+  const ItemRef& ref = item.ref;
+  check_input_file(ref.path, run.pipeline.input.max_file_bytes, false);  // it may have changed since the scan
+  const int64_t width = ref.core.width, height = ref.core.height, rows = ref.resident_rows;
+  const int64_t strips = (height + rows - 1) / rows;
+  cuda::prepare_item(gpu, width, height);
+
+  // As many staging buffers as threads can read at once: a thread never waits for one.
+  const int64_t readers = std::min<int64_t>(strips, tbb::this_task_arena::max_concurrency());
+  std::vector<std::unique_ptr<StripStaging>> staging;
+  tbb::concurrent_bounded_queue<StripStaging*> idle;
+  {
+    cuda::DeviceGuard guard(gpu.device);
+    for (int64_t r = 0; r < readers; ++r) {
+      staging.push_back(std::make_unique<StripStaging>());
+      idle.push(staging.back().get());
+    }
+  }
+  ReadLimits limits;
+  limits.max_pixels = run.pipeline.input.max_pixels;
+  std::atomic<int64_t> bytes{0}, busy_ns{0};
+  // Isolated: a thread waiting inside parallel_for must not pick up another graph task (e.g. the
+  // next resident image, which would wait for this device).
+  tbb::this_task_arena::isolate([&] {
+    tbb::parallel_for(
+        tbb::blocked_range<int64_t>(0, strips, 1),
+        [&](const tbb::blocked_range<int64_t>& range) {
+          cuda::DeviceGuard guard(gpu.device);
+          for (int64_t s = range.begin(); s != range.end(); ++s) {
+            StripStaging* buffer = nullptr;
+            idle.pop(buffer);
+            struct GiveBack {
+              tbb::concurrent_bounded_queue<StripStaging*>& queue;
+              StripStaging* buffer;
+              ~GiveBack() { queue.push(buffer); }
+            } give_back{idle, buffer};
+            const auto start = Trace::Clock::now();
+            const TileRect strip{0, s * rows, width, std::min(rows, height - s * rows)};
+            bytes += read_fits_region(ref.path, ref.hdu, ref.plane, strip, buffer->pixels, limits);
+            IMFLOW_CUDA_CHECK(cudaMemcpyAsync(gpu.image.data() + strip.y * width, buffer->pixels.data(),
+                                              static_cast<size_t>(strip.size()) * sizeof(float), cudaMemcpyHostToDevice,
+                                              buffer->stream.get()));
+            buffer->stream.synchronize();
+            const auto end = Trace::Clock::now();
+            busy_ns += std::chrono::duration_cast<std::chrono::nanoseconds>(end - start).count();
+            if (run.trace != nullptr) {
+              run.trace->add(worker_track("read"), "read strip", run.trace->to_us(start),
+                             std::chrono::duration<double, std::micro>(end - start).count(),
+                             "{\"item\":" + std::to_string(ref.index) + ",\"strip\":" + std::to_string(s) +
+                                 ",\"strips\":" + std::to_string(strips) + "}");
+            }
+          }
+        },
+        tbb::simple_partitioner());
+  });
+  item.input_bytes = bytes.load();
+  item.times.push_back({"read", static_cast<double>(busy_ns.load()) * 1e-9});
+}
+
+}  // namespace imflow

@@ -143,7 +143,11 @@ void run_resident_item(RunContext& run, GpuSlot& slot, WorkItem& item, GpuTimeli
   cuda::DeviceGuard guard(slot.device);
   try {
     enqueue_item(run, slot, item);
-    slot.stream.synchronize();
+    {
+      StageTimer timer(run, item, "gpu wait", worker_track("resident"));
+      slot.stream.synchronize();
+    }
+    StageTimer timer(run, item, "collect", worker_track("resident"));
     cuda::remeasure_if_overflowed(*slot.context);  // the host has no pixels to measure on
     collect_item(run, slot, item, timeline);
   } catch (const cuda::CudaError& error) {
@@ -155,6 +159,7 @@ void run_resident_item(RunContext& run, GpuSlot& slot, WorkItem& item, GpuTimeli
     item.fail(error.what());  // read errors name the file
   }
   try {
+    StageTimer timer(run, item, "release", worker_track("resident"));
     cuda::release_image_buffers(*slot.context);
   } catch (const cuda::CudaError& error) {
     fail_on_device(run, item, slot, error.what(), error.code());

@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <bit>
 #include <limits>
 #include <memory>
 
@@ -46,13 +47,16 @@ void upload_resident_plane(RunContext& run, GpuContext& gpu, WorkItem& item) {
   check_input_file(ref.path, run.pipeline.input.max_file_bytes, false);  // it may have changed since the scan
   const int64_t width = ref.core.width, height = ref.core.height, rows = ref.resident_rows;
   const int64_t strips = (height + rows - 1) / rows;
-  cuda::prepare_item(gpu, width, height);
-
   // As many staging buffers as threads can read at once: a thread never waits for one.
   const int64_t readers = std::min<int64_t>(strips, tbb::this_task_arena::max_concurrency());
   std::vector<std::unique_ptr<StripStaging>> staging;
   tbb::concurrent_bounded_queue<StripStaging*> idle;
   {
+    StageTimer timer(run, item, "gpu buffers", worker_track("resident"));
+    cuda::prepare_item(gpu, width, height);
+    // Room for a dense field's catalog (one source per 1,024 pixels), so it is rarely measured twice.
+    const auto catalog_rows = static_cast<int64_t>(std::bit_ceil(static_cast<uint64_t>(std::max<int64_t>(width * height / 1024, 1))));
+    if (gpu.catalog_capacity < catalog_rows) cuda::set_catalog_capacity(gpu, catalog_rows);
     cuda::DeviceGuard guard(gpu.device);
     for (int64_t r = 0; r < readers; ++r) {
       staging.push_back(std::make_unique<StripStaging>());

@@ -46,6 +46,7 @@ void CatalogAccumulators::reserve(size_t rows) {
   sum_wyy.reserve(rows);
   sum_wxy.reserve(rows);
   flags.reserve(rows);
+  first.reserve(rows);
 }
 
 void set_catalog_capacity(GpuContext& gpu, int64_t capacity) {
@@ -147,31 +148,6 @@ void copy_now(GpuContext& gpu, std::vector<T>& out, const T* device, size_t n) {
   IMFLOW_CUDA_CHECK(cudaStreamSynchronize(gpu.stream));
 }
 
-Source to_source(const DeviceSource& d) {
-  Source s;
-  s.id = d.id;
-  s.x = d.x;
-  s.y = d.y;
-  s.flux = d.flux;
-  s.npix = d.npix;
-  s.peak = d.peak;
-  s.peak_x = d.peak_x;
-  s.peak_y = d.peak_y;
-  s.xmin = d.xmin;
-  s.xmax = d.xmax;
-  s.ymin = d.ymin;
-  s.ymax = d.ymax;
-  s.flux_iso = d.flux_iso;
-  s.x2 = d.x2;
-  s.y2 = d.y2;
-  s.xy = d.xy;
-  s.a = d.a;
-  s.b = d.b;
-  s.theta = d.theta;
-  s.flags = d.flags;
-  return s;
-}
-
 // The catalog measured on the host from the device's labels and image, for more labels than
 // the device catalog holds; grows the capacity so the next such item stays on the device.
 Catalog host_catalog(GpuContext& gpu, const WorkItem& item, int32_t nlabels, double background_level) {
@@ -265,9 +241,8 @@ void collect_results(GpuContext& gpu, WorkItem& item) {
     if (r.catalog_overflow != 0 || r.nlabels > gpu.catalog_capacity) {
       item.catalog = host_catalog(gpu, item, r.nlabels, r.median);
     } else {
-      Catalog catalog(static_cast<size_t>(r.nlabels));
-      for (int32_t i = 0; i < r.nlabels; ++i) catalog[static_cast<size_t>(i)] = to_source(gpu.catalog_host.data()[i]);
-      item.catalog = std::move(catalog);
+      const DeviceSource* rows = gpu.catalog_host.data();
+      item.catalog = Catalog(rows, rows + r.nlabels);
     }
   }
 }

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <type_traits>
 #include <vector>
 
 #include "cuda/resources.hpp"
@@ -37,17 +38,10 @@ struct DeviceResults {
   long long meshes_dropped;  // background method mesh: meshes with fewer than half of their pixels valid
 };
 
-// Plain twin of imflow::Source, written by the device straight into mapped pinned memory.
-struct DeviceSource {
-  int32_t id;
-  int32_t flags;  // Source::flags (was reserved)
-  double x, y, flux;
-  int64_t npix;
-  double peak;
-  int64_t peak_x, peak_y;
-  int64_t xmin, xmax, ymin, ymax;
-  double flux_iso, x2, y2, xy, a, b, theta;
-};
+// A catalog row as the device writes it, straight into mapped pinned memory: imflow::Source
+// itself (plain data), so the host takes the rows with one copy.
+using DeviceSource = ::imflow::Source;
+static_assert(std::is_trivially_copyable_v<DeviceSource>);
 
 // Per-label accumulators of the measure kernel (struct of arrays, `capacity` rows).
 struct CatalogAccumulators {
@@ -59,6 +53,7 @@ struct CatalogAccumulators {
   // Moments of w = value - background about the image centre (cuda/measure.cu), and flags.
   DeviceBuffer<double> flux_iso, sum_wx, sum_wy, sum_wxx, sum_wyy, sum_wxy;
   DeviceBuffer<int> flags;
+  DeviceBuffer<unsigned long long> first;  // raster index of each label's first pixel: the moments' origin
   void reserve(size_t rows);
 };
 

@@ -25,13 +25,14 @@ struct Accumulators {
   unsigned int* xmax;
   unsigned int* ymin;
   unsigned int* ymax;
-  double* flux_iso;  // moments of w = value - background about the image centre
+  double* flux_iso;  // moments of w = value - background about the source's first pixel
   double* sum_wx;
   double* sum_wy;
   double* sum_wxx;
   double* sum_wyy;
   double* sum_wxy;
   int* flags;
+  unsigned long long* first;  // raster index of the label's first pixel (first_pixel_kernel)
   int64_t capacity;
 };
 
@@ -47,7 +48,7 @@ Accumulators accumulators_of(GpuContext& gpu) {
   return {a.npix.data(),     a.flux.data(),   a.sum_x.data(),   a.sum_y.data(),   a.peak.data(),
           a.peak_index.data(), a.xmin.data(),   a.xmax.data(),    a.ymin.data(),    a.ymax.data(),
           a.flux_iso.data(), a.sum_wx.data(), a.sum_wy.data(),  a.sum_wxx.data(), a.sum_wyy.data(),
-          a.sum_wxy.data(),  a.flags.data(),  gpu.catalog_capacity};
+          a.sum_wxy.data(),  a.flags.data(),  a.first.data(), gpu.catalog_capacity};
 }
 
 __device__ __forceinline__ int64_t valid_rows(const DeviceResults* results, int64_t capacity) {
@@ -71,6 +72,19 @@ __global__ void reset_kernel(Accumulators a, const DeviceResults* results) {
     a.ymax[r] = 0;
     a.flux_iso[r] = a.sum_wx[r] = a.sum_wy[r] = a.sum_wxx[r] = a.sum_wyy[r] = a.sum_wxy[r] = 0.0;
     a.flags[r] = 0;
+    a.first[r] = ULLONG_MAX;
+  }
+}
+
+// The first pixel of every label in raster order (the smallest index: each row segment's start
+// competes), the origin of its moments, as the CPU's (kernels::accumulate_sources) is.
+__global__ void first_pixel_kernel(const int32_t* __restrict__ labels, int64_t width, int64_t n, Accumulators a) {
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * kThreads + threadIdx.x; i < n;
+       i += static_cast<int64_t>(gridDim.x) * kThreads) {
+    const int32_t l = labels[i];
+    if (l <= 0 || l > a.capacity) continue;
+    if (i % width != 0 && labels[i - 1] == l) continue;  // not the start of a row segment
+    atomicMin(a.first + l - 1, static_cast<unsigned long long>(i));
   }
 }
 
@@ -132,8 +146,9 @@ __global__ void __launch_bounds__(kThreads)
                       Accumulators a, Background background, DeviceResults* results) {
   const int64_t runs = (n + kRun - 1) / kRun;
   const int64_t height = n / width;
-  // Moments about the image centre: within float64 rounding of the CPU's (about the first pixel).
-  const int64_t cx = width / 2, cy = height / 2;
+  // Moments about the source's first pixel, as on the CPU (about the image centre, sums of a
+  // large image's sources lost ~8 digits to cancellation).
+  int64_t cx = 0, cy = 0;
   const double level = background.level ? results->median : 0.0;
   for (int64_t t = static_cast<int64_t>(blockIdx.x) * kThreads + threadIdx.x; t < runs;
        t += static_cast<int64_t>(gridDim.x) * kThreads) {
@@ -148,6 +163,11 @@ __global__ void __launch_bounds__(kThreads)
         flush<Wide>(r, a, results);
         r = Run{};
         r.label = l;
+        if (l > 0 && l <= a.capacity) {
+          const auto origin = static_cast<int64_t>(a.first[l - 1]);
+          cy = origin / width;
+          cx = origin - cy * width;
+        }
       }
       if (l > 0) {
         // SEP measures data - bkg in float32: so does the CPU.
@@ -252,6 +272,9 @@ void measure(GpuContext& gpu) {
   const int blocks = detail::blocks_for((n + kRun - 1) / kRun, kThreads, static_cast<int64_t>(gpu.sm_count) * 32);
   const Background background{gpu.has_background_maps ? gpu.mesh_background->back_map.data() : nullptr,
                               gpu.has_background && !gpu.has_background_maps};
+  first_pixel_kernel<<<detail::blocks_for(n, kThreads, static_cast<int64_t>(gpu.sm_count) * 32), kThreads, 0, gpu.stream>>>(
+      gpu.labels.data(), gpu.width, n, a);
+  IMFLOW_CUDA_CHECK_LAUNCH();
   if (wide_peak(gpu)) {
     accumulate_kernel<true><<<blocks, kThreads, 0, gpu.stream>>>(gpu.image.data(), gpu.labels.data(), gpu.width, n, a,
                                                                  background, gpu.results.data());

@@ -256,4 +256,10 @@ PinnedAllocator& pinned_allocator() {
   return *allocator;
 }
 
+void* cached_pinned_allocate(size_t bytes) { return pinned_allocator().allocate(bytes); }
+
+void cached_pinned_free(void* pointer) noexcept {
+  if (pointer != nullptr) pinned_allocator().deallocate(pointer);
+}
+
 }  // namespace imflow::cuda

@@ -90,6 +90,10 @@ void device_free(void* pointer) noexcept;
 // Pinned (page-locked, mapped, portable) host memory; throws std::bad_alloc on failure.
 void* pinned_allocate(size_t bytes);
 void pinned_free(void* pointer) noexcept;
+// The same from the process-wide PinnedAllocator (pinned_allocator() below: slabs, registered
+// huge-page blocks, a cache of freed ones); what PinnedBuffer uses.
+void* cached_pinned_allocate(size_t bytes);
+void cached_pinned_free(void* pointer) noexcept;
 
 // Device memory for n elements of T that only grows: reserve(n) reallocates (discarding the
 // contents) only when n exceeds the capacity. Never synchronizes except inside cudaMalloc/cudaFree.
@@ -137,12 +141,12 @@ template <typename T>
 class PinnedBuffer {
  public:
   PinnedBuffer() = default;
-  ~PinnedBuffer() { pinned_free(data_); }
+  ~PinnedBuffer() { cached_pinned_free(data_); }
   PinnedBuffer(PinnedBuffer&& other) noexcept
       : data_(std::exchange(other.data_, nullptr)), capacity_(std::exchange(other.capacity_, 0)) {}
   PinnedBuffer& operator=(PinnedBuffer&& other) noexcept {
     if (this != &other) {
-      pinned_free(data_);
+      cached_pinned_free(data_);
       data_ = std::exchange(other.data_, nullptr);
       capacity_ = std::exchange(other.capacity_, 0);
     }
@@ -153,9 +157,9 @@ class PinnedBuffer {
 
   void reserve(size_t n) {
     if (n <= capacity_) return;
-    pinned_free(std::exchange(data_, nullptr));
+    cached_pinned_free(std::exchange(data_, nullptr));
     capacity_ = 0;
-    data_ = static_cast<T*>(pinned_allocate(n * sizeof(T)));
+    data_ = static_cast<T*>(cached_pinned_allocate(n * sizeof(T)));
     capacity_ = n;
   }
   T* data() const { return data_; }

@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <atomic>
 #include <bit>
+#include <future>
 #include <limits>
 #include <memory>
 
@@ -54,9 +55,6 @@ void upload_resident_plane(RunContext& run, GpuContext& gpu, WorkItem& item) {
   {
     StageTimer timer(run, item, "gpu buffers", worker_track("resident"));
     cuda::prepare_item(gpu, width, height);
-    // Room for a dense field's catalog (one source per 1,024 pixels), so it is rarely measured twice.
-    const auto catalog_rows = static_cast<int64_t>(std::bit_ceil(static_cast<uint64_t>(std::max<int64_t>(width * height / 1024, 1))));
-    if (gpu.catalog_capacity < catalog_rows) cuda::set_catalog_capacity(gpu, catalog_rows);
     cuda::DeviceGuard guard(gpu.device);
     for (int64_t r = 0; r < readers; ++r) {
       staging.push_back(std::make_unique<StripStaging>());
@@ -66,6 +64,12 @@ void upload_resident_plane(RunContext& run, GpuContext& gpu, WorkItem& item) {
   ReadLimits limits;
   limits.max_pixels = run.pipeline.input.max_pixels;
   std::atomic<int64_t> bytes{0}, busy_ns{0};
+  // Meanwhile, room for a dense field's catalog (a source per 1,024 pixels), so it is rarely
+  // measured twice (cuda::remeasure_if_overflowed).
+  auto catalog_room = std::async(std::launch::async, [&gpu, pixels = width * height] {
+    const auto rows = static_cast<int64_t>(std::bit_ceil(static_cast<uint64_t>(std::max<int64_t>(pixels / 1024, 1))));
+    if (gpu.catalog_capacity < rows) cuda::set_catalog_capacity(gpu, rows);
+  });
   // Isolated: a thread waiting inside parallel_for must not pick up another graph task (e.g. the
   // next resident image, which would wait for this device).
   tbb::this_task_arena::isolate([&] {
@@ -100,6 +104,7 @@ void upload_resident_plane(RunContext& run, GpuContext& gpu, WorkItem& item) {
         },
         tbb::simple_partitioner());
   });
+  catalog_room.get();
   item.input_bytes = bytes.load();
   item.times.push_back({"read", static_cast<double>(busy_ns.load()) * 1e-9});
 }

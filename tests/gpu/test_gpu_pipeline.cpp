@@ -12,7 +12,7 @@ using namespace gpu_test;
 TEST_CASE("GPU pipeline matches the CPU on random skies", "[gpu][pipeline]") {
   Slot slot;
   WorkItem item;
-  const int64_t sizes[][2] = {{256, 256}, {217, 181}, {1000, 7}, {7, 1000}, {1, 1}, {1, 300}, {300, 1}, {1500, 1100}};
+  const int64_t sizes[][2] = {{256, 256}, {217, 181}, {1000, 7}, {7, 1000}, {1, 1}, {1, 300}, {300, 1}, {1500, 1100}, {30000, 40}};
   uint32_t seed = fresh_seed("GPU pipeline on random skies");
   for (const auto& s : sizes) {
     fill_sky(item, s[0], s[1], seed++, static_cast<int>(1 + s[0] * s[1] / 2000));

@@ -3,9 +3,10 @@
 # 32,000^2 mosaic as a GPU-resident image (default), through tiles (tiling.resident: off) and on
 # the CPU, each timed by the run and by the process, peak RSS (/usr/bin/time -v), a trace of a
 # resident run; CPU vs GPU catalogs; the 16,500 x 16,300 real mosaic whole vs resident on the GPU.
-# Run: bash .kcarry/run.sh bash tools/device/session_e2.sh (carry .devdeps, .kcarry)
+# Run: [NAME=e3 QUICK=1] bash .kcarry/run.sh bash tools/device/session_e2.sh (carry .devdeps, .kcarry);
+# QUICK: only the GPU tests and the resident runs and bench.
 set -uo pipefail
-OUT=${OUT:-/tmp/out}; D=/tmp/e2; mkdir -p "$OUT" $D/logs
+OUT=${OUT:-/tmp/out}; NAME=${NAME:-e2}; D=/tmp/$NAME; mkdir -p "$OUT" $D/logs
 t0=$SECONDS; stamp() { echo "== $1 at $((SECONDS - t0)) s"; }
 TARGETS="imflow_cli imflow_gpu_tests" SETUP_LOGS=$D/logs . tools/device/setup.sh || exit 1
 stamp built
@@ -42,10 +43,12 @@ run gpu_resident_r1 config/astro.yaml cuda --trace $D/gpu_resident.trace.json
 run gpu_resident_r2 config/astro.yaml cuda
 run gpu_resident_r3 config/astro.yaml cuda
 run gpu_resident_s8 config/astro.yaml cuda --streams 8
+if [ -z "${QUICK:-}" ]; then
 run gpu_tiles $D/astro-tiles.yaml cuda --streams 8
 run cpu_tiles config/astro.yaml cpu
 /usr/bin/python3 tools/compare_tiled.py /dev/shm/o-cpu_tiles /dev/shm/o-gpu_resident_r1 > $D/compare_cpu_resident.txt 2>&1; echo "cpu vs resident rc=$?"; tail -2 $D/compare_cpu_resident.txt
 /usr/bin/python3 tools/compare_tiled.py /dev/shm/o-gpu_tiles /dev/shm/o-gpu_resident_r1 > $D/compare_tiles_resident.txt 2>&1; echo "gpu tiles vs resident rc=$?"; tail -2 $D/compare_tiles_resident.txt
+fi
 rm -rf /dev/shm/o-*
 stamp mosaic32k
 # Warm: the same image in one process (CUDA context, pinned staging cache and page cache warm).
@@ -53,6 +56,7 @@ printf 'input: {dir: /tmp/m32/in, patterns: ["*.fits"]}\noutput: {dir: /dev/shm/
 $imflow -q bench $D/bench32k.yaml --warmup 1 --repeat 5 --trace --out $D/bench32k > $D/logs/bench32k.log 2>&1; echo "bench rc=$?"
 /usr/bin/python3 -c "import json; p=json.load(open('$D/bench32k/bench.json'))['points'][0]; print('warm', json.dumps({k: p[k] for k in p if k in ('wall_seconds','images_per_second','megabytes_per_second','stage_busy_seconds')}))"
 rm -rf /dev/shm/ob
+[ -n "${QUICK:-}" ] && { stamp done; gzip $D/*.trace.json; tar czf "$OUT/$NAME.tgz" -C /tmp $NAME; exit 0; }
 python3 datasets/make_mosaic.py /tmp/m16/in/mosaic.fits --from datasets/data/astro > $D/logs/make_mosaic16.log 2>&1
 for mode in whole resident; do
   tile=4096; [ $mode = whole ] && tile=0
@@ -63,4 +67,4 @@ done
 echo "m16 whole vs resident rc=$?"; tail -2 $D/compare_m16_whole_resident.txt
 stamp done
 gzip $D/*.trace.json
-tar czf "$OUT/e2.tgz" -C /tmp e2
+tar czf "$OUT/$NAME.tgz" -C /tmp $NAME

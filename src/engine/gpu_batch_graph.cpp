@@ -151,7 +151,7 @@ void run_gpu_batch_graph(RunContext& run, ItemSource& source, int threads, const
       return;
     }
     for (BatchPtr& ready : batcher.add(item)) std::get<0>(ports).try_put(std::move(ready));
-  });
+  }, kGpuNodePriority);
   flow::queue_node<BatchPtr> batches(graph);
   flow::buffer_node<GpuSlot*> free_slots(graph);
   flow::join_node<BatchWork, flow::reserving> to_gpu(graph);
@@ -173,7 +173,7 @@ void run_gpu_batch_graph(RunContext& run, ItemSource& source, int threads, const
           fail_batch(run, *batch, *slot, what, code);
           slot->batch_items.reset();  // failed here: collect only hands the items on
         });
-  });
+  }, kGpuNodePriority);
   using CollectNode = flow::multifunction_node<BatchWork, std::tuple<WorkItem*>>;
   CollectNode collect(graph, threads, [&](const BatchWork& work, CollectNode::output_ports_type& ports) {
     auto [batch, slot] = work;
@@ -192,7 +192,7 @@ void run_gpu_batch_graph(RunContext& run, ItemSource& source, int threads, const
     slot->batch_items.reset();
     free_slots.try_put(slot);
     for (WorkItem* item : *batch) std::get<0>(ports).try_put(item);
-  });
+  }, kGpuNodePriority);
   flow::make_edge(ends.read_items(), batch_items);
   flow::make_edge(flow::output_port<0>(batch_items), batches);
   flow::make_edge(flow::output_port<1>(batch_items), ends.writer());

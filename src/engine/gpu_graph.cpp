@@ -239,7 +239,7 @@ void run_gpu_graph(RunContext& run, ItemSource& source, int threads, const Engin
           fail_on_device(run, *item, *slot, what, code);
           slot->status = cudaErrorUnknown;
         });
-  });
+  }, kGpuNodePriority);
   flow::function_node<Work, WorkItem*> collect(graph, threads, [&](const Work& work) {
     auto [item, slot] = work;
     if (item->status != ItemStatus::failed) {
@@ -262,7 +262,7 @@ void run_gpu_graph(RunContext& run, ItemSource& source, int threads, const Engin
     slot->item = nullptr;
     free_slots.try_put(slot);
     return item;
-  });
+  }, kGpuNodePriority);
   flow::make_edge(ends.read_items(), read_items);
   flow::make_edge(read_items, flow::input_port<0>(to_gpu));
   flow::make_edge(free_slots, flow::input_port<1>(to_gpu));

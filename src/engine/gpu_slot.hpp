@@ -2,6 +2,7 @@
 // of the item it is working on. A slot serves one item, or one batch of items, at a time.
 #pragma once
 #include <cuda_runtime_api.h>
+#include <tbb/flow_graph.h>
 
 #include <exception>
 
@@ -15,6 +16,11 @@
 #include "imflow/work_item.hpp"
 
 namespace imflow {
+
+// Priority of the nodes that feed and drain the GPUs (batching, submission, collection): their
+// tasks run before queued reads and writes, so a GPU does not idle while every worker thread is
+// busy decoding or encoding files (measured on 2 GPUs: their per-item kernel time stretched 1.6x).
+inline constexpr tbb::flow::node_priority_t kGpuNodePriority = 1;
 
 struct GpuSlot {
   GpuSlot(int device, int index, size_t steps);

@@ -8,6 +8,7 @@
 #include "cuda/gpu_context.hpp"
 #include "cuda/measure.hpp"
 #include "cuda/svd.hpp"
+#include "imflow/huge_pages.hpp"
 #include "imflow/kernels/measure.hpp"
 
 namespace imflow {
@@ -242,7 +243,10 @@ void collect_results(GpuContext& gpu, WorkItem& item) {
       item.catalog = host_catalog(gpu, item, r.nlabels, r.median);
     } else {
       const DeviceSource* rows = gpu.catalog_host.data();
-      item.catalog = Catalog(rows, rows + r.nlabels);
+      Catalog catalog;
+      reserve_huge_pages(catalog, static_cast<size_t>(r.nlabels));  // a mosaic's 1M rows fault in 2 MiB pages
+      catalog.assign(rows, rows + r.nlabels);
+      item.catalog = std::move(catalog);
     }
   }
 }

@@ -1,6 +1,8 @@
 // Output writing for the astronomy results; each file is written atomically.
 #include "writer.hpp"
 
+#include <tbb/parallel_invoke.h>
+
 #include <cmath>
 #include <string>
 
@@ -50,6 +52,8 @@ std::vector<FitsCard> provenance_cards(const WorkItem& item) {
 }
 
 namespace {
+constexpr size_t kCatalogBlockRows = 8192;  // rows per block of the catalog writers (catalog_csv.cpp, fits_writer.cpp)
+
 fs::path with_suffix(const fs::path& stem, const std::string& suffix) { return fs::path(stem.string() + suffix); }
 }  // namespace
 
@@ -76,13 +80,16 @@ std::vector<fs::path> write_outputs(const WorkItem& item, const OutputConfig& ou
   const fs::path stem = output_stem(item.ref, output.dir);
   check_output_parents(stem, output.dir);
   const std::vector<FitsCard> cards = provenance_cards(item);
-  if (item.catalog && output.wants("csv")) {
-    written.push_back(with_suffix(stem, ".cat.csv"));
-    write_catalog_csv(written.back(), *item.catalog);
-  }
-  if (item.catalog && output.wants("fits")) {
-    written.push_back(with_suffix(stem, ".cat.fits"));
-    write_catalog_fits(written.back(), *item.catalog, cards);
+  const bool csv = item.catalog && output.wants("csv"), fits = item.catalog && output.wants("fits");
+  if (csv) written.push_back(with_suffix(stem, ".cat.csv"));
+  if (fits) written.push_back(with_suffix(stem, ".cat.fits"));
+  const auto write_csv = [&] { write_catalog_csv(with_suffix(stem, ".cat.csv"), *item.catalog); };
+  const auto write_fits = [&] { write_catalog_fits(with_suffix(stem, ".cat.fits"), *item.catalog, cards); };
+  if (csv && fits && item.catalog->size() > kCatalogBlockRows) {
+    tbb::parallel_invoke(write_csv, write_fits);  // a large catalog: both files at once (each in parallel blocks)
+  } else {
+    if (csv) write_csv();
+    if (fits) write_fits();
   }
   if (item.nlabels && output.wants("labels")) {
     written.push_back(with_suffix(stem, ".labels.fits"));

@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Several GPUs, host threads: is the 2-GPU slowdown the host's cores? The MRI set of multi_gpu.sh
+# (REPEAT x the carried slices) and the astronomy set (ASTRO_REPEAT copies), 1 and 2 GPUs with
+# 16, 24 and 32 TBB threads on the 32-core host; outputs in /dev/shm. Summaries (no items) in $OUT.
+# Run: bash .xcarry/run.sh bash tools/device/multi_gpu_threads.sh (carry .devdeps .mpicarry .xcarry)
+set -uo pipefail
+OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
+. tools/device/setup.sh || exit 1
+imflow=$PWD/build-dev/imflow
+python3 tools/device/make_astro_2048.py datasets/data/astro/ISAAC*.fits /tmp/a2048.base
+mkdir -p /tmp/a2048; for r in $(seq 1 "${ASTRO_REPEAT:-4}"); do cp -al /tmp/a2048.base /tmp/a2048/r$r; done
+SLICES=datasets/data/mri/slices
+for r in $(seq 1 "${REPEAT:-64}"); do mkdir -p /tmp/mri_in/r$r; ln -f "$SLICES"/*.png /tmp/mri_in/r$r/; done
+MRI=/tmp/mri-batched.yaml
+sed -e 's/solver: auto, reconstruct: auto, svd_solver: auto, reconstruct_kernel: auto/solver: gpu/' \
+    -e 's/patterns: \["\*.png"\]/patterns: ["*.png"]\n  recursive: true/' config/mri-gpu.yaml > $MRI
+$imflow -q run $MRI --input /tmp/mri_in --output /dev/shm/w --device cuda --devices 0,1 >/dev/null 2>&1; rm -rf /dev/shm/w  # warm-up
+for t in 32 24 16; do
+  for devices in 0,1 0; do
+    rm -rf /dev/shm/m; sync; $imflow -q run $MRI --input /tmp/mri_in --output /dev/shm/m --device cuda --devices $devices \
+      --threads $t --streams 8 --summary "$OUT/mri_d${devices/,/_}_t$t.json"
+    rm -rf /dev/shm/o; sync; $imflow -q run config/astro.yaml --input /tmp/a2048 --output /dev/shm/o --device cuda \
+      --devices $devices --threads $t --streams 8 --buffers-per-stream 4 --summary "$OUT/astro_d${devices/,/_}_t$t.json"
+  done
+done
+/usr/bin/python3 - "$OUT" <<'PY'
+import json, glob, sys
+for f in sorted(glob.glob(sys.argv[1] + "/*.json")):
+    s = json.load(open(f)); s.pop("items", None); json.dump(s, open(f, "w"), indent=1); t = s["totals"]
+    per = [(d["device"], d["items"], round(d["kernel_busy_seconds"], 2)) for d in s.get("gpu", {}).get("devices", [])]
+    busy = {k: round(v, 2) for k, v in t["stage_busy_seconds"].items()}
+    print(f"{f.split('/')[-1]:24} {t['items']:6} items {t['wall_seconds']:6.3f} s {t['images_per_second']:8.1f}/s {per} {busy}")
+PY

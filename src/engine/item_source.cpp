@@ -1,6 +1,10 @@
 // ItemSource: lazy file -> plane enumeration through the input formats.
 #include "item_source.hpp"
 
+#include <tbb/parallel_for.h>
+#include <tbb/task_arena.h>
+
+#include <algorithm>
 #include <exception>
 
 #include "imflow/io/input_format.hpp"
@@ -14,7 +18,8 @@ namespace fs = std::filesystem;
 ItemSource::ItemSource(std::vector<fs::path> files, fs::path input_root)
     : files_(std::move(files)), root_(std::move(input_root)) {}
 
-void ItemSource::scan_next_file(size_t file_index) {
+std::vector<ItemRef> ItemSource::scan_file(size_t file_index) const {
+  std::vector<ItemRef> refs;
   ItemRef base;
   base.path = files_[file_index];
   std::error_code error;
@@ -37,17 +42,36 @@ void ItemSource::scan_next_file(size_t file_index) {
       ref.bit_depth = plane.bit_depth;
       std::vector<ItemRef> tiles = tiler_ ? tiler_(ref, plane) : std::vector<ItemRef>{};
       if (tiles.empty()) {
-        pending_.push_back(std::move(ref));
+        refs.push_back(std::move(ref));
       } else {
-        for (ItemRef& tile : tiles) pending_.push_back(std::move(tile));
+        for (ItemRef& tile : tiles) refs.push_back(std::move(tile));
       }
     }
   } catch (const std::exception& failure) {
     base.error = failure.what();
-    pending_.push_back(std::move(base));
+    refs.push_back(std::move(base));
   }
-  pending_.back().last_of_file = true;
-  if (pending_.back().tiled) pending_.back().tiled->image.last_of_file = true;
+  if (refs.empty()) {
+    base.error = base.path.string() + ": no image plane in the file";
+    refs.push_back(std::move(base));
+  }
+  refs.back().last_of_file = true;
+  if (refs.back().tiled) refs.back().tiled->image.last_of_file = true;
+  return refs;
+}
+
+void ItemSource::scan_ahead() {
+  // A few files per thread: enough to keep every reader busy, small enough to start at once.
+  const size_t batch = std::min(files_.size() - next_file_, 4 * static_cast<size_t>(tbb::this_task_arena::max_concurrency()));
+  std::vector<std::vector<ItemRef>> scanned(batch);
+  // Isolated: the source's thread must not take up a graph task (e.g. a long write) meanwhile.
+  tbb::this_task_arena::isolate([&] {
+    tbb::parallel_for(size_t{0}, batch, [&](size_t i) { scanned[i] = scan_file(next_file_ + i); });
+  });
+  next_file_ += batch;
+  for (auto& refs : scanned) {
+    for (ItemRef& ref : refs) pending_.push_back(std::move(ref));
+  }
 }
 
 void ItemSource::drop_tiles_of(const ItemRef& tile) {
@@ -61,10 +85,10 @@ bool ItemSource::next(ItemRef& out) {
         const std::optional<int64_t> index = feed_();
         if (!index || *index < 0 || static_cast<size_t>(*index) >= files_.size()) return false;
         ++next_file_;
-        scan_next_file(static_cast<size_t>(*index));
+        for (ItemRef& ref : scan_file(static_cast<size_t>(*index))) pending_.push_back(std::move(ref));
       } else {
         if (next_file_ >= files_.size()) return false;
-        scan_next_file(next_file_++);
+        scan_ahead();
       }
     }
     out = std::move(pending_.front());

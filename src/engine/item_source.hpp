@@ -1,5 +1,6 @@
-// ItemSource: turns the sorted file list into work-item references lazily, one file scanned
-// at a time, so the list of items never has to be held whole.
+// ItemSource: turns the sorted file list into work-item references lazily, scanning the next
+// files (headers only) in parallel batches a few per thread at a time, so the list of items
+// never has to be held whole and the serial source of the graph does not cap throughput.
 #pragma once
 #include <cstdint>
 #include <deque>
@@ -39,7 +40,11 @@ class ItemSource {
   size_t files_listed() const { return next_file_; }
 
  private:
-  void scan_next_file(size_t file_index);
+  // The items of one file (one failed item when it cannot be scanned), the last one marked.
+  // Thread-safe: the tiler must be (TileRun::tiles_of is).
+  std::vector<ItemRef> scan_file(size_t file_index) const;
+  // Scan the next files of the list in parallel into pending_, in list order.
+  void scan_ahead();
   std::vector<std::filesystem::path> files_;
   std::filesystem::path root_;
   size_t next_file_ = 0;

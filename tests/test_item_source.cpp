@@ -1,0 +1,59 @@
+// ItemSource scans files in parallel batches: the items still come in list order, numbered in
+// sequence, one failed item per unreadable file, the last item of every file marked.
+#include <catch2/catch.hpp>
+#include <tbb/task_arena.h>
+
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "engine/item_source.hpp"
+#include "test_helpers.hpp"
+
+using namespace imflow;
+namespace fs = std::filesystem;
+
+TEST_CASE("parallel scanning keeps the file order", "[engine][source]") {
+  const fs::path dir = fs::temp_directory_path() / "imflow_item_source";
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  std::vector<fs::path> files;
+  std::vector<int> planes_of;  // items expected per file; 0: a failed item
+  for (int f = 0; f < 150; ++f) {
+    char name[32];
+    std::snprintf(name, sizeof name, "f%03d.fits", f);
+    files.push_back(dir / name);
+    if (f % 17 == 5) {  // not FITS
+      std::ofstream(files.back()) << "not a FITS file\n";
+      planes_of.push_back(0);
+    } else if (f % 11 == 3) {  // a cube of 3 planes
+      test::write_fits(files.back(), -32, {4, 3, 3}, std::vector<double>(36, 1.0));
+      planes_of.push_back(3);
+    } else {
+      test::write_fits(files.back(), -32, {5, 4}, std::vector<double>(20, 2.0));
+      planes_of.push_back(1);
+    }
+  }
+  tbb::task_arena arena(4);
+  arena.execute([&] {
+    ItemSource source(files, dir);
+    ItemRef ref;
+    int64_t expected_index = 0;
+    for (size_t f = 0; f < files.size(); ++f) {
+      INFO("file " << f);
+      const int items = planes_of[f] == 0 ? 1 : planes_of[f];
+      for (int p = 0; p < items; ++p) {
+        REQUIRE(source.next(ref));
+        CHECK(ref.index == expected_index++);
+        CHECK(ref.path == files[f]);
+        CHECK(ref.file_index == static_cast<int64_t>(f));
+        CHECK(ref.plane == (planes_of[f] == 0 ? 0 : p));
+        CHECK(ref.error.empty() == (planes_of[f] != 0));
+        CHECK(ref.last_of_file == (p == items - 1));
+      }
+    }
+    CHECK_FALSE(source.next(ref));
+    CHECK(source.files_listed() == files.size());
+  });
+  fs::remove_all(dir);
+}

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Session 6, second device call (e1 was the first; the same plus `imflow bench` warm runs): build; every GPU test (with the GPU-resident image test); the
+# Session 6 device calls e2-e4 (e1 ran this script's first version, session_e1.sh at commit 59ad7d7, without the
+# warm bench): build; every GPU test (with the GPU-resident image test); the
 # 32,000^2 mosaic as a GPU-resident image (default), through tiles (tiling.resident: off) and on
 # the CPU, each timed by the run and by the process, peak RSS (/usr/bin/time -v), a trace of a
 # resident run; CPU vs GPU catalogs; the 16,500 x 16,300 real mosaic whole vs resident on the GPU.

@@ -67,8 +67,8 @@ void upload_resident_plane(RunContext& run, GpuContext& gpu, WorkItem& item) {
   // Meanwhile, room for a dense field's catalog (a source per 1,024 pixels), so it is rarely
   // measured twice (cuda::remeasure_if_overflowed).
   auto catalog_room = std::async(std::launch::async, [&gpu, pixels = width * height] {
-    const auto rows = static_cast<int64_t>(std::bit_ceil(static_cast<uint64_t>(std::max<int64_t>(pixels / 1024, 1))));
-    if (gpu.catalog_capacity < rows) cuda::set_catalog_capacity(gpu, rows);
+    const auto catalog_rows = static_cast<int64_t>(std::bit_ceil(static_cast<uint64_t>(std::max<int64_t>(pixels / 1024, 1))));
+    if (gpu.catalog_capacity < catalog_rows) cuda::set_catalog_capacity(gpu, catalog_rows);
   });
   // Isolated: a thread waiting inside parallel_for must not pick up another graph task (e.g. the
   // next resident image, which would wait for this device).

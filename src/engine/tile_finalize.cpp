@@ -63,7 +63,7 @@ std::vector<fs::path> write_image_outputs(RunContext& run, TiledImage& image, Wo
   const fs::path stem = output_stem(image.image, output.dir);
   check_output_parents(stem, output.dir);
   auto start = std::chrono::steady_clock::now();
-  double merge_seconds = 0.0, csv_seconds = 0.0, fits_seconds = 0.0, labels_seconds = 0.0;
+  double merge_seconds = 0.0, catalog_seconds = 0.0, labels_seconds = 0.0;
   std::optional<kernels::MergedSources> merged;
   if (image.labelled) {
     const TileGrid& grid = image.grid;
@@ -86,19 +86,11 @@ std::vector<fs::path> write_image_outputs(RunContext& run, TiledImage& image, Wo
     seconds = seconds_since(begin);
   };
   try {
+    // The label map is renumbered while the catalogs are written.
     if (merged && image.labels_out) group.run([&] { timed(labels_seconds, [&] { renumber_labels(image, *merged); }); });
-    const std::vector<FitsCard> cards = provenance_cards(record_item);
-    if (record_item.catalog && output.wants("csv")) {
-      written.emplace_back(stem.string() + ".cat.csv");
-      group.run([&, path = written.back()] {
-        timed(csv_seconds, [&] { write_catalog_csv(path, *record_item.catalog); });
-      });
-    }
-    if (record_item.catalog && output.wants("fits")) {
-      written.emplace_back(stem.string() + ".cat.fits");
-      group.run([&, path = written.back(), cards] {
-        timed(fits_seconds, [&] { write_catalog_fits(path, *record_item.catalog, cards); });
-      });
+    if (record_item.catalog) {
+      timed(catalog_seconds,
+            [&] { write_catalog_files(stem, *record_item.catalog, provenance_cards(record_item), output, written); });
     }
   } catch (...) {
     group.cancel();
@@ -115,8 +107,8 @@ std::vector<fs::path> write_image_outputs(RunContext& run, TiledImage& image, Wo
     out->commit();
     written.push_back(out->final_path());
   }
-  spdlog::debug("{}: merge {:.3f} s: labels and catalog {:.3f}, then at once csv {:.3f}, fits {:.3f}, label map {:.3f}",
-                item_name(image.image), seconds_since(start), merge_seconds, csv_seconds, fits_seconds, labels_seconds);
+  spdlog::debug("{}: merge {:.3f} s: labels and catalog {:.3f}, then at once catalog files {:.3f}, label map {:.3f}",
+                item_name(image.image), seconds_since(start), merge_seconds, catalog_seconds, labels_seconds);
   return written;
 }
 }  // namespace

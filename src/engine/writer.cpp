@@ -52,8 +52,6 @@ std::vector<FitsCard> provenance_cards(const WorkItem& item) {
 }
 
 namespace {
-constexpr size_t kCatalogBlockRows = 8192;  // rows per block of the catalog writers (catalog_csv.cpp, fits_writer.cpp)
-
 fs::path with_suffix(const fs::path& stem, const std::string& suffix) { return fs::path(stem.string() + suffix); }
 }  // namespace
 
@@ -75,22 +73,28 @@ void check_output_parents(const fs::path& stem, const fs::path& output_dir) {
   }
 }
 
+void write_catalog_files(const fs::path& stem, const Catalog& catalog, const std::vector<FitsCard>& cards,
+                         const OutputConfig& output, std::vector<fs::path>& written) {
+  const bool csv = output.wants("csv"), fits = output.wants("fits");
+  const fs::path csv_path = with_suffix(stem, ".cat.csv"), fits_path = with_suffix(stem, ".cat.fits");
+  if (csv) written.push_back(csv_path);
+  if (fits) written.push_back(fits_path);
+  const auto write_csv = [&] { write_catalog_csv(csv_path, catalog); };
+  const auto write_fits = [&] { write_catalog_fits(fits_path, catalog, cards); };
+  if (csv && fits && catalog.size() > kCatalogBlockRows) {
+    tbb::parallel_invoke(write_csv, write_fits);  // each file is itself made in parallel blocks
+  } else {
+    if (csv) write_csv();
+    if (fits) write_fits();
+  }
+}
+
 std::vector<fs::path> write_outputs(const WorkItem& item, const OutputConfig& output) {
   std::vector<fs::path> written;
   const fs::path stem = output_stem(item.ref, output.dir);
   check_output_parents(stem, output.dir);
   const std::vector<FitsCard> cards = provenance_cards(item);
-  const bool csv = item.catalog && output.wants("csv"), fits = item.catalog && output.wants("fits");
-  if (csv) written.push_back(with_suffix(stem, ".cat.csv"));
-  if (fits) written.push_back(with_suffix(stem, ".cat.fits"));
-  const auto write_csv = [&] { write_catalog_csv(with_suffix(stem, ".cat.csv"), *item.catalog); };
-  const auto write_fits = [&] { write_catalog_fits(with_suffix(stem, ".cat.fits"), *item.catalog, cards); };
-  if (csv && fits && item.catalog->size() > kCatalogBlockRows) {
-    tbb::parallel_invoke(write_csv, write_fits);  // a large catalog: both files at once (each in parallel blocks)
-  } else {
-    if (csv) write_csv();
-    if (fits) write_fits();
-  }
+  if (item.catalog) write_catalog_files(stem, *item.catalog, cards, output, written);
   if (item.nlabels && output.wants("labels")) {
     written.push_back(with_suffix(stem, ".labels.fits"));
     write_fits_labels(written.back(), {item.labels.data(), item.pixels.width(), item.pixels.height()}, cards);

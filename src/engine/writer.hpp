@@ -24,4 +24,9 @@ std::vector<FitsCard> provenance_cards(const WorkItem& item);
 // Throws OutputError; files already written stay complete (each write is atomic).
 std::vector<std::filesystem::path> write_outputs(const WorkItem& item, const OutputConfig& output);
 
+// The catalog files `output` asks for (stem.cat.csv, stem.cat.fits), their paths appended to
+// `written`; a catalog of more than one block writes both files at once. Throws OutputError.
+void write_catalog_files(const std::filesystem::path& stem, const Catalog& catalog, const std::vector<FitsCard>& cards,
+                         const OutputConfig& output, std::vector<std::filesystem::path>& written);
+
 }  // namespace imflow

@@ -17,7 +17,6 @@ namespace imflow {
 
 namespace {
 // Rows per block of a streamed catalog: ~1.5 MB of text, ~4 ms of one core.
-constexpr size_t kCsvBlockRows = 8192;
 
 std::string csv_header() {
   const auto& columns = detail::catalog_columns();
@@ -62,11 +61,11 @@ void write_catalog_csv(const std::filesystem::path& path, const Catalog& catalog
     std::ofstream stream(output.temp_path(), std::ios::binary);
     const std::string header = csv_header();
     stream.write(header.data(), static_cast<std::streamsize>(header.size()));
-    const size_t blocks = (catalog.size() + kCsvBlockRows - 1) / kCsvBlockRows;
+    const size_t blocks = (catalog.size() + kCatalogBlockRows - 1) / kCatalogBlockRows;
     detail::for_blocks_in_order<std::string>(
         blocks,
         [&](size_t b) {
-          const size_t begin = b * kCsvBlockRows, end = std::min(catalog.size(), begin + kCsvBlockRows);
+          const size_t begin = b * kCatalogBlockRows, end = std::min(catalog.size(), begin + kCatalogBlockRows);
           std::string text;
           append_catalog_csv_rows(catalog.data() + begin, catalog.data() + end, text);
           return text;

@@ -12,6 +12,7 @@
 #include "catalog_columns.hpp"
 #include "fits_status.hpp"
 #include "imflow/errors.hpp"
+#include "imflow/io/catalog.hpp"
 #include "imflow/io/atomic_file.hpp"
 #include "imflow/io/fits.hpp"
 #include "ordered_blocks.hpp"
@@ -103,14 +104,13 @@ void write_catalog_fits(const fs::path& path, const Catalog& catalog, const std:
     size_t first = 0;
     std::vector<unsigned char> bytes;
   };
-  constexpr size_t kBlockRows = 8192;
   const size_t row_bytes = columns.size() * 8;
   detail::for_blocks_in_order<RowBlock>(
-      (catalog.size() + kBlockRows - 1) / kBlockRows,
+      (catalog.size() + kCatalogBlockRows - 1) / kCatalogBlockRows,
       [&](size_t b) {
         RowBlock block;
-        block.first = b * kBlockRows;
-        const size_t end = std::min(catalog.size(), block.first + kBlockRows);
+        block.first = b * kCatalogBlockRows;
+        const size_t end = std::min(catalog.size(), block.first + kCatalogBlockRows);
         block.bytes.resize((end - block.first) * row_bytes);
         unsigned char* out = block.bytes.data();
         for (size_t row = block.first; row < end; ++row) {

@@ -1,11 +1,16 @@
 // Catalogs as CSV text (the FITS table writer is in io/fits.hpp).
 #pragma once
+#include <cstddef>
 #include <filesystem>
 #include <string>
 
 #include "imflow/source.hpp"
 
 namespace imflow {
+
+// Rows per block of the catalog writers (CSV and FITS table): a larger catalog is formatted in
+// blocks on all threads and written in order.
+inline constexpr size_t kCatalogBlockRows = 8192;
 
 // The whole CSV text: a header row of column names, then one row per source.
 std::string catalog_csv(const Catalog& catalog);

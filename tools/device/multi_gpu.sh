@@ -13,20 +13,9 @@ export LD_LIBRARY_PATH=/opt/deps/usr/lib/x86_64-linux-gnu/openmpi/lib:/opt/deps/
 . tools/device/setup.sh || exit 1
 grep -E "MPI|IMFLOW_HAVE" build-dev/CMakeCache.txt | grep -E "IMFLOW_MPI|MPI_C_FOUND|MPI_C_COMPILER:" | tee "$OUT/mpi_cmake.txt"
 nvidia-smi -L | tee "$OUT/gpus.txt"
-python3 tools/device/make_astro_2048.py datasets/data/astro/ISAAC*.fits /tmp/a2048.base
-# ASTRO_REPEAT copies of the set as hard links (same page cache), so a run lasts long enough that
-# start-up and the last items' tail do not dominate; BPS pinned buffers per stream.
-ASTRO_REPEAT=${ASTRO_REPEAT:-1}; BPS=${BPS:-2}
-mkdir -p /tmp/a2048; for r in $(seq 1 "$ASTRO_REPEAT"); do cp -al /tmp/a2048.base /tmp/a2048/r$r; done
-echo "astronomy inputs: $(find /tmp/a2048 -name '*.fits' | wc -l) files"
+ASTRO_REPEAT=${ASTRO_REPEAT:-1}; BPS=${BPS:-2}; REPEAT=${REPEAT:-16}
+. tools/device/multi_gpu_inputs.sh
 imflow=$PWD/build-dev/imflow
-# MRI: the batched all-GPU pipeline over SLICES repeated REPEAT times (hard links), long enough
-# that start-up does not dominate a 2-GPU run.
-SLICES=${SLICES:-datasets/data/mri/slices}; REPEAT=${REPEAT:-16}
-for r in $(seq 1 "$REPEAT"); do mkdir -p /tmp/mri_in/r$r; ln -f "$SLICES"/*.png /tmp/mri_in/r$r/; done
-MRI=/tmp/mri-batched.yaml
-sed -e 's/solver: auto, reconstruct: auto, svd_solver: auto, reconstruct_kernel: auto/solver: gpu/' \
-    -e 's/patterns: \["\*.png"\]/patterns: ["*.png"]\n  recursive: true/' config/mri-gpu.yaml > $MRI
 $imflow -q run config/astro.yaml --input /tmp/a2048 --output /tmp/o --device cuda --devices 0,1 >/dev/null 2>&1  # warm-up
 S=${SCRATCH:-/dev/shm}
 for r in 1 2; do

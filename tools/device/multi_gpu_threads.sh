@@ -7,13 +7,7 @@ set -uo pipefail
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
 . tools/device/setup.sh || exit 1
 imflow=$PWD/build-dev/imflow
-python3 tools/device/make_astro_2048.py datasets/data/astro/ISAAC*.fits /tmp/a2048.base
-mkdir -p /tmp/a2048; for r in $(seq 1 "${ASTRO_REPEAT:-4}"); do cp -al /tmp/a2048.base /tmp/a2048/r$r; done
-SLICES=datasets/data/mri/slices
-for r in $(seq 1 "${REPEAT:-64}"); do mkdir -p /tmp/mri_in/r$r; ln -f "$SLICES"/*.png /tmp/mri_in/r$r/; done
-MRI=/tmp/mri-batched.yaml
-sed -e 's/solver: auto, reconstruct: auto, svd_solver: auto, reconstruct_kernel: auto/solver: gpu/' \
-    -e 's/patterns: \["\*.png"\]/patterns: ["*.png"]\n  recursive: true/' config/mri-gpu.yaml > $MRI
+. tools/device/multi_gpu_inputs.sh
 $imflow -q run $MRI --input /tmp/mri_in --output /dev/shm/w --device cuda --devices 0,1 >/dev/null 2>&1; rm -rf /dev/shm/w  # warm-up
 for t in 32 24 16; do
   for devices in 0,1 0; do

@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# Where the host's time goes in the several-GPU runs: the multi_gpu.sh sets (astronomy and the
+# batched MRI pipeline) on 1 and 2 GPUs, each once with summaries and once under `perf record`
+# (cpu-clock sampling; Debian's perf carried in .pcarry/perf.tgz, as this host has none), with
+# flat profiles by library, by symbol and by thread, and `perf stat` counts (page faults, context
+# switches). Run: bash .xcarry/run.sh bash tools/device/profile_host.sh (carry .devdeps .mpicarry
+# .xcarry .pcarry).
+set -uo pipefail
+OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
+. tools/device/setup.sh || exit 1
+imflow=$PWD/build-dev/imflow
+. tools/device/multi_gpu_inputs.sh
+tar xzf .pcarry/perf.tgz -C /tmp
+perf() { LD_LIBRARY_PATH=/tmp/perfpkg/lib /tmp/perfpkg/perf "$@"; }
+(lscpu; grep -E "MemTotal|Hugepagesize" /proc/meminfo; nvidia-smi -L) > "$OUT/host.txt" 2>&1
+$imflow -q run $MRI --input /tmp/mri_in --output /dev/shm/w --device cuda --devices 0,1 >/dev/null 2>&1; rm -rf /dev/shm/w
+$imflow -q run config/astro.yaml --input /tmp/a2048 --output /dev/shm/w --device cuda --devices 0,1 >/dev/null 2>&1; rm -rf /dev/shm/w
+run() {  # NAME PIPELINE INPUT DEVICES [PREFIX...]
+  local name=$1 pipeline=$2 input=$3 devices=$4; shift 4
+  rm -rf /dev/shm/o; sync
+  "$@" $imflow -q run "$pipeline" --input "$input" --output /dev/shm/o --device cuda --devices "$devices" --threads 32 \
+    --streams 8 --buffers-per-stream 4 --summary "/tmp/$name.json"
+}
+for set in astro mri; do
+  pipeline=config/astro.yaml; input=/tmp/a2048
+  if [ $set = mri ]; then pipeline=$MRI; input=/tmp/mri_in; fi
+  for devices in 0 0,1; do
+    name=${set}_d${devices/,/_}
+    run "$name" $pipeline $input $devices
+    cp "/tmp/$name.json" "$OUT/$name.json"
+    run "${name}_stat" $pipeline $input $devices perf stat -e task-clock,context-switches,cpu-migrations,page-faults,minor-faults -o "$OUT/${name}_perfstat.txt" --
+    run "${name}_perf" $pipeline $input $devices perf record -e cpu-clock -F 1999 -o "/tmp/$name.data" --
+    perf report -i "/tmp/$name.data" --no-children --sort dso --stdio 2>/dev/null | grep -v "^$" | head -40 > "$OUT/${name}_dso.txt"
+    perf report -i "/tmp/$name.data" --no-children --sort dso,sym --stdio 2>/dev/null | grep -v "^$" | head -120 > "$OUT/${name}_sym.txt"
+    perf report -i "/tmp/$name.data" --no-children --sort comm --stdio 2>/dev/null | grep -v "^$" | head -40 > "$OUT/${name}_comm.txt"
+  done
+done
+/usr/bin/python3 - "$OUT" <<'PY'
+import json, glob, sys
+for f in sorted(glob.glob(sys.argv[1] + "/*.json")):
+    s = json.load(open(f)); s.pop("items", None); json.dump(s, open(f, "w"), indent=1); t = s["totals"]
+    per = [(d["device"], d["items"], round(d["kernel_busy_seconds"], 2)) for d in s.get("gpu", {}).get("devices", [])]
+    busy = {k: round(v * 1e3 / t["items"], 3) for k, v in t["stage_busy_seconds"].items()}
+    print(f"{f.split('/')[-1]:18} {t['items']:6} items {t['wall_seconds']:6.3f} s {t['images_per_second']:8.1f}/s {per} ms/item {busy}")
+PY
+for f in "$OUT"/*_dso.txt; do echo "== $f"; grep -E "^ +[0-9]" "$f" | head -12; done

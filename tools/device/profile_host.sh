@@ -4,7 +4,7 @@
 # (cpu-clock sampling; Debian's perf carried in .pcarry/perf.tgz, as this host has none), with
 # flat profiles by library, by symbol and by thread, and `perf stat` counts (page faults, context
 # switches). Run: bash .xcarry/run.sh bash tools/device/profile_host.sh (carry .devdeps .mpicarry
-# .xcarry .pcarry).
+# .xcarry .pcarry). DEVICES (default "0 0,1") and THREADS (default 32) for other machines.
 set -uo pipefail
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
 . tools/device/setup.sh || exit 1
@@ -18,13 +18,13 @@ $imflow -q run config/astro.yaml --input /tmp/a2048 --output /dev/shm/w --device
 run() {  # NAME PIPELINE INPUT DEVICES [PREFIX...]
   local name=$1 pipeline=$2 input=$3 devices=$4; shift 4
   rm -rf /dev/shm/o; sync
-  "$@" $imflow -q run "$pipeline" --input "$input" --output /dev/shm/o --device cuda --devices "$devices" --threads 32 \
+  "$@" $imflow -q run "$pipeline" --input "$input" --output /dev/shm/o --device cuda --devices "$devices" --threads "${THREADS:-32}" \
     --streams 8 --buffers-per-stream 4 --summary "/tmp/$name.json"
 }
 for set in astro mri; do
   pipeline=config/astro.yaml; input=/tmp/a2048
   if [ $set = mri ]; then pipeline=$MRI; input=/tmp/mri_in; fi
-  for devices in 0 0,1; do
+  for devices in ${DEVICES:-0 0,1}; do
     name=${set}_d${devices/,/_}
     run "$name" $pipeline $input $devices
     cp "/tmp/$name.json" "$OUT/$name.json"

@@ -13,8 +13,8 @@ imflow=$PWD/build-dev/imflow
 tar xzf .pcarry/perf.tgz -C /tmp
 perf() { LD_LIBRARY_PATH=/tmp/perfpkg/lib /tmp/perfpkg/perf "$@"; }
 (lscpu; grep -E "MemTotal|Hugepagesize" /proc/meminfo; nvidia-smi -L) > "$OUT/host.txt" 2>&1
-$imflow -q run $MRI --input /tmp/mri_in --output /dev/shm/w --device cuda --devices 0,1 >/dev/null 2>&1; rm -rf /dev/shm/w
-$imflow -q run config/astro.yaml --input /tmp/a2048 --output /dev/shm/w --device cuda --devices 0,1 >/dev/null 2>&1; rm -rf /dev/shm/w
+$imflow -q run $MRI --input /tmp/mri_in --output /dev/shm/w --device cuda --devices 0 >/dev/null 2>&1; rm -rf /dev/shm/w
+$imflow -q run config/astro.yaml --input /tmp/a2048 --output /dev/shm/w --device cuda --devices 0 >/dev/null 2>&1; rm -rf /dev/shm/w
 run() {  # NAME PIPELINE INPUT DEVICES [PREFIX...]
   local name=$1 pipeline=$2 input=$3 devices=$4; shift 4
   rm -rf /dev/shm/o; sync

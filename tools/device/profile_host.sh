@@ -30,9 +30,9 @@ for set in astro mri; do
     cp "/tmp/$name.json" "$OUT/$name.json"
     run "${name}_stat" $pipeline $input $devices perf stat -e task-clock,context-switches,cpu-migrations,page-faults,minor-faults -o "$OUT/${name}_perfstat.txt" --
     run "${name}_perf" $pipeline $input $devices perf record -e cpu-clock -F 1999 -o "/tmp/$name.data" --
-    perf report -i "/tmp/$name.data" --no-children --sort dso --stdio 2>/dev/null | grep -v "^$" | head -40 > "$OUT/${name}_dso.txt"
-    perf report -i "/tmp/$name.data" --no-children --sort dso,sym --stdio 2>/dev/null | grep -v "^$" | head -120 > "$OUT/${name}_sym.txt"
-    perf report -i "/tmp/$name.data" --no-children --sort comm --stdio 2>/dev/null | grep -v "^$" | head -40 > "$OUT/${name}_comm.txt"
+    for sort in dso dso,sym comm; do  # one file per run: the tool brings back only so many
+      echo "== sort by $sort"; perf report -i "/tmp/$name.data" --no-children --sort $sort --stdio 2>/dev/null | grep -E "^ +[0-9]" | head -80
+    done > "$OUT/${name}_perf.txt"
   done
 done
 /usr/bin/python3 - "$OUT" <<'PY'
@@ -43,4 +43,4 @@ for f in sorted(glob.glob(sys.argv[1] + "/*.json")):
     busy = {k: round(v * 1e3 / t["items"], 3) for k, v in t["stage_busy_seconds"].items()}
     print(f"{f.split('/')[-1]:18} {t['items']:6} items {t['wall_seconds']:6.3f} s {t['images_per_second']:8.1f}/s {per} ms/item {busy}")
 PY
-for f in "$OUT"/*_dso.txt; do echo "== $f"; grep -E "^ +[0-9]" "$f" | head -12; done
+for f in "$OUT"/*_perf.txt; do echo "== $f"; head -14 "$f"; done

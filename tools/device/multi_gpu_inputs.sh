@@ -3,6 +3,7 @@
 # (ASTRO_REPEAT hard-linked copies of 512 2048x2048 float32 FITS made from the ISAAC frame: one
 # page-cache copy), /tmp/mri_in (REPEAT hard-linked copies of the carried MRI slices) and
 # $MRI, the all-GPU batched MRI pipeline (config/mri-gpu.yaml with solver: gpu, recursive input).
+rm -rf /tmp/a2048 /tmp/a2048.base /tmp/mri_in
 python3 tools/device/make_astro_2048.py datasets/data/astro/ISAAC*.fits /tmp/a2048.base
 mkdir -p /tmp/a2048; for r in $(seq 1 "${ASTRO_REPEAT:-4}"); do cp -al /tmp/a2048.base /tmp/a2048/r$r; done
 echo "astronomy inputs: $(find /tmp/a2048 -name '*.fits' | wc -l) files"

@@ -11,7 +11,7 @@ OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
 imflow=$PWD/build-dev/imflow
 . tools/device/multi_gpu_inputs.sh
 tar xzf .pcarry/perf.tgz -C /tmp
-perf() { LD_LIBRARY_PATH=/tmp/perfpkg/lib /tmp/perfpkg/perf "$@"; }
+perf() { LD_LIBRARY_PATH=/tmp/perfpkg/lib:$LD_LIBRARY_PATH /tmp/perfpkg/perf "$@"; }
 (lscpu; grep -E "MemTotal|Hugepagesize" /proc/meminfo; nvidia-smi -L) > "$OUT/host.txt" 2>&1
 $imflow -q run $MRI --input /tmp/mri_in --output /dev/shm/w --device cuda --devices 0 >/dev/null 2>&1; rm -rf /dev/shm/w
 $imflow -q run config/astro.yaml --input /tmp/a2048 --output /dev/shm/w --device cuda --devices 0 >/dev/null 2>&1; rm -rf /dev/shm/w

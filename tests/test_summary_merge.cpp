@@ -1,6 +1,7 @@
 // Merging the summaries of MPI ranks, and the merged catalog.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <fstream>
 
 #include "engine/summary_merge.hpp"
@@ -45,4 +46,28 @@ TEST_CASE("the merged catalog prefixes every row with its file, HDU and plane", 
   std::ifstream in(dir / "catalog.csv");
   std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   CHECK(text == "file,hdu,plane,id,x\n\"in/x,1.fits\",0,2,1,2.5\n\"in/x,1.fits\",0,2,2,3.5\nin/y.fits,1,0,1,9\n");
+}
+
+TEST_CASE("the merged catalog keeps the items' order when they are read in parallel", "[summary]") {
+  test::TempDir dir("merged_catalog_order");
+  nlohmann::json items = nlohmann::json::array();
+  std::string expected = "file,hdu,plane,id,v\n";
+  for (int i = 0; i < 300; ++i) {
+    const std::string name = "c" + std::to_string(i) + ".cat.csv";
+    std::ofstream catalog(dir / name);
+    catalog << "id,v\n";
+    for (int row = 0; row <= i % 7; ++row) {  // 1..7 rows, and item 150 has none
+      if (i == 150) break;
+      catalog << row << "," << i * 10 + row << "\n";
+      expected += "f" + std::to_string(i) + ".fits,0," + std::to_string(i % 3) + "," + std::to_string(row) + "," +
+                  std::to_string(i * 10 + row) + "\n";
+    }
+    items.push_back({{"file", "f" + std::to_string(i) + ".fits"}, {"hdu", 0}, {"plane", i % 3}, {"status", "ok"},
+                     {"outputs", {(dir / name).string()}}});
+  }
+  const int64_t rows = imflow::write_merged_catalog(nlohmann::json{{"items", items}}, dir / "catalog.csv");
+  std::ifstream in(dir / "catalog.csv");
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  CHECK(text == expected);
+  CHECK(rows == static_cast<int64_t>(std::count(expected.begin(), expected.end(), '\n')) - 1);
 }

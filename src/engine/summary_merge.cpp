@@ -1,9 +1,17 @@
 // merge_summaries and write_merged_catalog.
 #include "summary_merge.hpp"
 
-#include <algorithm>
-#include <fstream>
+#include <tbb/parallel_pipeline.h>
+#include <tbb/task_arena.h>
 
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <memory>
+
+#include "imflow/errors.hpp"
 #include "imflow/io/atomic_file.hpp"
 
 namespace imflow {
@@ -76,40 +84,93 @@ bool is_catalog_csv(const std::string& file) {
   return file.size() >= 8 && file.compare(file.size() - 8, 8, ".cat.csv") == 0;
 }
 
-// The catalog rows of `records` (in that order), each prefixed by its item's file, HDU and plane.
-int64_t write_catalog_of(const std::vector<const nlohmann::json*>& records, const std::filesystem::path& path) {
-  std::string out;
-  bool have_header = false;
-  int64_t rows = 0;
-  for (const nlohmann::json* item : records) {
-    const auto status = item->find("status");
-    if (status == item->end() || *status != "ok") continue;
-    const auto outputs = item->find("outputs");
-    if (outputs == item->end() || !outputs->is_array()) continue;
-    for (const auto& output : *outputs) {
-      const std::string& file = output.get_ref<const std::string&>();
-      if (!is_catalog_csv(file)) continue;
-      std::ifstream catalog(file);
-      std::string line;
-      if (!std::getline(catalog, line)) continue;
-      if (!have_header) {
-        out += "file,hdu,plane," + line + '\n';
-        have_header = true;
+// One item's part of the merged catalog: its catalog files' rows, each prefixed by the item's
+// file, HDU and plane, and the first catalog's header line (empty when it has no catalog).
+struct CatalogPart {
+  std::string header;
+  std::string rows;
+  int64_t count = 0;
+};
+
+// Read the whole file (one read; the catalogs are written once and read once here).
+std::string file_text(const std::string& file) {
+  std::ifstream in(file, std::ios::binary | std::ios::ate);
+  if (!in) return {};
+  std::string text(static_cast<size_t>(in.tellg()), '\0');
+  in.seekg(0);
+  in.read(text.data(), static_cast<std::streamsize>(text.size()));
+  text.resize(static_cast<size_t>(in.gcount()));
+  return text;
+}
+
+CatalogPart catalog_part(const nlohmann::json& item) {
+  CatalogPart part;
+  const auto status = item.find("status");
+  if (status == item.end() || *status != "ok") return part;
+  const auto outputs = item.find("outputs");
+  if (outputs == item.end() || !outputs->is_array()) return part;
+  for (const auto& output : *outputs) {
+    const std::string& file = output.get_ref<const std::string&>();
+    if (!is_catalog_csv(file)) continue;
+    const std::string text = file_text(file);
+    size_t line_end = text.find('\n');
+    if (text.empty()) continue;
+    if (part.header.empty()) part.header = text.substr(0, line_end);
+    if (line_end == std::string::npos) continue;
+    const std::string prefix = csv_field(item["file"].get<std::string>()) + "," +
+                               std::to_string(item["hdu"].get<int64_t>()) + "," +
+                               std::to_string(item["plane"].get<int64_t>()) + ",";
+    part.rows.reserve(part.rows.size() + text.size() + prefix.size() * (text.size() / 64 + 1));
+    for (size_t begin = line_end + 1; begin < text.size();) {
+      size_t end = text.find('\n', begin);
+      if (end == std::string::npos) end = text.size();
+      if (end > begin) {
+        part.rows += prefix;
+        part.rows.append(text, begin, end - begin);
+        part.rows += '\n';
+        ++part.count;
       }
-      const std::string prefix = csv_field((*item)["file"].get<std::string>()) + "," +
-                                 std::to_string((*item)["hdu"].get<int64_t>()) + "," +
-                                 std::to_string((*item)["plane"].get<int64_t>()) + ",";
-      while (std::getline(catalog, line)) {
-        if (line.empty()) continue;
-        out += prefix;
-        out += line;
-        out += '\n';
-        ++rows;
-      }
+      begin = end + 1;
     }
   }
-  if (!have_header) return 0;
-  write_text_atomic(path, out);
+  return part;
+}
+
+// The catalog rows of `records` (in that order), each prefixed by its item's file, HDU and plane:
+// items' catalogs read and prefixed in parallel, written in order (oneTBB parallel_pipeline: a
+// bounded number of items in flight, so memory stays bounded however large the run).
+int64_t write_catalog_of(const std::vector<const nlohmann::json*>& records, const std::filesystem::path& path) {
+  std::unique_ptr<AtomicOutput> output;
+  std::FILE* file = nullptr;
+  int64_t rows = 0;
+  bool write_failed = false;
+  size_t next = 0;
+  const size_t live = 4 * static_cast<size_t>(tbb::this_task_arena::max_concurrency());
+  tbb::parallel_pipeline(
+      live,
+      tbb::make_filter<void, size_t>(tbb::filter_mode::serial_in_order,
+                                     [&](tbb::flow_control& control) -> size_t {
+                                       if (next == records.size()) control.stop();
+                                       return next++;
+                                     }) &
+          tbb::make_filter<size_t, CatalogPart>(tbb::filter_mode::parallel,
+                                                [&](size_t index) { return catalog_part(*records[index]); }) &
+          tbb::make_filter<CatalogPart, void>(tbb::filter_mode::serial_in_order, [&](const CatalogPart& part) {
+            if (part.header.empty() || write_failed) return;
+            if (file == nullptr) {  // the first catalog: the file and its header line
+              output = std::make_unique<AtomicOutput>(path);
+              file = std::fopen(output->temp_path().c_str(), "wb");
+              if (file == nullptr) throw OutputError(output->temp_path().string() + ": cannot open for writing");
+              const std::string header = "file,hdu,plane," + part.header + '\n';
+              write_failed = std::fwrite(header.data(), 1, header.size(), file) != header.size();
+            }
+            write_failed = write_failed || std::fwrite(part.rows.data(), 1, part.rows.size(), file) != part.rows.size();
+            rows += part.count;
+          }));
+  if (file == nullptr) return 0;
+  const bool closed = std::fclose(file) == 0;
+  if (write_failed || !closed) throw OutputError(path.string() + ": write failed: " + std::strerror(errno));
+  output->commit();
   return rows;
 }
 }  // namespace

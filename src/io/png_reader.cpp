@@ -1,9 +1,19 @@
 // PNG input through stb_image (Debian's libstb): 8/16-bit grayscale, colour -> luminance.
+// Each file is opened once per scan and once per read: its bytes (a header prefix for the scan,
+// the whole file for the read) are read into memory and stb decodes from there (stb's own file
+// calls opened the file once for the size, once for the depth and once for the pixels).
+#include <fcntl.h>
 #include <spdlog/spdlog.h>
 #include <stb/stb_image.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
+#include <cerrno>
 #include <cmath>
+#include <cstring>
 #include <memory>
+#include <optional>
+#include <vector>
 
 #include "imflow/errors.hpp"
 #include "imflow/io/png.hpp"
@@ -33,9 +43,51 @@ bool to_gray(const T* samples, int channels, int64_t count, float* out) {
   }
   return coloured;
 }
-}  // namespace
 
-PngInfo scan_png(const std::filesystem::path& path) {
+// Up to `limit` bytes from the start of the file at `path`; `whole` tells whether that is all of it.
+// Throws InputError naming the file when it cannot be opened or read.
+std::vector<unsigned char> read_prefix(const std::filesystem::path& path, int64_t limit, bool& whole) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) throw InputError(path.string() + ": cannot open for reading: " + std::strerror(errno));
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) {
+    const int error = errno;
+    ::close(fd);
+    throw InputError(path.string() + ": cannot stat: " + std::strerror(error));
+  }
+  const int64_t wanted = std::min<int64_t>(limit, st.st_size);
+  std::vector<unsigned char> bytes(static_cast<size_t>(wanted));
+  int64_t done = 0;
+  while (done < wanted) {
+    const ssize_t got = ::read(fd, bytes.data() + done, static_cast<size_t>(wanted - done));
+    if (got < 0 && errno == EINTR) continue;
+    if (got <= 0) {
+      const int error = got < 0 ? errno : 0;
+      ::close(fd);
+      throw InputError(path.string() + ": cannot read: " + (got < 0 ? std::strerror(error) : "file shrank while read"));
+    }
+    done += got;
+  }
+  ::close(fd);
+  whole = wanted == st.st_size;
+  return bytes;
+}
+
+// Header fields from bytes in memory; nullopt when stb cannot tell from these bytes.
+std::optional<PngInfo> info_from_memory(const std::vector<unsigned char>& bytes) {
+  int width = 0, height = 0, channels = 0;
+  const auto* data = bytes.data();
+  const int size = static_cast<int>(bytes.size());
+  if (stbi_info_from_memory(data, size, &width, &height, &channels) == 0) return std::nullopt;
+  PngInfo info;
+  info.width = width;
+  info.height = height;
+  info.channels = channels;
+  info.bit_depth = stbi_is_16_bit_from_memory(data, size) ? 16 : 8;
+  return info;
+}
+
+PngInfo info_from_file(const std::filesystem::path& path) {
   PngInfo info;
   int width = 0, height = 0, channels = 0;
   if (stbi_info(path.c_str(), &width, &height, &channels) == 0) {
@@ -48,8 +100,49 @@ PngInfo scan_png(const std::filesystem::path& path) {
   return info;
 }
 
+// The header is within the first bytes of a PNG; a file whose header stb cannot read from them
+// (not a PNG, or one stb reads in another format) is scanned again from the file.
+constexpr int64_t kScanBytes = int64_t{64} << 10;
+// Files up to this size are decoded from memory (one read); larger ones from the file by stb.
+constexpr int64_t kMemoryDecodeBytes = int64_t{256} << 20;
+}  // namespace
+
+PngInfo scan_png(const std::filesystem::path& path) {
+  bool whole = false;
+  const std::vector<unsigned char> prefix = read_prefix(path, kScanBytes, whole);
+  if (std::optional<PngInfo> info = info_from_memory(prefix)) return *info;
+  if (whole) throw InputError(path.string() + ": not a readable PNG image (" + stb_reason() + ")");
+  return info_from_file(path);
+}
+
+namespace {
+// Decoded samples (8- or 16-bit, per `sixteen`), from `bytes` when they hold the whole file,
+// else from the file; null on failure (stb_reason() says why).
+template <typename Sample>
+std::unique_ptr<Sample, void (*)(void*)> decode(const std::filesystem::path& path, const std::vector<unsigned char>* bytes,
+                                                int& width, int& height, int& channels) {
+  void* data = nullptr;
+  if constexpr (sizeof(Sample) == 2) {
+    data = bytes != nullptr ? stbi_load_16_from_memory(bytes->data(), static_cast<int>(bytes->size()), &width, &height,
+                                                       &channels, 0)
+                            : stbi_load_16(path.c_str(), &width, &height, &channels, 0);
+  } else {
+    data = bytes != nullptr
+               ? stbi_load_from_memory(bytes->data(), static_cast<int>(bytes->size()), &width, &height, &channels, 0)
+               : stbi_load(path.c_str(), &width, &height, &channels, 0);
+  }
+  return {static_cast<Sample*>(data), stbi_image_free};
+}
+}  // namespace
+
 int64_t read_png(const std::filesystem::path& path, ImageBuffer& out, const ReadLimits& limits, int* bit_depth) {
-  const PngInfo info = scan_png(path);
+  bool whole = false;
+  std::vector<unsigned char> bytes = read_prefix(path, kMemoryDecodeBytes, whole);
+  std::optional<PngInfo> from_memory = info_from_memory(bytes);
+  if (!whole) bytes = {};  // too large to hold: stb decodes from the file
+  if (!from_memory && whole) throw InputError(path.string() + ": not a readable PNG image (" + stb_reason() + ")");
+  const PngInfo info = from_memory ? *from_memory : info_from_file(path);
+  const std::vector<unsigned char>* memory = whole ? &bytes : nullptr;
   if (info.width <= 0 || info.height <= 0 || info.width * info.height > limits.max_pixels) {
     throw InputError(path.string() + ": PNG of " + std::to_string(info.width) + "x" + std::to_string(info.height) +
                      " pixels exceeds the limit of " + std::to_string(limits.max_pixels) + " pixels per image");
@@ -58,15 +151,13 @@ int64_t read_png(const std::filesystem::path& path, ImageBuffer& out, const Read
   bool coloured = false;
   const int64_t count = info.width * info.height;
   if (info.bit_depth == 16) {
-    std::unique_ptr<stbi_us, void (*)(void*)> data(stbi_load_16(path.c_str(), &width, &height, &channels, 0),
-                                                   stbi_image_free);
+    const auto data = decode<stbi_us>(path, memory, width, height, channels);
     if (!data) throw InputError(path.string() + ": cannot decode the PNG (" + stb_reason() + ")");
     if (int64_t{width} * height != count) throw InputError(path.string() + ": PNG changed while being read");
     out.resize(width, height);
     coloured = to_gray(data.get(), channels, count, out.data());
   } else {
-    std::unique_ptr<stbi_uc, void (*)(void*)> data(stbi_load(path.c_str(), &width, &height, &channels, 0),
-                                                   stbi_image_free);
+    const auto data = decode<stbi_uc>(path, memory, width, height, channels);
     if (!data) throw InputError(path.string() + ": cannot decode the PNG (" + stb_reason() + ")");
     if (int64_t{width} * height != count) throw InputError(path.string() + ": PNG changed while being read");
     out.resize(width, height);

@@ -14,12 +14,26 @@
 namespace imflow {
 
 namespace {
-// Nearest integer, halves away from zero, clamped to [0, max]; NaN -> 0.
-uint16_t to_sample(float value, int max) {
-  if (!(value > 0.0f)) return 0;  // also NaN
-  if (value >= static_cast<float>(max)) return static_cast<uint16_t>(max);
-  // value + 0.5 is exact in double and truncation floors a positive number: round half up.
-  return static_cast<uint16_t>(static_cast<double>(value) + 0.5);
+// Nearest integer, halves up, clamped to [0, max]; NaN -> 0. Branch-free (selects), so the loops
+// below vectorize: value + 0.5 is exact in double and truncation floors a non-negative number.
+inline uint32_t to_sample(float value, double max) {
+  double v = value;
+  v = v > 0.0 ? v : 0.0;  // also NaN
+  v = v < max ? v : max;
+  return static_cast<uint32_t>(v + 0.5);
+}
+
+// `count` samples of 8 bits, or of 16 bits big-endian (PNG's byte order), from `values`.
+void to_samples(const float* values, int64_t count, int bit_depth, png_byte* out) {
+  if (bit_depth == 8) {
+    for (int64_t i = 0; i < count; ++i) out[i] = static_cast<png_byte>(to_sample(values[i], 255.0));
+    return;
+  }
+  for (int64_t i = 0; i < count; ++i) {
+    const uint32_t sample = to_sample(values[i], 65535.0);
+    out[2 * i] = static_cast<png_byte>(sample >> 8);
+    out[2 * i + 1] = static_cast<png_byte>(sample & 0xff);
+  }
 }
 
 void png_error_to_exception(png_structp png, png_const_charp message) {
@@ -65,21 +79,9 @@ void write_png_gray(const std::filesystem::path& path, ConstImageView image, int
     throw OutputError(path.string() + ": cannot write an empty or oversized image as PNG");
   }
   // Rows converted before libpng is involved, so nothing below needs C++ cleanup on longjmp.
-  const int max = bit_depth == 8 ? 255 : 65535;
   const size_t row_bytes = static_cast<size_t>(image.width) * (bit_depth / 8);
   std::vector<png_byte> bytes(row_bytes * static_cast<size_t>(image.height));
-  for (int64_t y = 0; y < image.height; ++y) {
-    png_byte* row = bytes.data() + static_cast<size_t>(y) * row_bytes;
-    for (int64_t x = 0; x < image.width; ++x) {
-      const uint16_t sample = to_sample(image(x, y), max);
-      if (bit_depth == 8) {
-        row[x] = static_cast<png_byte>(sample);
-      } else {  // PNG stores 16-bit samples big-endian
-        row[2 * x] = static_cast<png_byte>(sample >> 8);
-        row[2 * x + 1] = static_cast<png_byte>(sample & 0xff);
-      }
-    }
-  }
+  to_samples(image.data, image.size(), bit_depth, bytes.data());  // rows are contiguous
   std::vector<png_bytep> rows(static_cast<size_t>(image.height));
   for (size_t y = 0; y < rows.size(); ++y) rows[y] = bytes.data() + y * row_bytes;
 

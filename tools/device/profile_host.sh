@@ -21,6 +21,8 @@ run() {  # NAME PIPELINE INPUT DEVICES [PREFIX...]
   "$@" $imflow -q run "$pipeline" --input "$input" --output /dev/shm/o --device cuda --devices "$devices" --threads "${THREADS:-32}" \
     --streams 8 --buffers-per-stream 4 --summary "/tmp/$name.json"
 }
+# The host's ceiling for the astronomy reads: page cache -> user memory, 1..THREADS threads.
+python3 tools/device/read_ceiling.py /tmp/a2048 1 4 8 16 ${THREADS:-32} | tee "$OUT/read_ceiling.txt"
 for set in astro mri; do
   pipeline=config/astro.yaml; input=/tmp/a2048
   if [ $set = mri ]; then pipeline=$MRI; input=/tmp/mri_in; fi
@@ -28,11 +30,12 @@ for set in astro mri; do
     name=${set}_d${devices/,/_}
     run "$name" $pipeline $input $devices
     cp "/tmp/$name.json" "$OUT/$name.json"
-    run "${name}_stat" $pipeline $input $devices perf stat -e task-clock,context-switches,cpu-migrations,page-faults,minor-faults -o "$OUT/${name}_perfstat.txt" --
+    run "${name}_stat" $pipeline $input $devices perf stat -e task-clock,context-switches,cpu-migrations,page-faults,minor-faults -o "/tmp/${name}_perfstat.txt" --
     run "${name}_perf" $pipeline $input $devices perf record -e cpu-clock -F 1999 -o "/tmp/$name.data" --
     for sort in dso dso,sym comm; do  # one file per run: the tool brings back only so many
       echo "== sort by $sort"; perf report -i "/tmp/$name.data" --no-children --sort $sort --stdio 2>/dev/null | grep -E "^ +[0-9]" | head -80
     done > "$OUT/${name}_perf.txt"
+    cat "/tmp/${name}_perfstat.txt" >> "$OUT/${name}_perf.txt"
   done
 done
 /usr/bin/python3 - "$OUT" <<'PY'
@@ -43,4 +46,4 @@ for f in sorted(glob.glob(sys.argv[1] + "/*.json")):
     busy = {k: round(v * 1e3 / t["items"], 3) for k, v in t["stage_busy_seconds"].items()}
     print(f"{f.split('/')[-1]:18} {t['items']:6} items {t['wall_seconds']:6.3f} s {t['images_per_second']:8.1f}/s {per} ms/item {busy}")
 PY
-for f in "$OUT"/*_perf.txt; do echo "== $f"; head -14 "$f"; done
+for f in "$OUT"/*_perf.txt; do echo "== $f"; head -14 "$f"; grep -E "task-clock|elapsed|page-faults" "$f"; done

@@ -17,11 +17,4 @@ for t in 32 24 16; do
       --devices $devices --threads $t --streams 8 --buffers-per-stream 4 --summary "$OUT/astro_d${devices/,/_}_t$t.json"
   done
 done
-/usr/bin/python3 - "$OUT" <<'PY'
-import json, glob, sys
-for f in sorted(glob.glob(sys.argv[1] + "/*.json")):
-    s = json.load(open(f)); s.pop("items", None); json.dump(s, open(f, "w"), indent=1); t = s["totals"]
-    per = [(d["device"], d["items"], round(d["kernel_busy_seconds"], 2)) for d in s.get("gpu", {}).get("devices", [])]
-    busy = {k: round(v, 2) for k, v in t["stage_busy_seconds"].items()}
-    print(f"{f.split('/')[-1]:24} {t['items']:6} items {t['wall_seconds']:6.3f} s {t['images_per_second']:8.1f}/s {per} {busy}")
-PY
+/usr/bin/python3 tools/device/summary_table.py "$OUT"

@@ -38,12 +38,5 @@ for set in astro mri; do
     cat "/tmp/${name}_perfstat.txt" >> "$OUT/${name}_perf.txt"
   done
 done
-/usr/bin/python3 - "$OUT" <<'PY'
-import json, glob, sys
-for f in sorted(glob.glob(sys.argv[1] + "/*.json")):
-    s = json.load(open(f)); s.pop("items", None); json.dump(s, open(f, "w"), indent=1); t = s["totals"]
-    per = [(d["device"], d["items"], round(d["kernel_busy_seconds"], 2)) for d in s.get("gpu", {}).get("devices", [])]
-    busy = {k: round(v * 1e3 / t["items"], 3) for k, v in t["stage_busy_seconds"].items()}
-    print(f"{f.split('/')[-1]:18} {t['items']:6} items {t['wall_seconds']:6.3f} s {t['images_per_second']:8.1f}/s {per} ms/item {busy}")
-PY
+/usr/bin/python3 tools/device/summary_table.py "$OUT"
 for f in "$OUT"/*_perf.txt; do echo "== $f"; head -14 "$f"; grep -E "task-clock|elapsed|page-faults" "$f"; done

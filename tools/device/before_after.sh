@@ -24,10 +24,10 @@ for r in $(seq 1 "${REPEATS:-3}"); do
       pipeline=config/astro.yaml; input=/tmp/a2048
       if [ $set = mri ]; then pipeline=$MRI; input=/tmp/mri_in; fi
       rm -rf /dev/shm/o; sync
-      start=$(date +%s.%N)
+      start=$EPOCHREALTIME
       $imflow -q run $pipeline --input $input --output /dev/shm/o --device cuda --devices $DEVICES --threads $THREADS \
         --streams 8 --buffers-per-stream 4 --summary "$OUT/${set}_${build}_r$r.json"
-      echo "${set}_${build}_r$r process seconds $(echo "$(date +%s.%N) - $start" | bc)" | tee -a "$OUT/process_seconds.txt"
+      echo "${set}_${build}_r$r process seconds $(awk "BEGIN{print $EPOCHREALTIME - $start}")" | tee -a "$OUT/process_seconds.txt"
     done
   done
 done

@@ -9,7 +9,7 @@ set -uo pipefail
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
 . tools/device/setup.sh || exit 1
 . tools/device/multi_gpu_inputs.sh
-rm -rf /tmp/old && mkdir -p /tmp/old && tar xzf .xcarry/old.tgz -C /tmp/old && cp -r .devdeps /tmp/old/
+rm -rf /tmp/old && mkdir -p /tmp/old && tar xzf "${OLD_TGZ:-.xcarry/old.tgz}" -C /tmp/old && cp -r .devdeps /tmp/old/
 (cd /tmp/old && TARGETS=imflow_cli SETUP_LOGS=/tmp . tools/device/setup.sh) || exit 1
 python3 tools/device/read_ceiling.py /tmp/a2048 1 4 8 ${THREADS:-16} | tee "$OUT/read_ceiling.txt"
 DEVICES=${DEVICES:-0}; THREADS=${THREADS:-16}

@@ -113,8 +113,8 @@ CatalogPart catalog_part(const nlohmann::json& item) {
     const std::string& file = output.get_ref<const std::string&>();
     if (!is_catalog_csv(file)) continue;
     const std::string text = file_text(file);
-    size_t line_end = text.find('\n');
     if (text.empty()) continue;
+    const size_t line_end = text.find('\n');
     if (part.header.empty()) part.header = text.substr(0, line_end);
     if (line_end == std::string::npos) continue;
     const std::string prefix = csv_field(item["file"].get<std::string>()) + "," +
@@ -141,7 +141,7 @@ CatalogPart catalog_part(const nlohmann::json& item) {
 // bounded number of items in flight, so memory stays bounded however large the run).
 int64_t write_catalog_of(const std::vector<const nlohmann::json*>& records, const std::filesystem::path& path) {
   std::unique_ptr<AtomicOutput> output;
-  std::FILE* file = nullptr;
+  std::unique_ptr<std::FILE, int (*)(std::FILE*)> file(nullptr, std::fclose);  // closed on an exception too
   int64_t rows = 0;
   bool write_failed = false;
   size_t next = 0;
@@ -159,16 +159,16 @@ int64_t write_catalog_of(const std::vector<const nlohmann::json*>& records, cons
             if (part.header.empty() || write_failed) return;
             if (file == nullptr) {  // the first catalog: the file and its header line
               output = std::make_unique<AtomicOutput>(path);
-              file = std::fopen(output->temp_path().c_str(), "wb");
+              file.reset(std::fopen(output->temp_path().c_str(), "wb"));
               if (file == nullptr) throw OutputError(output->temp_path().string() + ": cannot open for writing");
               const std::string header = "file,hdu,plane," + part.header + '\n';
-              write_failed = std::fwrite(header.data(), 1, header.size(), file) != header.size();
+              write_failed = std::fwrite(header.data(), 1, header.size(), file.get()) != header.size();
             }
-            write_failed = write_failed || std::fwrite(part.rows.data(), 1, part.rows.size(), file) != part.rows.size();
+            write_failed = write_failed || std::fwrite(part.rows.data(), 1, part.rows.size(), file.get()) != part.rows.size();
             rows += part.count;
           }));
   if (file == nullptr) return 0;
-  const bool closed = std::fclose(file) == 0;
+  const bool closed = std::fclose(file.release()) == 0;
   if (write_failed || !closed) throw OutputError(path.string() + ": write failed: " + std::strerror(errno));
   output->commit();
   return rows;

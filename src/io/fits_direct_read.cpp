@@ -2,17 +2,14 @@
 // when it spans whole rows), each pread in chunks from an own file descriptor and converted while
 // the chunk is still in cache. 4-byte pixels are read straight into the output and converted in
 // place; 1-, 2- and 8-byte pixels go through a small scratch buffer.
-#include <fcntl.h>
-#include <unistd.h>
 
 #include <algorithm>
-#include <cerrno>
 #include <cstring>
 #include <memory>
-#include <system_error>
 
 #include "fits_direct_read.hpp"
 #include "imflow/errors.hpp"
+#include "read_only_file.hpp"
 
 namespace imflow::detail {
 
@@ -21,43 +18,6 @@ namespace fs = std::filesystem;
 namespace {
 
 constexpr int64_t kChunkBytes = int64_t{256} << 10;  // stored bytes per pread: fits in L2
-
-std::string errno_text(int error) { return std::error_code(error, std::generic_category()).message(); }
-
-// A read-only file descriptor, closed on scope exit.
-class ReadOnlyFile {
- public:
-  explicit ReadOnlyFile(const fs::path& path) : fd_(::open(path.c_str(), O_RDONLY | O_CLOEXEC)) {
-    if (fd_ < 0) throw InputError(path.string() + ": cannot open for reading: " + errno_text(errno));
-  }
-  ~ReadOnlyFile() { ::close(fd_); }
-  ReadOnlyFile(const ReadOnlyFile&) = delete;
-  ReadOnlyFile& operator=(const ReadOnlyFile&) = delete;
-  int fd() const { return fd_; }
-
- private:
-  int fd_;
-};
-
-// Fill `bytes` bytes at `buffer` from file offset `offset`, or throw naming the file and why.
-void pread_exactly(const ReadOnlyFile& file, unsigned char* buffer, int64_t bytes, int64_t offset, const fs::path& path,
-                   const std::string& what) {
-  while (bytes > 0) {
-    const ssize_t got = ::pread(file.fd(), buffer, static_cast<size_t>(bytes), static_cast<off_t>(offset));
-    if (got < 0) {
-      if (errno == EINTR) continue;
-      throw InputError(path.string() + ": " + what + ": cannot read " + std::to_string(bytes) + " bytes at offset " +
-                       std::to_string(offset) + ": " + errno_text(errno));
-    }
-    if (got == 0) {
-      throw InputError(path.string() + ": " + what + ": unexpected end of file at offset " + std::to_string(offset) +
-                       " (" + std::to_string(bytes) + " more bytes of pixels expected; truncated file?)");
-    }
-    buffer += got;
-    bytes -= got;
-    offset += got;
-  }
-}
 
 // Our descriptor must see the HDU where CFITSIO saw it: its header starts with SIMPLE or XTENSION.
 void check_header_card(const ReadOnlyFile& file, const DirectImageLayout& layout, const fs::path& path,

@@ -2,21 +2,18 @@
 // Each file is opened once per scan and once per read: its bytes (a header prefix for the scan,
 // the whole file for the read) are read into memory and stb decodes from there (stb's own file
 // calls opened the file once for the size, once for the depth and once for the pixels).
-#include <fcntl.h>
 #include <spdlog/spdlog.h>
 #include <stb/stb_image.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
-#include <cerrno>
+#include <algorithm>
 #include <cmath>
-#include <cstring>
 #include <memory>
 #include <optional>
 #include <vector>
 
 #include "imflow/errors.hpp"
 #include "imflow/io/png.hpp"
+#include "read_only_file.hpp"
 
 namespace imflow {
 
@@ -47,29 +44,11 @@ bool to_gray(const T* samples, int channels, int64_t count, float* out) {
 // Up to `limit` bytes from the start of the file at `path`; `whole` tells whether that is all of it.
 // Throws InputError naming the file when it cannot be opened or read.
 std::vector<unsigned char> read_prefix(const std::filesystem::path& path, int64_t limit, bool& whole) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) throw InputError(path.string() + ": cannot open for reading: " + std::strerror(errno));
-  struct stat st {};
-  if (::fstat(fd, &st) != 0) {
-    const int error = errno;
-    ::close(fd);
-    throw InputError(path.string() + ": cannot stat: " + std::strerror(error));
-  }
-  const int64_t wanted = std::min<int64_t>(limit, st.st_size);
+  const detail::ReadOnlyFile file(path);
+  const int64_t wanted = std::min(limit, file.size());
   std::vector<unsigned char> bytes(static_cast<size_t>(wanted));
-  int64_t done = 0;
-  while (done < wanted) {
-    const ssize_t got = ::read(fd, bytes.data() + done, static_cast<size_t>(wanted - done));
-    if (got < 0 && errno == EINTR) continue;
-    if (got <= 0) {
-      const int error = got < 0 ? errno : 0;
-      ::close(fd);
-      throw InputError(path.string() + ": cannot read: " + (got < 0 ? std::strerror(error) : "file shrank while read"));
-    }
-    done += got;
-  }
-  ::close(fd);
-  whole = wanted == st.st_size;
+  detail::pread_exactly(file, bytes.data(), wanted, 0, path, "PNG");
+  whole = wanted == file.size();
   return bytes;
 }
 
@@ -116,8 +95,8 @@ PngInfo scan_png(const std::filesystem::path& path) {
 }
 
 namespace {
-// Decoded samples (8- or 16-bit, per `sixteen`), from `bytes` when they hold the whole file,
-// else from the file; null on failure (stb_reason() says why).
+// Decoded samples (8-bit for stbi_uc, 16-bit for stbi_us), from `bytes` when they hold the whole
+// file, else from the file; null on failure (stb_reason() says why).
 template <typename Sample>
 std::unique_ptr<Sample, void (*)(void*)> decode(const std::filesystem::path& path, const std::vector<unsigned char>* bytes,
                                                 int& width, int& height, int& channels) {

@@ -14,8 +14,9 @@
 namespace imflow {
 
 namespace {
-// Nearest integer, halves up, clamped to [0, max]; NaN -> 0. Branch-free (selects), so the loops
-// below vectorize: value + 0.5 is exact in double and truncation floors a non-negative number.
+// Nearest integer, halves up, clamped to [0, max]; NaN -> 0: value + 0.5 is exact in double and
+// truncation floors a non-negative number. (GCC 12 does not vectorize the loops below: the
+// NaN-safe clamps stay branches.)
 inline uint32_t to_sample(float value, double max) {
   double v = value;
   v = v > 0.0 ? v : 0.0;  // also NaN

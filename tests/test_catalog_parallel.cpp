@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstring>
 #include <fstream>
+#include <limits>
 #include <random>
 #include <sstream>
 #include <vector>
@@ -73,7 +74,7 @@ bool same_source(const Source& a, const Source& b) {
 }
 }  // namespace
 
-TEST_CASE("a catalog's CSV row has the columns in order, shortest float64 text", "[catalog]") {
+TEST_CASE("a catalog's CSV row has the columns in order, shortest float64 text, NaN and Infinity as Python and Java read them", "[catalog]") {
   Catalog catalog(1);
   Source& s = catalog[0];
   s.id = 7;
@@ -90,12 +91,14 @@ TEST_CASE("a catalog's CSV row has the columns in order, shortest float64 text",
   s.ymax = 6;
   s.flux_iso = 123456789.125;
   s.x2 = 0.3333333333333333;
+  s.y2 = std::numeric_limits<double>::infinity();
+  s.xy = -std::numeric_limits<double>::infinity();
   s.theta = -1.5707963267948966;
   s.flags = 3;
   const std::string text = catalog_csv(catalog);
   CHECK(text ==
-        "id,x,y,X_IMAGE,Y_IMAGE,flux,npix,peak,peak_x,peak_y,xmin,xmax,ymin,ymax,flux_iso,x2,y2,xy,a,b,theta,flags\n"
-        "7,1.25,-0.1,2.25,0.9,1e-300,12,3,1,2,0,4,5,6,123456789.125,0.3333333333333333,0,0,0,0,"
+        "id,x,y,X_IMAGE,Y_IMAGE,ra,dec,flux,npix,peak,peak_x,peak_y,xmin,xmax,ymin,ymax,flux_iso,x2,y2,xy,a,b,theta,flags\n"
+        "7,1.25,-0.1,2.25,0.9,NaN,NaN,1e-300,12,3,1,2,0,4,5,6,123456789.125,0.3333333333333333,Infinity,-Infinity,0,0,"
         "-1.5707963267948966,3\n");
 }
 

@@ -1,6 +1,7 @@
 // Results of the astronomy steps: background statistics and one catalog row per source.
 #pragma once
 #include <cstdint>
+#include <limits>
 #include <vector>
 
 namespace imflow {
@@ -27,6 +28,10 @@ struct Source {
   int32_t id = 0;          // label, numbered in raster order of first pixel (SciPy's order)
   double x = 0.0;          // intensity-weighted centroid (scipy.ndimage.center_of_mass)
   double y = 0.0;
+  // Sky position of the centroid from the image's WCS (degrees, its RADESYS/EQUINOX); NaN
+  // without an equatorial WCS. Set on the host when the catalog is written (include/imflow/io/wcs.hpp).
+  double ra = std::numeric_limits<double>::quiet_NaN();
+  double dec = std::numeric_limits<double>::quiet_NaN();
   double flux = 0.0;       // sum of pixel values in the segment (scipy.ndimage.sum_labels)
   int64_t npix = 0;        // pixels in the segment
   double peak = 0.0;       // maximum pixel value

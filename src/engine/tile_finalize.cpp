@@ -90,7 +90,10 @@ std::vector<fs::path> write_image_outputs(RunContext& run, TiledImage& image, Wo
     if (merged && image.labels_out) group.run([&] { timed(labels_seconds, [&] { renumber_labels(image, *merged); }); });
     if (record_item.catalog) {
       timed(catalog_seconds,
-            [&] { write_catalog_files(stem, *record_item.catalog, provenance_cards(record_item), output, written); });
+            [&] {
+              const ImageWcs wcs = output_wcs(record_item.ref, true, output);
+              write_item_catalog(stem, record_item, *record_item.catalog, wcs, output, written);
+            });
     }
   } catch (...) {
     group.cancel();

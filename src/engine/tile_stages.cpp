@@ -96,7 +96,7 @@ void write_tile_outputs(RunContext& run, TiledImage& image, WorkItem& item) {
     if (!image.labels_out && !image.bgsub_out && !image.image_out) {
       const std::filesystem::path stem = output_stem(image.image, output.dir);
       check_output_parents(stem, output.dir);
-      const std::vector<FitsCard> cards = provenance_cards(item);
+      const std::vector<FitsCard> cards = image_cards(item, output_wcs(image.image, false, output));
       const int64_t width = image.grid.width, height = image.grid.height;
       auto make = [&](const char* suffix, FitsTileWriter::Pixels kind) {
         return std::make_unique<FitsTileWriter>(std::filesystem::path(stem.string() + suffix), width, height, kind, cards);

@@ -1,6 +1,7 @@
 // Output writing for the astronomy results; each file is written atomically.
 #include "writer.hpp"
 
+#include <spdlog/spdlog.h>
 #include <tbb/parallel_invoke.h>
 
 #include <cmath>
@@ -13,6 +14,7 @@
 #include "imflow/version.hpp"
 #include "input_limits.hpp"
 #include "mri_outputs.hpp"
+#include "stages.hpp"
 
 namespace imflow {
 
@@ -89,12 +91,35 @@ void write_catalog_files(const fs::path& stem, const Catalog& catalog, const std
   }
 }
 
-std::vector<fs::path> write_outputs(const WorkItem& item, const OutputConfig& output) {
+ImageWcs output_wcs(const ItemRef& ref, bool has_catalog, const OutputConfig& output) {
+  const bool uses_wcs = has_catalog || output.wants("labels") || output.wants("bgsub") || output.wants("fits_image");
+  if (!uses_wcs) return {};
+  ImageWcs wcs = ImageWcs::of_item(ref);
+  if (!wcs.problem().empty()) spdlog::warn("{}: no sky coordinates: {}", item_name(ref), wcs.problem());
+  return wcs;
+}
+
+std::vector<FitsCard> image_cards(const WorkItem& item, const ImageWcs& wcs) {
+  std::vector<FitsCard> cards = provenance_cards(item);
+  for (const std::string& record : wcs.image_records()) cards.push_back({"", record, "", false, true});
+  return cards;
+}
+
+void write_item_catalog(const fs::path& stem, const WorkItem& item, Catalog& catalog, const ImageWcs& wcs,
+                        const OutputConfig& output, std::vector<fs::path>& written) {
+  wcs.set_sky_positions(catalog);
+  std::vector<FitsCard> cards = provenance_cards(item);
+  for (FitsCard& card : wcs.catalog_cards()) cards.push_back(std::move(card));
+  write_catalog_files(stem, catalog, cards, output, written);
+}
+
+std::vector<fs::path> write_outputs(WorkItem& item, const OutputConfig& output) {
   std::vector<fs::path> written;
   const fs::path stem = output_stem(item.ref, output.dir);
   check_output_parents(stem, output.dir);
-  const std::vector<FitsCard> cards = provenance_cards(item);
-  if (item.catalog) write_catalog_files(stem, *item.catalog, cards, output, written);
+  const ImageWcs wcs = output_wcs(item.ref, item.catalog.has_value(), output);
+  if (item.catalog) write_item_catalog(stem, item, *item.catalog, wcs, output, written);
+  const std::vector<FitsCard> cards = image_cards(item, wcs);
   if (item.nlabels && output.wants("labels")) {
     written.push_back(with_suffix(stem, ".labels.fits"));
     write_fits_labels(written.back(), {item.labels.data(), item.pixels.width(), item.pixels.height()}, cards);

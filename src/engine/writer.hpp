@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "imflow/io/fits.hpp"
+#include "imflow/io/wcs.hpp"
 #include "imflow/pipeline.hpp"
 #include "imflow/work_item.hpp"
 
@@ -20,13 +21,27 @@ void check_output_parents(const std::filesystem::path& stem, const std::filesyst
 // The provenance header cards of an item's FITS outputs (origin, source file/HDU/plane, background, threshold).
 std::vector<FitsCard> provenance_cards(const WorkItem& item);
 
-// Write what the item holds and the output formats ask for; returns the files written.
+// The input plane's WCS (FITS inputs) when the outputs use it: catalogs (sky positions) or FITS
+// images (its records in their headers); otherwise, or without one, an empty ImageWcs. A WCS
+// that WCSLIB rejects is logged as a warning naming the item.
+ImageWcs output_wcs(const ItemRef& ref, bool has_catalog, const OutputConfig& output);
+
+// Provenance cards followed by the WCS records: the header of an image output of the plane.
+std::vector<FitsCard> image_cards(const WorkItem& item, const ImageWcs& wcs);
+
+// Write what the item holds and the output formats ask for; returns the files written. The
+// catalog's sources get their sky positions first (ImageWcs::set_sky_positions).
 // Throws OutputError; files already written stay complete (each write is atomic).
-std::vector<std::filesystem::path> write_outputs(const WorkItem& item, const OutputConfig& output);
+std::vector<std::filesystem::path> write_outputs(WorkItem& item, const OutputConfig& output);
 
 // The catalog files `output` asks for (stem.cat.csv, stem.cat.fits), their paths appended to
 // `written`; a catalog of more than one block writes both files at once. Throws OutputError.
 void write_catalog_files(const std::filesystem::path& stem, const Catalog& catalog, const std::vector<FitsCard>& cards,
                          const OutputConfig& output, std::vector<std::filesystem::path>& written);
+
+// Sky positions from `wcs` into the catalog, then write_catalog_files with the item's provenance
+// and the ra/dec frame cards.
+void write_item_catalog(const std::filesystem::path& stem, const WorkItem& item, Catalog& catalog, const ImageWcs& wcs,
+                        const OutputConfig& output, std::vector<std::filesystem::path>& written);
 
 }  // namespace imflow

@@ -17,13 +17,15 @@ struct CatalogColumn {
   const char* description;
 };
 
-inline const std::array<CatalogColumn, 22>& catalog_columns() {
-  static const std::array<CatalogColumn, 22> columns = {{
+inline const std::array<CatalogColumn, 24>& catalog_columns() {
+  static const std::array<CatalogColumn, 24> columns = {{
       {"id", "", true, [](const Source& s) { return double(s.id); }, "label, in raster order of first pixel"},
       {"x", "pix", false, [](const Source& s) { return s.x; }, "centroid x, 0-based"},
       {"y", "pix", false, [](const Source& s) { return s.y; }, "centroid y, 0-based"},
       {"X_IMAGE", "pix", false, [](const Source& s) { return s.x + 1.0; }, "centroid x, 1-based (FITS)"},
       {"Y_IMAGE", "pix", false, [](const Source& s) { return s.y + 1.0; }, "centroid y, 1-based (FITS)"},
+      {"ra", "deg", false, [](const Source& s) { return s.ra; }, "right ascension of the centroid (image WCS), NaN without one"},
+      {"dec", "deg", false, [](const Source& s) { return s.dec; }, "declination of the centroid (image WCS), NaN without one"},
       {"flux", "adu", false, [](const Source& s) { return s.flux; }, "sum of pixel values (FLUX_ISO)"},
       {"npix", "pix", true, [](const Source& s) { return double(s.npix); }, "pixels in the segment (ISOAREA)"},
       {"peak", "adu", false, [](const Source& s) { return s.peak; }, "maximum pixel value"},

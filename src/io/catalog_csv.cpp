@@ -1,8 +1,10 @@
-// Catalogs as CSV (header row of column names; full float64 precision). Large catalogs are
+// Catalogs as CSV (header row of column names; full float64 precision; NaN and +-Infinity spelled
+// so that Python and Java readers both parse them). Large catalogs are
 // formatted in blocks of rows on all threads and written in order: the same bytes as one string.
 #include <algorithm>
 #include <cerrno>
 #include <charconv>
+#include <cmath>
 #include <cstring>
 #include <fstream>
 #include <string>
@@ -41,8 +43,14 @@ void append_catalog_csv_rows(const Source* first, const Source* last, std::strin
     for (size_t c = 0; c < columns.size(); ++c) {
       if (c) *end++ = ',';
       const double value = columns[c].value(*source);
-      end = columns[c].integer ? std::to_chars(end, row + sizeof row, static_cast<long long>(value)).ptr
-                               : std::to_chars(end, row + sizeof row, value).ptr;
+      if (columns[c].integer) {
+        end = std::to_chars(end, row + sizeof row, static_cast<long long>(value)).ptr;
+      } else if (std::isfinite(value)) {
+        end = std::to_chars(end, row + sizeof row, value).ptr;
+      } else {  // the spellings both Python's float() and Java's (TOPCAT) parseDouble read
+        const char* text = std::isnan(value) ? "NaN" : value > 0 ? "Infinity" : "-Infinity";
+        end = std::copy(text, text + std::strlen(text), end);
+      }
     }
     *end++ = '\n';
     out.append(row, end);

@@ -5,6 +5,7 @@
 
 #include <string>
 
+#include "fits_cards.hpp"
 #include "fits_status.hpp"
 #include "imflow/errors.hpp"
 #include "imflow/io/atomic_file.hpp"
@@ -55,15 +56,7 @@ FitsTileWriter::FitsTileWriter(const fs::path& final_path, int64_t width, int64_
   if (fits_create_imgll(impl_->file.get(), pixels == Pixels::int32 ? LONG_IMG : FLOAT_IMG, 2, naxes, &status) != 0) {
     impl_->fail("cannot create the image", status);
   }
-  for (const FitsCard& card : cards) {
-    if (card.numeric) {
-      double value = std::stod(card.value);
-      fits_update_key(impl_->file.get(), TDOUBLE, card.key.c_str(), &value, card.comment.c_str(), &status);
-    } else {
-      fits_update_key(impl_->file.get(), TSTRING, card.key.c_str(), const_cast<char*>(card.value.c_str()),
-                      card.comment.c_str(), &status);
-    }
-  }
+  status = detail::write_fits_cards(impl_->file.get(), cards);
   if (status != 0) impl_->fail("cannot write header keywords", status);
 }
 

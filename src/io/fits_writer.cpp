@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "catalog_columns.hpp"
+#include "fits_cards.hpp"
 #include "fits_status.hpp"
 #include "imflow/errors.hpp"
 #include "imflow/io/catalog.hpp"
@@ -37,17 +38,7 @@ FitsFile create_fits(const AtomicOutput& output) {
 }
 
 void write_cards(fitsfile* file, const fs::path& path, const std::vector<FitsCard>& cards) {
-  int status = 0;
-  for (const FitsCard& card : cards) {
-    if (card.numeric) {
-      double value = std::stod(card.value);
-      fits_update_key(file, TDOUBLE, card.key.c_str(), &value, card.comment.c_str(), &status);
-    } else {
-      fits_update_key(file, TSTRING, card.key.c_str(), const_cast<char*>(card.value.c_str()), card.comment.c_str(),
-                      &status);
-    }
-  }
-  if (status != 0) fail(path, "cannot write header keywords", status);
+  if (const int status = detail::write_fits_cards(file, cards); status != 0) fail(path, "cannot write header keywords", status);
 }
 
 void finish(FitsFile& file, AtomicOutput& output) {

@@ -51,9 +51,10 @@ int64_t read_fits_region(const std::filesystem::path& path, int hdu, int64_t pla
 // A header card to copy into an output file.
 struct FitsCard {
   std::string key;
-  std::string value;  // written as a string, or as a number when `numeric`
+  std::string value;  // written as a string, or as a number when `numeric`; a whole record when `record`
   std::string comment;
   bool numeric = false;
+  bool record = false;  // `value` is an 80-character header record written as it is (e.g. WCS keywords)
 };
 
 void write_fits_image(const std::filesystem::path& path, ConstImageView image, const std::vector<FitsCard>& cards = {});

@@ -1,0 +1,66 @@
+// Sky coordinates of FITS images through WCSLIB: the primary WCS of an image HDU (parsed and
+// fixed as astropy.wcs does: wcspih with every non-standard form accepted, then wcsfix), the
+// sky position of catalog centroids, and the plane's WCS as header records for 2-D outputs.
+#pragma once
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "imflow/io/fits.hpp"
+#include "imflow/source.hpp"
+#include "imflow/work_item.hpp"
+
+struct wcsprm;
+
+namespace imflow {
+
+class ImageWcs {
+ public:
+  ImageWcs();  // no WCS
+  ~ImageWcs();
+  ImageWcs(ImageWcs&&) noexcept;
+  ImageWcs& operator=(ImageWcs&&) noexcept;
+
+  // The primary WCS (alternate ' ') of HDU `hdu` at plane `plane` of a cube (its 0-based index
+  // over axes 3+). A header without a WCS that WCSLIB accepts gives an empty ImageWcs whose
+  // problem() says why; a file CFITSIO cannot read throws InputError.
+  static ImageWcs read_fits(const std::filesystem::path& path, int hdu, int64_t plane);
+  // The same from a header text (80-character records, as fits_hdr2str makes) of an image with
+  // axis lengths `naxes`.
+  static ImageWcs from_header(const std::string& header, const std::vector<int64_t>& naxes, int64_t plane);
+  // read_fits for a FITS item, an empty ImageWcs for other formats.
+  static ImageWcs of_item(const ItemRef& ref);
+
+  // Equatorial celestial axes (RA/DEC), the image's first two: sky_positions gives RA/Dec.
+  bool equatorial() const;
+  const std::string& problem() const { return problem_; }
+  // RADESYS ('ICRS', 'FK5', ...) and EQUINOX of the equatorial axes (empty / 0 when not given).
+  const std::string& radesys() const { return radesys_; }
+  double equinox() const { return equinox_; }
+
+  // Set every source's ra and dec (degrees, the image's RADESYS/EQUINOX, no precession) from its
+  // 0-based centroid (x, y); NaN without an equatorial WCS or where the projection is undefined.
+  void set_sky_positions(Catalog& catalog) const;
+
+  // The 2-D WCS of the plane (image axes 1 and 2) as 80-character header records for an output
+  // image of the same plane; empty without a WCS or when axes 1-2 are coupled with axes 3+.
+  const std::vector<std::string>& image_records() const { return image_records_; }
+  // Cards describing the catalog's ra/dec columns (RADESYS, EQUINOX) for its FITS table.
+  std::vector<FitsCard> catalog_cards() const;
+
+ private:
+  struct Free {
+    void operator()(wcsprm* wcs) const;
+  };
+  std::unique_ptr<wcsprm, Free> wcs_;
+  std::vector<double> plane_pixel_;  // 1-based pixel coordinates of every axis; axes 1-2 per source
+  std::vector<std::string> image_records_;
+  std::string problem_;
+  std::string radesys_;
+  double equinox_ = 0.0;
+  int lng_ = -1, lat_ = -1;  // world axes of RA and Dec
+};
+
+}  // namespace imflow

@@ -1,0 +1,194 @@
+// Sky coordinates of FITS images through WCSLIB (include/imflow/io/wcs.hpp).
+#include <fitsio.h>
+#include <wcslib/wcs.h>
+#include <wcslib/wcsfix.h>
+#include <wcslib/wcshdr.h>
+#include <wcslib/wcsmath.h>
+#include <wcslib/wcsutil.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+#include "fits_status.hpp"
+#include "imflow/io/input_format.hpp"
+#include "imflow/io/wcs.hpp"
+
+namespace imflow {
+
+namespace fs = std::filesystem;
+
+void ImageWcs::Free::operator()(wcsprm* wcs) const {
+  wcsfree(wcs);
+  delete wcs;
+}
+
+ImageWcs::ImageWcs() = default;
+ImageWcs::~ImageWcs() = default;
+ImageWcs::ImageWcs(ImageWcs&&) noexcept = default;
+ImageWcs& ImageWcs::operator=(ImageWcs&&) noexcept = default;
+
+namespace {
+constexpr size_t kRecord = 80;  // FITS header record length
+
+std::string wcslib_text(int status) {
+  return status > 0 && status <= WCSERR_BAD_WORLD_COORD ? wcs_errmsg[status] : "status " + std::to_string(status);
+}
+
+// The alternate ' ' (primary) description of the header, as a wcsprm of our own; nullptr if none.
+std::unique_ptr<wcsprm, void (*)(wcsprm*)> primary_wcs(std::string header, std::string& problem) {
+  auto free_wcs = [](wcsprm* wcs) {
+    wcsfree(wcs);
+    delete wcs;
+  };
+  std::unique_ptr<wcsprm, void (*)(wcsprm*)> own(nullptr, free_wcs);
+  int rejected = 0, count = 0;
+  wcsprm* all = nullptr;
+  const int records = static_cast<int>(header.size() / kRecord);
+  if (const int status = wcspih(header.data(), records, WCSHDR_all, 0, &rejected, &count, &all); status != 0) {
+    problem = "WCSLIB cannot parse the header (" + wcslib_text(status) + ")";
+    return own;
+  }
+  for (int i = 0; i < count; ++i) {
+    if (all[i].alt[0] != ' ' && all[i].alt[0] != '\0') continue;
+    own.reset(new wcsprm);
+    own->flag = -1;
+    if (const int status = wcssub(1, &all[i], nullptr, nullptr, own.get()); status != 0) {
+      problem = "WCSLIB cannot copy the WCS (" + wcslib_text(status) + ")";
+      own.reset();
+    }
+    break;
+  }
+  wcsvfree(&count, &all);
+  return own;
+}
+
+// The WCS of image axes 1 and 2 as header records (empty when they are coupled with others).
+std::vector<std::string> image_axes_records(const wcsprm& wcs) {
+  std::vector<std::string> records;
+  wcsprm sub{};
+  sub.flag = -1;
+  int axes[2] = {1, 2}, count = 2;
+  if (wcs.naxis < 2 || wcssub(1, &wcs, &count, axes, &sub) != 0) {
+    wcsfree(&sub);
+    return records;
+  }
+  int keys = 0;
+  char* text = nullptr;
+  if (wcshdo(WCSHDO_none | WCSHDO_P17, &sub, &keys, &text) == 0) {
+    for (int k = 0; k < keys; ++k) records.emplace_back(text + static_cast<size_t>(k) * kRecord, kRecord);
+  }
+  wcsdealloc(text);
+  wcsfree(&sub);
+  return records;
+}
+}  // namespace
+
+ImageWcs ImageWcs::from_header(const std::string& header, const std::vector<int64_t>& naxes, int64_t plane) {
+  ImageWcs result;
+  auto parsed = primary_wcs(header, result.problem_);
+  if (!parsed) return result;  // no WCS keywords at all, or a problem
+  std::vector<int> lengths;
+  for (int64_t n : naxes) lengths.push_back(static_cast<int>(std::min<int64_t>(n, std::numeric_limits<int>::max())));
+  // The fixes astropy.wcs applies by default (no unsafe unit translations); a fix that fails
+  // leaves the keyword as it was, as in astropy (which warns).
+  int fixes[NWCSFIX];
+  wcsfix(0, lengths.size() >= static_cast<size_t>(parsed->naxis) ? lengths.data() : nullptr, parsed.get(), fixes);
+  if (const int status = wcsset(parsed.get()); status != 0) {
+    result.problem_ = "WCSLIB rejects the WCS (" + wcslib_text(status) + ")";
+    return result;
+  }
+  result.wcs_.reset(parsed.release());
+  const wcsprm& wcs = *result.wcs_;
+  // Pixel coordinates of every axis, 1-based: axes 1-2 per source, axes 3+ the plane's, 1 for
+  // axes the header has beyond NAXIS (WCSAXES > NAXIS).
+  result.plane_pixel_.assign(static_cast<size_t>(wcs.naxis), 1.0);
+  int64_t rest = plane;
+  for (size_t axis = 2; axis < naxes.size() && axis < result.plane_pixel_.size(); ++axis) {
+    result.plane_pixel_[axis] = 1.0 + static_cast<double>(rest % std::max<int64_t>(1, naxes[axis]));
+    rest /= std::max<int64_t>(1, naxes[axis]);
+  }
+  if (wcs.lng >= 0 && wcs.lat >= 0 && std::strcmp(wcs.lngtyp, "RA") == 0 && std::strcmp(wcs.lattyp, "DEC") == 0) {
+    result.lng_ = wcs.lng;
+    result.lat_ = wcs.lat;
+    result.radesys_ = wcs.radesys;
+    result.equinox_ = undefined(wcs.equinox) ? 0.0 : wcs.equinox;
+  }
+  result.image_records_ = image_axes_records(wcs);
+  return result;
+}
+
+ImageWcs ImageWcs::read_fits(const fs::path& path, int hdu, int64_t plane) {
+  ImageWcs result;
+  detail::FitsFile file;
+  int status = 0, type = 0, naxis = 0, bitpix = 0;
+  long long lengths[9] = {0};
+  char* header = nullptr;
+  int keys = 0;
+  if (fits_open_diskfile(file.out(), path.c_str(), READONLY, &status) == 0 &&
+      fits_movabs_hdu(file.get(), hdu + 1, &type, &status) == 0 &&
+      fits_get_img_paramll(file.get(), 9, &bitpix, &naxis, lengths, &status) == 0) {
+    // A tile-compressed image's header as the image's (ZNAXISn as NAXISn, ...).
+    if (fits_is_compressed_image(file.get(), &status)) fits_convert_hdr2str(file.get(), 1, nullptr, 0, &header, &keys, &status);
+    else fits_hdr2str(file.get(), 1, nullptr, 0, &header, &keys, &status);
+  }
+  if (status != 0 || header == nullptr) {
+    result.problem_ = detail::fits_error_text(path, "cannot read the header for its WCS", status);
+    if (header != nullptr) fits_free_memory(header, &status);
+    return result;
+  }
+  const std::string text(header, static_cast<size_t>(keys) * kRecord);
+  int ignored = 0;
+  fits_free_memory(header, &ignored);
+  return from_header(text, std::vector<int64_t>(lengths, lengths + std::min(naxis, 9)), plane);
+}
+
+ImageWcs ImageWcs::of_item(const ItemRef& ref) {
+  const InputFormat* format = input_format_for(ref.path);
+  if (format == nullptr || std::strcmp(format->name, "fits") != 0) return {};
+  return read_fits(ref.path, ref.hdu, ref.plane);
+}
+
+bool ImageWcs::equatorial() const { return wcs_ != nullptr && lng_ >= 0 && lat_ >= 0; }
+
+void ImageWcs::set_sky_positions(Catalog& catalog) const {
+  constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+  if (!equatorial()) {
+    for (Source& source : catalog) source.ra = source.dec = kNaN;
+    return;
+  }
+  // wcsp2s in blocks: its scratch arrays stay small however large the catalog is.
+  constexpr size_t kBlock = 4096;
+  const size_t n = static_cast<size_t>(wcs_->naxis);
+  std::vector<double> pixel(kBlock * n), image(kBlock * n), world(kBlock * n), phi(kBlock), theta(kBlock);
+  std::vector<int> status(kBlock);
+  for (size_t first = 0; first < catalog.size(); first += kBlock) {
+    const size_t count = std::min(kBlock, catalog.size() - first);
+    for (size_t i = 0; i < count; ++i) {
+      std::copy(plane_pixel_.begin(), plane_pixel_.end(), pixel.begin() + static_cast<std::ptrdiff_t>(i * n));
+      pixel[i * n] = catalog[first + i].x + 1.0;  // FITS pixel coordinates are 1-based
+      pixel[i * n + 1] = catalog[first + i].y + 1.0;
+    }
+    // Status 8 (some coordinates invalid) is per coordinate, in `status`; other codes fail all.
+    const int result = wcsp2s(wcs_.get(), static_cast<int>(count), static_cast<int>(n), pixel.data(), image.data(),
+                              phi.data(), theta.data(), world.data(), status.data());
+    for (size_t i = 0; i < count; ++i) {
+      Source& source = catalog[first + i];
+      const bool valid = (result == 0 || result == WCSERR_BAD_PIX) && status[i] == 0 &&
+                         std::isfinite(source.x) && std::isfinite(source.y);
+      source.ra = valid ? world[i * n + static_cast<size_t>(lng_)] : kNaN;
+      source.dec = valid ? world[i * n + static_cast<size_t>(lat_)] : kNaN;
+    }
+  }
+}
+
+std::vector<FitsCard> ImageWcs::catalog_cards() const {
+  if (!equatorial()) return {};
+  std::vector<FitsCard> cards;
+  if (!radesys_.empty()) cards.push_back({"RADESYS", radesys_, "frame of the ra, dec columns (the image's)", false});
+  if (equinox_ > 0.0) cards.push_back({"EQUINOX", std::to_string(equinox_), "equinox of the ra, dec columns", true});
+  return cards;
+}
+
+}  // namespace imflow

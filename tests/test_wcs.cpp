@@ -1,0 +1,131 @@
+// ImageWcs (WCSLIB): sky positions of centroids and the WCS records for 2-D outputs, on headers
+// whose answers are known in closed form; tests/wcs_reference_test.py checks real headers
+// against astropy.wcs.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "imflow/io/wcs.hpp"
+
+using imflow::Catalog;
+using imflow::ImageWcs;
+
+namespace {
+// FITS header text: each "KEY = value" padded to an 80-character record, then END.
+std::string header(const std::vector<std::string>& cards) {
+  std::string text;
+  for (const std::string& card : cards) text += card + std::string(80 - card.size(), ' ');
+  return text + "END" + std::string(77, ' ');
+}
+
+const std::vector<std::string> kTan = {
+    "SIMPLE  = T", "BITPIX  = -32", "NAXIS   = 2", "NAXIS1  = 100", "NAXIS2  = 80",
+    "CTYPE1  = 'RA---TAN'", "CTYPE2  = 'DEC--TAN'", "CRPIX1  = 50.0", "CRPIX2  = 40.0",
+    "CRVAL1  = 150.0", "CRVAL2  = 2.0", "CDELT1  = -0.0002", "CDELT2  = 0.0002", "RADESYS = 'ICRS'"};
+
+Catalog at(std::initializer_list<std::pair<double, double>> positions) {
+  Catalog catalog;
+  for (auto [x, y] : positions) {
+    catalog.emplace_back();
+    catalog.back().x = x;
+    catalog.back().y = y;
+  }
+  return catalog;
+}
+}  // namespace
+
+TEST_CASE("a TAN WCS puts the reference pixel at CRVAL and follows the projection off it", "[wcs]") {
+  const ImageWcs wcs = ImageWcs::from_header(header(kTan), {100, 80}, 0);
+  REQUIRE(wcs.equatorial());
+  CHECK(wcs.problem().empty());
+  CHECK(wcs.radesys() == "ICRS");
+  // 0-based centroid (49, 39) is FITS pixel (50, 40) = CRPIX.
+  Catalog catalog = at({{49.0, 39.0}, {49.0, 39.0 + 100.0}, {49.0 + 100.0, 39.0}});
+  wcs.set_sky_positions(catalog);
+  CHECK(catalog[0].ra == Approx(150.0).margin(1e-12));
+  CHECK(catalog[0].dec == Approx(2.0).margin(1e-12));
+  // 100 pixels up: intermediate (0, 0.02 deg); gnomonic: dec = crval2 + atan(eta) exactly on the meridian.
+  const double eta = 0.02 * M_PI / 180.0;
+  CHECK(catalog[1].ra == Approx(150.0).margin(1e-12));
+  CHECK(catalog[1].dec == Approx(2.0 + std::atan(eta) * 180.0 / M_PI).margin(1e-12));
+  // 100 pixels along +x: CDELT1 < 0, so RA decreases (east is left).
+  CHECK(catalog[2].ra < 150.0);
+  CHECK(catalog[2].dec < 2.0);  // a great circle off the equator-parallel line bends towards the equator
+}
+
+TEST_CASE("without an equatorial WCS the sky positions are NaN and nothing is reported", "[wcs]") {
+  SECTION("no WCS keywords") {
+    const ImageWcs wcs = ImageWcs::from_header(header({"SIMPLE  = T", "BITPIX  = 16", "NAXIS   = 2", "NAXIS1  = 10", "NAXIS2  = 10"}),
+                                               {10, 10}, 0);
+    CHECK_FALSE(wcs.equatorial());
+    CHECK(wcs.problem().empty());
+    Catalog catalog = at({{1.0, 2.0}});
+    catalog[0].ra = catalog[0].dec = 5.0;
+    wcs.set_sky_positions(catalog);
+    CHECK(std::isnan(catalog[0].ra));
+    CHECK(std::isnan(catalog[0].dec));
+    CHECK(wcs.catalog_cards().empty());
+  }
+  SECTION("galactic axes: a WCS, but not RA/Dec") {
+    std::vector<std::string> cards = kTan;
+    cards[5] = "CTYPE1  = 'GLON-TAN'";
+    cards[6] = "CTYPE2  = 'GLAT-TAN'";
+    const ImageWcs wcs = ImageWcs::from_header(header(cards), {100, 80}, 0);
+    CHECK_FALSE(wcs.equatorial());
+    CHECK(wcs.problem().empty());
+    CHECK_FALSE(wcs.image_records().empty());  // still copied into image outputs
+  }
+}
+
+TEST_CASE("a WCS that WCSLIB rejects is reported, and gives NaN positions", "[wcs]") {
+  std::vector<std::string> cards = kTan;
+  cards[5] = "CTYPE1  = 'RA---QQQ'";
+  cards[6] = "CTYPE2  = 'DEC--QQQ'";
+  const ImageWcs wcs = ImageWcs::from_header(header(cards), {100, 80}, 0);
+  CHECK_FALSE(wcs.equatorial());
+  CHECK_FALSE(wcs.problem().empty());
+  Catalog catalog = at({{1.0, 2.0}});
+  wcs.set_sky_positions(catalog);
+  CHECK(std::isnan(catalog[0].ra));
+}
+
+TEST_CASE("a cube's plane picks its world coordinate on axis 3; the image records keep axes 1-2", "[wcs]") {
+  std::vector<std::string> cards = kTan;
+  cards[2] = "NAXIS   = 3";
+  cards.insert(cards.begin() + 5, "NAXIS3  = 4");
+  for (const char* card : {"CTYPE3  = 'FREQ'", "CRPIX3  = 1.0", "CRVAL3  = 1.4E9", "CDELT3  = 1.0E6", "CUNIT3  = 'Hz'"}) {
+    cards.emplace_back(card);
+  }
+  const ImageWcs plane2 = ImageWcs::from_header(header(cards), {100, 80, 4}, 2);
+  REQUIRE(plane2.equatorial());
+  Catalog catalog = at({{49.0, 39.0}});
+  plane2.set_sky_positions(catalog);
+  CHECK(catalog[0].ra == Approx(150.0).margin(1e-12));
+  CHECK(catalog[0].dec == Approx(2.0).margin(1e-12));
+  // The 2-D records: two axes, celestial, no FREQ axis.
+  std::string records;
+  for (const std::string& record : plane2.image_records()) {
+    CHECK(record.size() == 80);
+    records += record;
+  }
+  CHECK(records.find("WCSAXES =                    2") != std::string::npos);
+  CHECK(records.find("'RA---TAN'") != std::string::npos);
+  CHECK(records.find("FREQ") == std::string::npos);
+  // Round trip: the records parse to the same sky positions for the 2-D output.
+  const ImageWcs output = ImageWcs::from_header(records + "END" + std::string(77, ' '), {100, 80}, 0);
+  Catalog again = at({{10.5, 70.25}}), original = at({{10.5, 70.25}});
+  output.set_sky_positions(again);
+  plane2.set_sky_positions(original);
+  CHECK(again[0].ra == Approx(original[0].ra).margin(1e-12));
+  CHECK(again[0].dec == Approx(original[0].dec).margin(1e-12));
+}
+
+TEST_CASE("a non-finite centroid gets NaN sky coordinates, the others are unaffected", "[wcs]") {
+  const ImageWcs wcs = ImageWcs::from_header(header(kTan), {100, 80}, 0);
+  Catalog catalog = at({{std::nan(""), 3.0}, {49.0, 39.0}});
+  wcs.set_sky_positions(catalog);
+  CHECK(std::isnan(catalog[0].ra));
+  CHECK(catalog[1].ra == Approx(150.0).margin(1e-12));
+}

@@ -124,6 +124,48 @@ TEST_CASE("bad files give errors naming the file and the reason", "[fits]") {
   CHECK_THAT(message(dir / "full.fits"), Catch::Contains("full.fits") && Catch::Contains("claims"));
   test::write_empty_primary(dir / "noimage.fits");
   CHECK_THAT(message(dir / "noimage.fits"), Catch::Contains("no image"));
+  // "claims N bytes": N as an integer, not 40000.000000.
+  CHECK_THAT(message(dir / "full.fits"), Catch::Contains("claims 40000 bytes"));
+}
+
+TEST_CASE("an error names this file's reason, not messages CFITSIO left from another file", "[fits]") {
+  test::TempDir dir("fits_stale");
+  // Opening a losslessly GZIP-compressed float image succeeds but leaves "ffgcnn could not find
+  // column: ZZERO/ZSCALE" lines on CFITSIO's process-wide message stack.
+  const auto plain = dir / "plain.fits", packed = dir / "packed.fits.fz";
+  test::write_fits(plain, -32, {16, 16}, std::vector<double>(256, 1.5));
+  fitsfile *in = nullptr, *out = nullptr;
+  int status = 0;
+  fits_open_file(&in, plain.c_str(), READONLY, &status);
+  fits_create_file(&out, ("!" + packed.string()).c_str(), &status);
+  fits_set_compression_type(out, GZIP_1, &status);
+  fits_set_quantize_level(out, 0.0, &status);  // no quantisation: no ZSCALE/ZZERO columns
+  fits_img_compress(in, out, &status);
+  fits_close_file(in, &status);
+  fits_close_file(out, &status);
+  REQUIRE(status == 0);
+  ImageBuffer image;
+  read_fits_plane(packed, 1, 0, image);
+  CHECK(image.data()[0] == 1.5f);
+  // Then a header whose second keyword is not BITPIX.
+  std::string bad = "SIMPLE  =                    T";
+  bad.resize(80, ' ');
+  std::string naxis = "NAXIS   =                    0";
+  naxis.resize(80, ' ');
+  std::string end = "END";
+  end.resize(80, ' ');
+  std::string text = bad + naxis + end;
+  text.resize(2880, ' ');
+  std::ofstream(dir / "order.fits", std::ios::binary) << text;
+  std::string message;
+  try {
+    scan_fits(dir / "order.fits");
+  } catch (const InputError& error) {
+    message = error.what();
+  }
+  CHECK_THAT(message, Catch::Contains("order.fits") && Catch::Contains("BITPIX"));
+  CHECK_THAT(message, !Catch::Contains("ffgcnn") && !Catch::Contains("ZZERO") && !Catch::Contains("packed"));
+  CHECK(message.find('\n') == std::string::npos);
 }
 
 TEST_CASE("an image above max_pixels is refused before allocation", "[fits]") {

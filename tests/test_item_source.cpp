@@ -57,3 +57,20 @@ TEST_CASE("parallel scanning keeps the file order", "[engine][source]") {
   });
   fs::remove_all(dir);
 }
+
+TEST_CASE("files whose outputs would have the same names: the first keeps them, the others fail", "[engine][source]") {
+  test::TempDir dir("item_source_clash");
+  fs::create_directories(dir / "sub");
+  std::vector<fs::path> files = {dir / "m.fits", dir / "m.fit", dir / "n.fits", dir / "sub" / "m.fits", dir / "m.fits.fz"};
+  for (const fs::path& file : files) test::write_fits(file, -32, {5, 4}, std::vector<double>(20, 2.0));
+  ItemSource source(files, dir.path());
+  ItemRef ref;
+  std::vector<std::string> errors;
+  while (source.next(ref)) errors.push_back(ref.error);
+  REQUIRE(errors.size() == files.size());
+  CHECK(errors[0].empty());
+  CHECK_THAT(errors[1], Catch::Contains("m.fit") && Catch::Contains("same names") && Catch::Contains((dir / "m.fits").string()));
+  CHECK(errors[2].empty());
+  CHECK(errors[3].empty());  // another directory: other output names
+  CHECK_THAT(errors[4], Catch::Contains("m.fits.fz") && Catch::Contains("same names"));
+}

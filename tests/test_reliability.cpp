@@ -48,6 +48,19 @@ TEST_CASE("a symlinked directory below OUT is not written through", "[reliabilit
   CHECK_NOTHROW(check_output_parents(dir / "out" / "new" / "deeper" / "a", dir / "out"));
 }
 
+TEST_CASE("FITS output keywords keep full precision (flux-calibrated images)", "[reliability]") {
+  WorkItem item;
+  item.background = BackgroundStats{};
+  item.background->median = 1.6900000000000001e-11;
+  item.background->std = 3.25e-13;
+  item.threshold = 1.8525e-11;
+  std::map<std::string, std::string> values;
+  for (const FitsCard& card : provenance_cards(item)) values[card.key] = card.value;
+  CHECK(std::stod(values["BKG_MED"]) == item.background->median);
+  CHECK(std::stod(values["BKG_STD"]) == item.background->std);
+  CHECK(std::stod(values["THRESH"]) == *item.threshold);
+}
+
 TEST_CASE("input files: size limit, special files", "[reliability]") {
   test::TempDir dir("reliability_limits");
   write_file(dir / "small.fits", std::string(1000, 'x'));

@@ -12,7 +12,7 @@
 namespace imflow {
 
 namespace {
-const std::vector<std::string> kDefaultPatterns = {"*.fits", "*.fit", "*.fts", "*.fits.fz", "*.fits.gz",
+const std::vector<std::string> kDefaultPatterns = {"*.fits", "*.fit", "*.fts", "*.fits.fz", "*.fits.gz", "*.fit.gz", "*.fts.gz",
                                                    "*.png",  "*.nii", "*.nii.gz"};
 const std::vector<std::string> kFormats = {"csv", "fits", "labels", "bgsub", "png", "fits_image", "metrics"};
 

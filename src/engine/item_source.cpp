@@ -6,6 +6,8 @@
 
 #include <algorithm>
 #include <exception>
+#include <string>
+#include <unordered_map>
 
 #include "imflow/io/input_format.hpp"
 #include "input_limits.hpp"
@@ -16,7 +18,18 @@ namespace imflow {
 namespace fs = std::filesystem;
 
 ItemSource::ItemSource(std::vector<fs::path> files, fs::path input_root)
-    : files_(std::move(files)), root_(std::move(input_root)) {}
+    : files_(std::move(files)), root_(std::move(input_root)) {
+  // Outputs are named from the input's name without its image extension (output_stem): m.fits,
+  // m.fit, m.fits.fz and m.fits.gz in one directory would all write m.cat.csv, each overwriting
+  // the last. The first file in list order keeps the name; the others fail, naming it.
+  clashes_with_.assign(files_.size(), {});
+  std::unordered_map<std::string, size_t> first_of_stem;
+  for (size_t i = 0; i < files_.size(); ++i) {
+    const fs::path stem = files_[i].parent_path() / strip_image_extension(files_[i].filename().string());
+    const auto [it, inserted] = first_of_stem.emplace(stem.string(), i);
+    if (!inserted) clashes_with_[i] = files_[it->second];
+  }
+}
 
 std::vector<ItemRef> ItemSource::scan_file(size_t file_index) const {
   std::vector<ItemRef> refs;
@@ -30,6 +43,10 @@ std::vector<ItemRef> ItemSource::scan_file(size_t file_index) const {
     if (!is_contained_relative(base.relative)) {
       throw std::runtime_error(base.path.string() + ": its path relative to the input directory ('" +
                                base.relative.string() + "') would place outputs outside the output directory");
+    }
+    if (!clashes_with_[file_index].empty()) {
+      throw std::runtime_error(base.path.string() + ": its outputs would have the same names as those of " +
+                               clashes_with_[file_index].string() + " (same name without the image extension); rename one of them");
     }
     check_input_file(base.path, max_file_bytes_, true);
     const InputFormat* format = input_format_for(base.path);

@@ -47,6 +47,8 @@ class ItemSource {
   void scan_ahead();
   std::vector<std::filesystem::path> files_;
   std::filesystem::path root_;
+  // Per file: the earlier file whose outputs would have the same names (empty: none).
+  std::vector<std::filesystem::path> clashes_with_;
   size_t next_file_ = 0;
   int64_t next_index_ = 0;
   std::deque<ItemRef> pending_;

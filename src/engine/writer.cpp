@@ -5,6 +5,7 @@
 #include <tbb/parallel_invoke.h>
 
 #include <cmath>
+#include <cstdio>
 #include <string>
 
 #include "imflow/errors.hpp"
@@ -40,7 +41,10 @@ std::vector<FitsCard> provenance_cards(const WorkItem& item) {
   };
   // FITS has no NaN numeric value (an all-NaN image has a NaN background): write those as text.
   auto number = [&](const char* key, double value, const char* comment) {
-    cards.push_back({key, std::isfinite(value) ? std::to_string(value) : std::string("NaN"), comment, std::isfinite(value)});
+    // %.17g: std::to_string's fixed 6 decimals wrote 0.000000 for a background of 1e-11 (flux-calibrated images).
+    char text[32];
+    std::snprintf(text, sizeof text, "%.17g", value);
+    cards.push_back({key, std::isfinite(value) ? std::string(text) : std::string("NaN"), comment, std::isfinite(value)});
   };
   if (item.background) {
     const bool mesh = item.background->meshes > 0;

@@ -3,6 +3,7 @@
 #include <fitsio.h>
 
 #include <cmath>
+#include <cstdio>
 #include <limits>
 #include <optional>
 #include <string>
@@ -20,12 +21,34 @@ using detail::fits_error_text;
 using detail::FitsFile;
 
 namespace detail {
+// CFITSIO keeps one process-wide stack of error messages: calls that succeed leave messages there
+// too (opening a tile-compressed HDU without ZSCALE/ZZERO columns pushes four "ffgcnn could not
+// find column" lines), and the stack is shared by every thread. The callers clear it
+// (fits_clear_errmsg) right before a call whose failure they report; this reports every message
+// that call left, oldest first, without the lines that only repeat the file name or come from
+// those optional-column lookups.
 std::string fits_error_text(const fs::path& path, const std::string& what, int status) {
   char text[FLEN_STATUS] = {0};
   fits_get_errstatus(status, text);
-  std::string message = path.string() + ": " + what + ": CFITSIO error " + std::to_string(status) + " (" + text + ")";
+  std::string reason = text;
+  // CFITSIO 4.2 has no text for the tile-compression codes.
+  if (status == DATA_COMPRESSION_ERR) reason = "error compressing a tile";
+  if (status == DATA_DECOMPRESSION_ERR) reason = "error decompressing a tile (corrupt or truncated file)";
+  if (status == NO_COMPRESSED_TILE) reason = "a compressed tile is missing (truncated file?)";
+  std::string message = path.string() + ": " + what + ": CFITSIO error " + std::to_string(status) + " (" + reason + ")";
+  std::string details;
   char detail[FLEN_ERRMSG] = {0};
-  if (fits_read_errmsg(detail) != 0 && detail[0] != '\0') message += ": " + std::string(detail);
+  while (fits_read_errmsg(detail) != 0) {
+    std::string line = detail;
+    for (char& c : line) {
+      if (static_cast<unsigned char>(c) < 0x20 || static_cast<unsigned char>(c) > 0x7e) c = ' ';
+    }
+    while (!line.empty() && (line.back() == ' ' || line.back() == ':')) line.pop_back();
+    if (line.empty() || line == path.string() || line.rfind("ffgcnn could not find column", 0) == 0) continue;
+    if (details.size() > 400) continue;
+    details += (details.empty() ? "" : "; ") + line;
+  }
+  if (!details.empty()) message += ": " + details;
   fits_clear_errmsg();
   return message;
 }
@@ -56,6 +79,7 @@ FitsFile open_fits(const fs::path& path) {
   FitsFile file;
   int status = 0;
   // fits_open_diskfile: the name is a plain path (no CFITSIO extended syntax such as "[1]").
+  fits_clear_errmsg();
   if (fits_open_diskfile(file.out(), path.c_str(), READONLY, &status) != 0) {
     throw InputError(fits_error_text(path, "not a readable FITS file", status));
   }
@@ -105,8 +129,9 @@ void check_data_fits_in_file(fitsfile* file, const fs::path& path, const FitsIma
   long double bytes = std::abs(info.bitpix) / 8;
   for (int64_t n : info.naxes) bytes *= n;
   if (data_start + bytes > static_cast<long double>(file_size)) {
-    throw InputError(path.string() + ": HDU " + std::to_string(info.hdu) + ": header claims " +
-                     std::to_string(static_cast<long double>(bytes)) + " bytes of data but the file holds only " +
+    char claimed[64];
+    std::snprintf(claimed, sizeof claimed, "%.0Lf", bytes);
+    throw InputError(path.string() + ": HDU " + std::to_string(info.hdu) + ": header claims " + claimed + " bytes of data but the file holds only " +
                      std::to_string(file_size > static_cast<uintmax_t>(data_start) ? file_size - data_start : 0) +
                      " after the header (truncated file or lying header)");
   }
@@ -206,6 +231,7 @@ int64_t read_fits_plane(const fs::path& path, int hdu, int64_t plane, ImageBuffe
   float* null_check = info.bitpix > 0 ? &null_value : nullptr;
   int any_null = 0;
   int status = 0;
+  fits_clear_errmsg();
   if (fits_read_pixll(open.file.get(), TFLOAT, open.first, width * height, null_check, out.data(), &any_null, &status) != 0) {
     throw InputError(fits_error_text(path, "HDU " + std::to_string(hdu) + " plane " + std::to_string(plane) +
                                                ": cannot read pixels",
@@ -244,6 +270,7 @@ int64_t read_fits_region(const fs::path& path, int hdu, int64_t plane, const Til
   float null_value = std::numeric_limits<float>::quiet_NaN();
   int any_null = 0;
   int status = 0;
+  fits_clear_errmsg();
   if (fits_read_subset(open.file.get(), TFLOAT, first, last, step, info.bitpix > 0 ? &null_value : nullptr, out.data(),
                        &any_null, &status) != 0) {
     throw InputError(fits_error_text(path, "HDU " + std::to_string(hdu) + " plane " + std::to_string(plane) +

@@ -23,6 +23,20 @@ inline std::string read_bytes(const fs::path& path) {
   return text.str();
 }
 
+// A FITS output's bytes with the BKG_MED, BKG_STD and THRESH cards blanked, and their values: a
+// tiled run's background statistics differ from the whole image's in the last digits (summation
+// order); everything else is identical.
+inline std::pair<std::string, std::vector<double>> split_statistics(std::string bytes) {
+  std::vector<double> values;
+  for (size_t at = 0; at + 80 <= bytes.size() && at < 2880 * 8; at += 80) {
+    const std::string key = bytes.substr(at, 8);
+    if (key != "BKG_MED " && key != "BKG_STD " && key != "THRESH  ") continue;
+    values.push_back(std::stod(bytes.substr(at + 10, 70)));
+    bytes.replace(at, 80, std::string(80, ' '));
+  }
+  return {bytes, values};
+}
+
 inline std::vector<std::string> split(const std::string& line) {
   std::vector<std::string> fields;
   std::stringstream stream(line);

@@ -2,6 +2,10 @@
 // bad headers (datatype, absurd dims, truncation), the committed real volume.
 #include <catch2/catch.hpp>
 
+#include <cmath>
+#include <fstream>
+#include <limits>
+
 #include "imflow/errors.hpp"
 #include "imflow/io/nifti.hpp"
 #include "io/mri_formats.hpp"
@@ -105,6 +109,36 @@ TEST_CASE("NIfTI slices along each axis, and 4-D volumes", "[nifti]") {
   CHECK_THROWS_WITH(slice(dir / "t.nii", 2, 4), Catch::Contains("out of range"));
 }
 
+TEST_CASE("float NIfTI keeps NaN and Inf voxels (nifticlib would zero them) along every axis", "[nifti]") {
+  test::TempDir dir("nifti_nan");
+  std::vector<double> values = ramp();
+  values[5] = std::nan("");                                 // i 1, j 1, k 0
+  values[14] = std::numeric_limits<double>::infinity();     // i 2, j 0, k 1
+  values[23] = -std::numeric_limits<double>::infinity();    // i 3, j 2, k 1
+  auto same = [](const std::vector<float>& got, const std::vector<double>& want) {
+    if (got.size() != want.size()) return false;
+    for (size_t i = 0; i < got.size(); ++i) {
+      if (std::isnan(want[i]) ? !std::isnan(got[i]) : got[i] != static_cast<float>(want[i])) return false;
+    }
+    return true;
+  };
+  for (bool big : {false, true}) {
+    for (bool gz : {false, true}) {
+      const std::string tag = std::string(big ? "be" : "le") + (gz ? ".nii.gz" : ".nii");
+      INFO(tag);
+      test::write_nifti<float>(dir / ("f32" + tag), {{4, 3, 2}, 16, 32, 0, 0, big, gz}, values);
+      test::write_nifti<double>(dir / ("f64" + tag), {{4, 3, 2}, 64, 64, 0, 0, big, gz}, values);
+      for (const char* type : {"f32", "f64"}) {
+        const auto path = dir / (type + tag);
+        CHECK(same(slice(path, 2, 0), {0, 1, 2, 3, 10, values[5], 12, 13, 20, 21, 22, 23}));
+        CHECK(same(slice(path, 2, 1), {100, 101, values[14], 103, 110, 111, 112, 113, 120, 121, 122, values[23]}));
+        CHECK(same(slice(path, 1, 2), {20, 21, 22, 23, 120, 121, 122, values[23]}));
+        CHECK(same(slice(path, 0, 1), {1, values[5], 21, 101, 111, 121}));
+      }
+    }
+  }
+}
+
 TEST_CASE("bad NIfTI files give errors naming the file and the reason", "[nifti]") {
   test::TempDir dir("nifti_bad");
   ImageBuffer image;
@@ -123,6 +157,18 @@ TEST_CASE("bad NIfTI files give errors naming the file and the reason", "[nifti]
   test::write_nifti<int16_t>(dir / "cut.nii.gz", {{64, 64, 4}, 4, 16, 0, 0, false, true}, values, 64 * 64 * 2 * 2 + 10);
   CHECK_NOTHROW(read_nifti_slice(dir / "cut.nii.gz", 2, 0, image));
   CHECK_THROWS_WITH(read_nifti_slice(dir / "cut.nii.gz", 2, 3, image), Catch::Contains("cut.nii.gz"));
+  // The same for float data, which is read without nifticlib's slice reader.
+  test::write_nifti<float>(dir / "cutf.nii.gz", {{64, 64, 4}, 16, 32, 0, 0, false, true}, values, 64 * 64 * 4 * 2 + 10);
+  CHECK_NOTHROW(read_nifti_slice(dir / "cutf.nii.gz", 2, 0, image));
+  CHECK_THROWS_WITH(read_nifti_slice(dir / "cutf.nii.gz", 2, 3, image), Catch::Contains("cutf.nii.gz") && Catch::Contains("truncated"));
+  // NIfTI-2 (CIFTI-2) and empty files: named as such.
+  std::string nifti2(540, '\0');
+  nifti2[0] = static_cast<char>(540 & 255);
+  nifti2[1] = static_cast<char>(540 >> 8);
+  std::ofstream(dir / "two.nii", std::ios::binary) << nifti2;
+  CHECK_THROWS_WITH(scan_nifti(dir / "two.nii"), Catch::Contains("two.nii") && Catch::Contains("NIfTI-2"));
+  std::ofstream(dir / "zero.nii").close();
+  CHECK_THROWS_WITH(scan_nifti(dir / "zero.nii"), Catch::Contains("zero.nii") && Catch::Contains("empty"));
   std::ofstream(dir / "junk.nii") << "not a nifti file at all";
   CHECK_THROWS_WITH(scan_nifti(dir / "junk.nii"), Catch::Contains("junk.nii"));
   CHECK_THROWS_AS(set_nifti_slice_axis(3), ConfigError);

@@ -2,6 +2,8 @@
 // colour -> luminance, bad files, size limits, the committed real slices.
 #include <stb/stb_image_write.h>
 
+#include <zlib.h>
+
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <fstream>
@@ -12,6 +14,35 @@
 #include "test_helpers.hpp"
 
 using namespace imflow;
+
+namespace {
+// A palette PNG (colour type 3, 8-bit) built chunk by chunk: `entries` gray PLTE colours
+// (index i -> 10 i), one row of `indices`, which may point past the PLTE.
+void write_palette_png(const std::filesystem::path& path, const std::vector<unsigned char>& indices, int entries) {
+  std::string file = "\x89PNG\r\n\x1a\n";
+  auto chunk = [&](const char* type, const std::string& data) {
+    const auto be32 = [](uint32_t v) { return std::string{char(v >> 24), char(v >> 16), char(v >> 8), char(v)}; };
+    const std::string body = type + data;
+    file += be32(static_cast<uint32_t>(data.size())) + body +
+            be32(static_cast<uint32_t>(crc32(0, reinterpret_cast<const Bytef*>(body.data()), static_cast<uInt>(body.size()))));
+  };
+  const auto width = static_cast<uint32_t>(indices.size());
+  chunk("IHDR", std::string{char(width >> 24), char(width >> 16), char(width >> 8), char(width), 0, 0, 0, 1, 8, 3, 0, 0, 0});
+  std::string palette;
+  for (int i = 0; i < entries; ++i) palette += std::string(3, static_cast<char>(10 * i));
+  chunk("PLTE", palette);
+  std::string row(1, '\0');  // filter: none
+  row.append(indices.begin(), indices.end());
+  uLongf packed_size = compressBound(static_cast<uLong>(row.size()));
+  std::string packed(packed_size, '\0');
+  REQUIRE(compress(reinterpret_cast<Bytef*>(packed.data()), &packed_size, reinterpret_cast<const Bytef*>(row.data()),
+                   static_cast<uLong>(row.size())) == Z_OK);
+  packed.resize(packed_size);
+  chunk("IDAT", packed);
+  chunk("IEND", "");
+  std::ofstream(path, std::ios::binary) << file;
+}
+}  // namespace
 
 TEST_CASE("PNG 8-bit and 16-bit round trips are exact", "[png]") {
   test::TempDir dir("png_roundtrip");
@@ -66,6 +97,19 @@ TEST_CASE("colour PNG becomes BT.601 luminance; gray RGB stays exact", "[png]") 
   read_png(dir / "rgba.png", image);
   CHECK(image.data()[0] == 7.0f);
   CHECK(image.data()[1] == 200.0f);
+}
+
+TEST_CASE("palette PNGs: indices map to their colours; an index past the PLTE fails the file", "[png]") {
+  test::TempDir dir("png_palette");
+  ImageBuffer image;
+  write_palette_png(dir / "good.png", {0, 1, 2, 1}, 3);
+  read_png(dir / "good.png", image, {});
+  CHECK(std::vector<float>(image.begin(), image.end()) == std::vector<float>{0, 10, 20, 10});
+  // stb_image would expand index 5 from uninitialised memory: a different value from run to run.
+  write_palette_png(dir / "bad.png", {0, 1, 5, 1}, 3);
+  CHECK_THROWS_WITH(read_png(dir / "bad.png", image, {}),
+                    Catch::Contains("bad.png") && Catch::Contains("palette index beyond the 3 PLTE entries") &&
+                        Catch::Contains("pixel 2,0"));
 }
 
 TEST_CASE("bad PNG files and size limits give errors naming the file", "[png]") {

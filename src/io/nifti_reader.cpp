@@ -1,5 +1,6 @@
 // NIfTI-1 input through nifticlib (Debian libnifti2-dev): header checks, one slice per read.
 #include <nifti1_io.h>
+#include <znzlib.h>
 
 #include <algorithm>
 #include <atomic>
@@ -32,6 +33,19 @@ NiftiPtr open_header(const fs::path& path) {
   std::call_once(quiet, [] { nifti_set_debug_level(0); });  // our exceptions say what went wrong
   std::error_code error;
   if (!fs::is_regular_file(path, error)) throw InputError(path.string() + ": no such NIfTI file");
+  // nifticlib prints "** ERROR: nifti_convert_nhdr2nim: bad datatype / bad dim[0]" to stderr whatever the
+  // debug level, naming no file, for NIfTI-2 (CIFTI) headers: tell those (and empty files) apart first.
+  if (fs::file_size(path, error) == 0 && !error) throw InputError(path.string() + ": empty file (0 bytes), not a NIfTI-1 image");
+  if (znzFile file = znzopen(path.c_str(), "rb", nifti_is_gzfile(path.c_str())); !znz_isnull(file)) {
+    unsigned char head[4] = {0, 0, 0, 0};
+    const size_t got = znzread(head, 1, sizeof head, file);
+    znzclose(file);
+    const uint32_t le = head[0] | head[1] << 8 | head[2] << 16 | uint32_t{head[3]} << 24;
+    const uint32_t be = head[3] | head[2] << 8 | head[1] << 16 | uint32_t{head[0]} << 24;
+    if (got == sizeof head && (le == 540 || be == 540)) {
+      throw InputError(path.string() + ": NIfTI-2 header (sizeof_hdr 540; CIFTI-2 files are NIfTI-2): only NIfTI-1 is supported");
+    }
+  }
   NiftiPtr image(nifti_image_read(path.c_str(), 0));
   if (!image) throw InputError(path.string() + ": not a readable NIfTI-1 file (bad, truncated or NIfTI-2 header)");
   return image;
@@ -78,6 +92,44 @@ double data_bytes(const NiftiInfo& info) {
 bool is_gzip(const fs::path& path) {
   const std::string name = path.filename().string();
   return name.size() > 3 && (name.compare(name.size() - 3, 3, ".gz") == 0 || name.compare(name.size() - 3, 3, ".GZ") == 0);
+}
+
+// nifticlib's nifti_read_buffer (used by nifti_read_subregion_image) sets every non-finite float32/float64
+// voxel to 0 without a word ("in image, %d bad floats were set to 0" only at debug level > 1), so the
+// steps never see the NaN/Inf that docs/mri.md says fail the slice. Float slices are read here instead:
+// the smallest contiguous span of the data holding the slice, gathered, then swapped like nifticlib does.
+// Returns the slice's bytes (width*height voxels, first slice axis fastest) or throws InputError.
+std::vector<unsigned char> read_float_slice(const nifti_image& image, const NiftiInfo& info, const int start[7],
+                                            const int size[7], int axis,
+                                            const fs::path& path) {
+  int64_t stride[7];
+  stride[0] = 1;
+  for (int d = 1; d < 7; ++d) stride[d] = stride[d - 1] * info.dims[d - 1];
+  int64_t first = 0, last = 0;
+  for (int d = 0; d < 7; ++d) {
+    first += start[d] * stride[d];
+    last += (start[d] + size[d] - 1) * stride[d];
+  }
+  const int64_t bpv = info.bytes_per_voxel;
+  std::vector<unsigned char> span(static_cast<size_t>((last - first + 1) * bpv));
+  znzFile file = znzopen(image.iname, "rb", nifti_is_gzfile(image.iname));
+  if (znz_isnull(file)) throw InputError(path.string() + ": cannot open the NIfTI data");
+  const bool ok = znzseek(file, static_cast<long>(image.iname_offset + first * bpv), SEEK_SET) >= 0 &&
+                  znzread(span.data(), 1, span.size(), file) == span.size();
+  znzclose(file);
+  if (!ok) throw InputError(path.string() + ": cannot read the slice's data: truncated or corrupt data");
+  // Columns along the first remaining axis, rows along the second (NiftiInfo::slice_width/height).
+  const int a = axis == 0 ? 1 : 0, b = axis == 2 ? 1 : 2;
+  const int64_t width = size[a], height = size[b];
+  std::vector<unsigned char> slice(static_cast<size_t>(width * height * bpv));
+  for (int64_t r = 0; r < height; ++r) {
+    for (int64_t c = 0; c < width; ++c) {
+      const int64_t from = (r * stride[b] + c * stride[a]) * bpv;  // relative to `first`
+      std::memcpy(slice.data() + (r * width + c) * bpv, span.data() + from, static_cast<size_t>(bpv));
+    }
+  }
+  if (image.byteorder != nifti_short_order()) nifti_swap_Nbytes(static_cast<size_t>(width * height), static_cast<int>(bpv), slice.data());
+  return slice;
 }
 
 // Stored values (already in this machine's byte order) to float, scaled when scl_slope is set.
@@ -156,7 +208,13 @@ int64_t read_nifti_slice(const fs::path& path, int axis, int64_t plane, ImageBuf
   const int64_t stored = width * height * info.bytes_per_voxel;
   // nifticlib allocates the slice (malloc) and frees it itself when a read fails part-way.
   void* buffer = nullptr;
-  const int got = nifti_read_subregion_image(image.get(), start, size, &buffer);
+  if (info.datatype == DT_FLOAT32 || info.datatype == DT_FLOAT64) {  // keep NaN/Inf (see read_float_slice)
+    std::vector<unsigned char> floats = read_float_slice(*image, info, start, size, axis, path);
+    buffer = std::malloc(floats.size());
+    if (buffer == nullptr) throw std::bad_alloc();
+    std::memcpy(buffer, floats.data(), floats.size());
+  }
+  const int got = buffer != nullptr ? static_cast<int>(stored) : nifti_read_subregion_image(image.get(), start, size, &buffer);
   const std::unique_ptr<unsigned char, void (*)(void*)> raw(got == stored ? static_cast<unsigned char*>(buffer) : nullptr,
                                                             std::free);
   if (got != stored) {

@@ -6,6 +6,8 @@
 #include <stb/stb_image.h>
 
 #include <algorithm>
+#include <array>
+#include <cstring>
 #include <cmath>
 #include <memory>
 #include <optional>
@@ -20,7 +22,48 @@ namespace imflow {
 namespace {
 std::string stb_reason() {
   const char* reason = stbi_failure_reason();
-  return reason != nullptr ? reason : "unknown error";
+  // stb's "XXXX PNG chunk not known" starts with the chunk type's bytes: at the end of a file with no
+  // IEND (type 0) it is the empty string, which gave "cannot decode the PNG ()".
+  if (reason == nullptr || *reason == '\0') return "corrupt or truncated PNG: unknown chunk or no IEND chunk";
+  return reason;
+}
+
+uint32_t be32(const unsigned char* p) { return uint32_t{p[0]} << 24 | uint32_t{p[1]} << 16 | uint32_t{p[2]} << 8 | p[3]; }
+
+// stb_image keeps the palette in an uninitialised stack array (stbi_uc palette[1024]) and expands an
+// index past the PLTE's entries from it: garbage pixels that differ from run to run (valgrind: "Uninitialised
+// value was created by a stack allocation" in libstb). For a palette PNG (colour type 3) in memory whose PLTE
+// has fewer than 256 entries, pad the PLTE with a colour it does not use; a decoded pixel of that colour
+// is an out-of-range index. Returns the padded file (CRC not updated: stb does not check CRCs) and the colour.
+struct PaddedPalette {
+  std::vector<unsigned char> file;
+  std::array<unsigned char, 3> fill;
+  uint32_t entries;  // in the file's PLTE
+};
+std::optional<PaddedPalette> pad_palette(const std::vector<unsigned char>& bytes) {
+  if (bytes.size() < 33 || bytes[25] != 3) return std::nullopt;  // IHDR colour type
+  for (size_t at = 8; at + 12 <= bytes.size();) {
+    const uint32_t length = be32(&bytes[at]);
+    if (length > bytes.size() - at - 12) return std::nullopt;
+    if (std::memcmp(&bytes[at + 4], "IDAT", 4) == 0) return std::nullopt;
+    if (std::memcmp(&bytes[at + 4], "PLTE", 4) == 0) {
+      if (length % 3 != 0 || length >= 768) return std::nullopt;
+      std::array<unsigned char, 3> fill{0, 0, 0};
+      for (int candidate = 0; candidate < 256 * 256; ++candidate) {  // <= 255 entries: one of these is unused
+        fill = {static_cast<unsigned char>(candidate >> 8), static_cast<unsigned char>(candidate & 255), 77};
+        bool used = false;
+        for (uint32_t e = 0; e < length && !used; e += 3) used = std::memcmp(&bytes[at + 8 + e], fill.data(), 3) == 0;
+        if (!used) break;
+      }
+      std::vector<unsigned char> padded(bytes.begin(), bytes.begin() + static_cast<std::ptrdiff_t>(at + 8 + length));
+      for (uint32_t e = length; e < 768; e += 3) padded.insert(padded.end(), fill.begin(), fill.end());
+      padded.insert(padded.end(), bytes.begin() + static_cast<std::ptrdiff_t>(at + 8 + length), bytes.end());
+      padded[at] = 0, padded[at + 1] = 0, padded[at + 2] = 768 >> 8, padded[at + 3] = 768 & 255;
+      return PaddedPalette{std::move(padded), fill, length / 3};
+    }
+    at += 12 + length;
+  }
+  return std::nullopt;
 }
 
 // Samples of one decoded image (uint8 or uint16) -> float gray, luminance for colour images.
@@ -136,9 +179,21 @@ int64_t read_png(const std::filesystem::path& path, ImageBuffer& out, const Read
     out.resize(width, height);
     coloured = to_gray(data.get(), channels, count, out.data());
   } else {
-    const auto data = decode<stbi_uc>(path, memory, width, height, channels);
+    const auto padded = memory != nullptr ? pad_palette(*memory) : std::nullopt;
+    const auto data = decode<stbi_uc>(path, padded ? &padded->file : memory, width, height, channels);
     if (!data) throw InputError(path.string() + ": cannot decode the PNG (" + stb_reason() + ")");
     if (int64_t{width} * height != count) throw InputError(path.string() + ": PNG changed while being read");
+    if (padded && channels >= 3) {
+      const auto& fill = padded->fill;
+      for (int64_t i = 0; i < count; ++i) {
+        const stbi_uc* p = data.get() + i * channels;
+        if (p[0] == fill[0] && p[1] == fill[1] && p[2] == fill[2]) {
+          throw InputError(path.string() + ": corrupt PNG: palette index beyond the " +
+                           std::to_string(padded->entries) +
+                           " PLTE entries (pixel " + std::to_string(i % width) + "," + std::to_string(i / width) + ")");
+        }
+      }
+    }
     out.resize(width, height);
     coloured = to_gray(data.get(), channels, count, out.data());
   }

@@ -20,7 +20,12 @@ def main(source, out):
     base = np.tile(read_float_frame(source), (2, 2))
     rng = np.random.default_rng(4)
     cards = ["SIMPLE  =                    T", "BITPIX  =                  -32", "NAXIS   =                    2",
-             "NAXIS1  =                 2048", "NAXIS2  =                 2048", "END"]
+             "NAXIS1  =                 2048", "NAXIS2  =                 2048",
+             # A TAN WCS like the ISAAC frame's, so the catalogs' ra/dec cost what real images cost.
+             "CTYPE1  = 'RA---TAN'", "CTYPE2  = 'DEC--TAN'", "CRPIX1  =               1024.5",
+             "CRPIX2  =               1024.5", "CRVAL1  =            265.20907", "CRVAL2  =            -30.86916",
+             "CD1_1   =          4.12222E-05", "CD1_2   =                  0.0", "CD2_1   =                  0.0",
+             "CD2_2   =         -4.12222E-05", "RADESYS = 'FK5'", "EQUINOX =               2000.0", "END"]
     header = "".join(f"{card:<80}" for card in cards).ljust(2880).encode()
     unique = os.path.join(out, "u")
     os.makedirs(unique, exist_ok=True)

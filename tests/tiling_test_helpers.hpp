@@ -37,6 +37,18 @@ inline std::pair<std::string, std::vector<double>> split_statistics(std::string 
   return {bytes, values};
 }
 
+// A FITS output (label map, bgsub, image) of a tiled run against the whole-image run's: the same
+// bytes but for the statistics' cards (split_statistics), whose values agree to 1e-9 relative.
+inline void check_same_fits_file(const fs::path& whole, const fs::path& tiled) {
+  const auto [whole_bytes, whole_values] = split_statistics(read_bytes(whole));
+  const auto [tiled_bytes, tiled_values] = split_statistics(read_bytes(tiled));
+  CHECK(whole_bytes == tiled_bytes);
+  REQUIRE(whole_values.size() == tiled_values.size());
+  for (size_t v = 0; v < whole_values.size(); ++v) {
+    CHECK(std::abs(tiled_values[v] - whole_values[v]) <= 1e-9 * std::abs(whole_values[v]));
+  }
+}
+
 inline std::vector<std::string> split(const std::string& line) {
   std::vector<std::string> fields;
   std::stringstream stream(line);

@@ -25,6 +25,14 @@ const std::vector<std::string> kTan = {
     "CTYPE1  = 'RA---TAN'", "CTYPE2  = 'DEC--TAN'", "CRPIX1  = 50.0", "CRPIX2  = 40.0",
     "CRVAL1  = 150.0", "CRVAL2  = 2.0", "CDELT1  = -0.0002", "CDELT2  = 0.0002", "RADESYS = 'ICRS'"};
 
+// The TAN header's WCS with other axis types on axes 1 and 2.
+ImageWcs tan_wcs_with_types(const char* ctype1, const char* ctype2) {
+  std::vector<std::string> cards = kTan;
+  cards[5] = std::string("CTYPE1  = '") + ctype1 + "'";
+  cards[6] = std::string("CTYPE2  = '") + ctype2 + "'";
+  return ImageWcs::from_header(header(cards), {100, 80}, 0);
+}
+
 Catalog at(std::initializer_list<std::pair<double, double>> positions) {
   Catalog catalog;
   for (auto [x, y] : positions) {
@@ -69,10 +77,7 @@ TEST_CASE("without an equatorial WCS the sky positions are NaN and nothing is re
     CHECK(wcs.catalog_cards().empty());
   }
   SECTION("galactic axes: a WCS, but not RA/Dec") {
-    std::vector<std::string> cards = kTan;
-    cards[5] = "CTYPE1  = 'GLON-TAN'";
-    cards[6] = "CTYPE2  = 'GLAT-TAN'";
-    const ImageWcs wcs = ImageWcs::from_header(header(cards), {100, 80}, 0);
+    const ImageWcs wcs = tan_wcs_with_types("GLON-TAN", "GLAT-TAN");
     CHECK_FALSE(wcs.equatorial());
     CHECK(wcs.problem().empty());
     CHECK_FALSE(wcs.image_records().empty());  // still copied into image outputs
@@ -80,10 +85,7 @@ TEST_CASE("without an equatorial WCS the sky positions are NaN and nothing is re
 }
 
 TEST_CASE("a WCS that WCSLIB rejects is reported, and gives NaN positions", "[wcs]") {
-  std::vector<std::string> cards = kTan;
-  cards[5] = "CTYPE1  = 'RA---QQQ'";
-  cards[6] = "CTYPE2  = 'DEC--QQQ'";
-  const ImageWcs wcs = ImageWcs::from_header(header(cards), {100, 80}, 0);
+  const ImageWcs wcs = tan_wcs_with_types("RA---QQQ", "DEC--QQQ");
   CHECK_FALSE(wcs.equatorial());
   CHECK_FALSE(wcs.problem().empty());
   Catalog catalog = at({{1.0, 2.0}});

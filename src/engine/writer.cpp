@@ -123,12 +123,14 @@ std::vector<fs::path> write_outputs(WorkItem& item, const OutputConfig& output) 
   check_output_parents(stem, output.dir);
   const ImageWcs wcs = output_wcs(item.ref, item.catalog.has_value(), output);
   if (item.catalog) write_item_catalog(stem, item, *item.catalog, wcs, output, written);
-  const std::vector<FitsCard> cards = image_cards(item, wcs);
-  if (item.nlabels && output.wants("labels")) {
+  const bool labels = item.nlabels && output.wants("labels"), bgsub = item.background && output.wants("bgsub");
+  const bool fits_images = labels || bgsub || output.wants("fits_image");
+  const std::vector<FitsCard> cards = fits_images ? image_cards(item, wcs) : std::vector<FitsCard>{};
+  if (labels) {
     written.push_back(with_suffix(stem, ".labels.fits"));
     write_fits_labels(written.back(), {item.labels.data(), item.pixels.width(), item.pixels.height()}, cards);
   }
-  if (item.background && output.wants("bgsub")) {
+  if (bgsub) {
     ImageBuffer subtracted;
     subtracted.resize(item.pixels.width(), item.pixels.height());
     // The mesh background's map when the background step made one, else the global median.

@@ -37,12 +37,8 @@ std::string wcslib_text(int status) {
 }
 
 // The alternate ' ' (primary) description of the header, as a wcsprm of our own; nullptr if none.
-std::unique_ptr<wcsprm, void (*)(wcsprm*)> primary_wcs(std::string header, std::string& problem) {
-  auto free_wcs = [](wcsprm* wcs) {
-    wcsfree(wcs);
-    delete wcs;
-  };
-  std::unique_ptr<wcsprm, void (*)(wcsprm*)> own(nullptr, free_wcs);
+std::unique_ptr<wcsprm, ImageWcs::Free> primary_wcs(std::string header, std::string& problem) {
+  std::unique_ptr<wcsprm, ImageWcs::Free> own;
   int rejected = 0, count = 0;
   wcsprm* all = nullptr;
   const int records = static_cast<int>(header.size() / kRecord);
@@ -64,9 +60,12 @@ std::unique_ptr<wcsprm, void (*)(wcsprm*)> primary_wcs(std::string header, std::
   return own;
 }
 
-// The WCS of image axes 1 and 2 as header records (empty when they are coupled with others).
-std::vector<std::string> image_axes_records(const wcsprm& wcs) {
+}  // namespace
+
+std::vector<std::string> ImageWcs::image_records() const {
   std::vector<std::string> records;
+  if (wcs_ == nullptr) return records;
+  const wcsprm& wcs = *wcs_;
   wcsprm sub{};
   sub.flag = -1;
   int axes[2] = {1, 2}, count = 2;
@@ -83,7 +82,6 @@ std::vector<std::string> image_axes_records(const wcsprm& wcs) {
   wcsfree(&sub);
   return records;
 }
-}  // namespace
 
 ImageWcs ImageWcs::from_header(const std::string& header, const std::vector<int64_t>& naxes, int64_t plane) {
   ImageWcs result;
@@ -99,7 +97,7 @@ ImageWcs ImageWcs::from_header(const std::string& header, const std::vector<int6
     result.problem_ = "WCSLIB rejects the WCS (" + wcslib_text(status) + ")";
     return result;
   }
-  result.wcs_.reset(parsed.release());
+  result.wcs_ = std::move(parsed);
   const wcsprm& wcs = *result.wcs_;
   // Pixel coordinates of every axis, 1-based: axes 1-2 per source, axes 3+ the plane's, 1 for
   // axes the header has beyond NAXIS (WCSAXES > NAXIS).
@@ -115,7 +113,6 @@ ImageWcs ImageWcs::from_header(const std::string& header, const std::vector<int6
     result.radesys_ = wcs.radesys;
     result.equinox_ = undefined(wcs.equinox) ? 0.0 : wcs.equinox;
   }
-  result.image_records_ = image_axes_records(wcs);
   return result;
 }
 
@@ -136,12 +133,12 @@ ImageWcs ImageWcs::read_fits(const fs::path& path, int hdu, int64_t plane) {
   }
   if (status != 0 || header == nullptr) {
     result.problem_ = detail::fits_error_text(path, "cannot read the header for its WCS", status);
-    if (header != nullptr) fits_free_memory(header, &status);
+    int ignored = 0;  // CFITSIO routines do nothing when handed a non-zero status
+    if (header != nullptr) fits_free_memory(header, &ignored);
     return result;
   }
   const std::string text(header, static_cast<size_t>(keys) * kRecord);
-  int ignored = 0;
-  fits_free_memory(header, &ignored);
+  fits_free_memory(header, &status);
   return from_header(text, std::vector<int64_t>(lengths, lengths + std::min(naxis, 9)), plane);
 }
 

@@ -206,32 +206,31 @@ int64_t read_nifti_slice(const fs::path& path, int axis, int64_t plane, ImageBuf
     volume /= info.dims[d];
   }
   const int64_t stored = width * height * info.bytes_per_voxel;
-  // nifticlib allocates the slice (malloc) and frees it itself when a read fails part-way.
+  // Float slices are read here (read_float_slice keeps NaN/Inf); the others through nifticlib,
+  // which allocates the slice (malloc) and frees it itself when a read fails part-way.
+  const bool floats = info.datatype == DT_FLOAT32 || info.datatype == DT_FLOAT64;
+  std::vector<unsigned char> float_slice;
+  if (floats) float_slice = read_float_slice(*image, info, start, size, axis, path);
   void* buffer = nullptr;
-  if (info.datatype == DT_FLOAT32 || info.datatype == DT_FLOAT64) {  // keep NaN/Inf (see read_float_slice)
-    std::vector<unsigned char> floats = read_float_slice(*image, info, start, size, axis, path);
-    buffer = std::malloc(floats.size());
-    if (buffer == nullptr) throw std::bad_alloc();
-    std::memcpy(buffer, floats.data(), floats.size());
-  }
-  const int got = buffer != nullptr ? static_cast<int>(stored) : nifti_read_subregion_image(image.get(), start, size, &buffer);
-  const std::unique_ptr<unsigned char, void (*)(void*)> raw(got == stored ? static_cast<unsigned char*>(buffer) : nullptr,
-                                                            std::free);
+  const int got = floats ? static_cast<int>(stored) : nifti_read_subregion_image(image.get(), start, size, &buffer);
+  const std::unique_ptr<unsigned char, void (*)(void*)> nifticlib_slice(
+      got == stored ? static_cast<unsigned char*>(buffer) : nullptr, std::free);
   if (got != stored) {
     throw InputError(path.string() + ": cannot read slice " + std::to_string(plane) + " (" + std::to_string(stored) +
                      " bytes expected, " + std::to_string(std::max(got, 0)) + " read): truncated or corrupt data");
   }
-  // nifticlib has already swapped the data to this machine's byte order (tested with big-endian files).
+  const unsigned char* raw = floats ? float_slice.data() : nifticlib_slice.get();
+  // Both paths have swapped the data to this machine's byte order (tested with big-endian files).
   const bool scale = info.slope != 0.0 && std::isfinite(info.slope) && std::isfinite(info.inter);
   out.resize(width, height);
   const int64_t n = width * height;
   switch (info.datatype) {
-    case DT_UINT8: convert<uint8_t>(raw.get(), n, scale, info.slope, info.inter, out.data()); break;
-    case DT_INT16: convert<int16_t>(raw.get(), n, scale, info.slope, info.inter, out.data()); break;
-    case DT_UINT16: convert<uint16_t>(raw.get(), n, scale, info.slope, info.inter, out.data()); break;
-    case DT_INT32: convert<int32_t>(raw.get(), n, scale, info.slope, info.inter, out.data()); break;
-    case DT_FLOAT32: convert<float>(raw.get(), n, scale, info.slope, info.inter, out.data()); break;
-    default: convert<double>(raw.get(), n, scale, info.slope, info.inter, out.data()); break;
+    case DT_UINT8: convert<uint8_t>(raw, n, scale, info.slope, info.inter, out.data()); break;
+    case DT_INT16: convert<int16_t>(raw, n, scale, info.slope, info.inter, out.data()); break;
+    case DT_UINT16: convert<uint16_t>(raw, n, scale, info.slope, info.inter, out.data()); break;
+    case DT_INT32: convert<int32_t>(raw, n, scale, info.slope, info.inter, out.data()); break;
+    case DT_FLOAT32: convert<float>(raw, n, scale, info.slope, info.inter, out.data()); break;
+    default: convert<double>(raw, n, scale, info.slope, info.inter, out.data()); break;
   }
   return stored;
 }

@@ -46,17 +46,19 @@ class ImageWcs {
 
   // The 2-D WCS of the plane (image axes 1 and 2) as 80-character header records for an output
   // image of the same plane; empty without a WCS or when axes 1-2 are coupled with axes 3+.
-  const std::vector<std::string>& image_records() const { return image_records_; }
+  // Made on each call (wcssub + wcshdo): only image outputs need it.
+  std::vector<std::string> image_records() const;
   // Cards describing the catalog's ra/dec columns (RADESYS, EQUINOX) for its FITS table.
   std::vector<FitsCard> catalog_cards() const;
 
- private:
+  // Frees a wcsprm allocated with new and filled by WCSLIB.
   struct Free {
     void operator()(wcsprm* wcs) const;
   };
+
+ private:
   std::unique_ptr<wcsprm, Free> wcs_;
   std::vector<double> plane_pixel_;  // 1-based pixel coordinates of every axis; axes 1-2 per source
-  std::vector<std::string> image_records_;
   std::string problem_;
   std::string radesys_;
   double equinox_ = 0.0;

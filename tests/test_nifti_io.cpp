@@ -1,10 +1,13 @@
 // NIfTI-1 input: datatypes, scl_slope/scl_inter, both byte orders, .nii.gz, slice axes, 4-D,
-// bad headers (datatype, absurd dims, truncation), the committed real volume.
+// bad headers (datatype, absurd dims, truncation), the whole-data cache, the committed real volume.
 #include <catch2/catch.hpp>
 
+#include <atomic>
 #include <cmath>
 #include <fstream>
 #include <limits>
+#include <string>
+#include <thread>
 
 #include "imflow/errors.hpp"
 #include "imflow/io/nifti.hpp"
@@ -172,6 +175,94 @@ TEST_CASE("bad NIfTI files give errors naming the file and the reason", "[nifti]
   std::ofstream(dir / "junk.nii") << "not a nifti file at all";
   CHECK_THROWS_WITH(scan_nifti(dir / "junk.nii"), Catch::Contains("junk.nii"));
   CHECK_THROWS_AS(set_nifti_slice_axis(3), ConfigError);
+}
+
+namespace {
+// v(i, j, k) = i + 100 j + 10000 k + offset for an nx x ny x nz volume, i fastest.
+std::vector<double> volume_values(int nx, int ny, int nz, double offset = 0) {
+  std::vector<double> v;
+  for (int k = 0; k < nz; ++k)
+    for (int j = 0; j < ny; ++j)
+      for (int i = 0; i < nx; ++i) v.push_back(i + 100 * j + 10000 * k + offset);
+  return v;
+}
+
+// Slice `plane` along `axis` of volume_values(nx, ny, nz, offset), as read_nifti_slice lays it out.
+std::vector<float> expected_slice(int nx, int ny, int nz, int axis, int plane, double offset = 0) {
+  std::vector<float> out;
+  const int width = axis == 0 ? ny : nx, height = axis == 2 ? ny : nz;
+  for (int r = 0; r < height; ++r) {
+    for (int c = 0; c < width; ++c) {
+      const int i = axis == 0 ? plane : c, j = axis == 0 ? c : axis == 1 ? plane : r, k = axis == 2 ? plane : r;
+      out.push_back(static_cast<float>(i + 100 * j + 10000 * k + offset));
+    }
+  }
+  return out;
+}
+
+// Restores the default cache budget when a test that changes it ends, passed or not.
+struct CacheBudget {
+  explicit CacheBudget(uint64_t bytes) { set_nifti_cache_bytes(bytes); }
+  ~CacheBudget() { set_nifti_cache_bytes(uint64_t{1} << 30); }
+};
+}  // namespace
+
+TEST_CASE("NIfTI slices are the same read whole into the cache and one by one", "[nifti]") {
+  test::TempDir dir("nifti_cache");
+  const int nx = 7, ny = 5, nz = 6;
+  for (const char* name : {"v.nii.gz", "v.nii"}) {
+    const auto path = dir / name;
+    test::write_nifti<int32_t>(path, {{nx, ny, nz}, 8, 32, 0, 0, true, std::string(name).ends_with(".gz")},
+                               volume_values(nx, ny, nz));
+    for (uint64_t budget : {uint64_t{1} << 30, uint64_t{0}, uint64_t{100}}) {  // whole, off, too small
+      CacheBudget cache(budget);
+      for (int axis = 0; axis < 3; ++axis) {
+        const int count = axis == 0 ? nx : axis == 1 ? ny : nz;
+        for (int plane = count - 1; plane >= 0; --plane) {  // backwards: a gzip stream cannot seek back cheaply
+          INFO(name << " budget " << budget << " axis " << axis << " plane " << plane);
+          CHECK(slice(path, axis, plane) == expected_slice(nx, ny, nz, axis, plane));
+        }
+      }
+    }
+  }
+  // A file rewritten in place, same size and dimensions, is read again, not served from the cache.
+  const auto path = dir / "v.nii.gz";
+  CHECK(slice(path, 2, 1) == expected_slice(nx, ny, nz, 2, 1));
+  test::write_nifti<int32_t>(path, {{nx, ny, nz}, 8, 32, 0, 0, true, true}, volume_values(nx, ny, nz, 3));
+  CHECK(slice(path, 2, 1) == expected_slice(nx, ny, nz, 2, 1, 3));
+}
+
+TEST_CASE("threads reading slices of gzipped volumes share the cache, also while it evicts", "[nifti]") {
+  test::TempDir dir("nifti_cache_threads");
+  const int nx = 40, ny = 30, nz = 24, files = 3;
+  for (int f = 0; f < files; ++f) {
+    test::write_nifti<float>(dir / ("v" + std::to_string(f) + ".nii.gz"), {{nx, ny, nz}, 16, 32, 0, 0, false, true},
+                             volume_values(nx, ny, nz, f));
+  }
+  CacheBudget cache(uint64_t{nx} * ny * nz * 4 + 1);  // one volume: each file evicts the one before
+  std::atomic<int> reads{0}, wrong{0};
+  std::vector<std::string> errors(8);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 8; ++t) {
+    threads.emplace_back([&, t] {
+      try {
+        for (int round = 0; round < 2 * files; ++round) {
+          const int f = (t + round) % files;
+          for (int n = 0; n < nz; ++n) {
+            const int plane = t % 2 ? nz - 1 - n : n;
+            if (slice(dir / ("v" + std::to_string(f) + ".nii.gz"), 2, plane) != expected_slice(nx, ny, nz, 2, plane, f)) ++wrong;
+            ++reads;
+          }
+        }
+      } catch (const std::exception& error) {
+        errors[t] = error.what();
+      }
+    });
+  }
+  for (auto& thread : threads) thread.join();
+  for (const auto& error : errors) CHECK(error.empty());
+  CHECK(reads == 8 * 2 * files * nz);
+  CHECK(wrong == 0);
 }
 
 TEST_CASE("the committed real NIfTI volume (ITK KmeansTest, int16) reads", "[nifti]") {

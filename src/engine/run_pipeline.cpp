@@ -131,6 +131,7 @@ RunSummary run_pipeline(const Pipeline& pipeline, const RunOptions& options) {
                 std::chrono::duration<double>(std::chrono::steady_clock::now() - listing).count());
   if (files.empty()) spdlog::warn("{}: no input file matches the patterns", pipeline.input.dir.string());
   set_nifti_slice_axis(pipeline.input.nifti_axis);
+  set_nifti_cache_bytes(static_cast<uint64_t>(pipeline.input.nifti_cache_mb) << 20);
   prepare_output_dir(pipeline);
   set_output_fsync(pipeline.output.fsync);
   Manifest manifest(pipeline.output.dir, config_key(pipeline), options.resume, pipeline.output.manifest_sync,

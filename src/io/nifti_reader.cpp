@@ -1,5 +1,6 @@
 // NIfTI-1 input through nifticlib (Debian libnifti2-dev): header checks, one slice per read.
 #include <nifti1_io.h>
+#include <spdlog/spdlog.h>
 #include <znzlib.h>
 
 #include <algorithm>
@@ -11,10 +12,13 @@
 #include <cstring>
 #include <memory>
 #include <mutex>
+#include <set>
+#include <string>
 #include <vector>
 
 #include "imflow/errors.hpp"
 #include "imflow/io/nifti.hpp"
+#include "nifti_volume_cache.hpp"
 
 namespace imflow {
 
@@ -94,42 +98,81 @@ bool is_gzip(const fs::path& path) {
   return name.size() > 3 && (name.compare(name.size() - 3, 3, ".gz") == 0 || name.compare(name.size() - 3, 3, ".GZ") == 0);
 }
 
-// nifticlib's nifti_read_buffer (used by nifti_read_subregion_image) sets every non-finite float32/float64
-// voxel to 0 without a word ("in image, %d bad floats were set to 0" only at debug level > 1), so the
-// steps never see the NaN/Inf that docs/mri.md says fail the slice. Float slices are read here instead:
-// the smallest contiguous span of the data holding the slice, gathered, then swapped like nifticlib does.
-// Returns the slice's bytes (width*height voxels, first slice axis fastest) or throws InputError.
-std::vector<unsigned char> read_float_slice(const nifti_image& image, const NiftiInfo& info, const int start[7],
-                                            const int size[7], int axis,
-                                            const fs::path& path) {
-  int64_t stride[7];
-  stride[0] = 1;
-  for (int d = 1; d < 7; ++d) stride[d] = stride[d - 1] * info.dims[d - 1];
+// Where slice voxels lie in the data (voxel indices, first axis fastest): the span from `first` to
+// `last` holds them, columns along axis `a` and rows along axis `b` (NiftiInfo::slice_width/height).
+struct SliceSpan {
+  int64_t stride[7] = {1, 1, 1, 1, 1, 1, 1};
   int64_t first = 0, last = 0;
+  int a = 0, b = 0;
+  int64_t width = 0, height = 0;
+  int64_t voxels() const { return last - first + 1; }
+};
+
+SliceSpan slice_span(const NiftiInfo& info, const int start[7], const int size[7], int axis) {
+  SliceSpan span;
+  for (int d = 1; d < 7; ++d) span.stride[d] = span.stride[d - 1] * info.dims[d - 1];
   for (int d = 0; d < 7; ++d) {
-    first += start[d] * stride[d];
-    last += (start[d] + size[d] - 1) * stride[d];
+    span.first += start[d] * span.stride[d];
+    span.last += (start[d] + size[d] - 1) * span.stride[d];
   }
-  const int64_t bpv = info.bytes_per_voxel;
-  std::vector<unsigned char> span(static_cast<size_t>((last - first + 1) * bpv));
-  znzFile file = znzopen(image.iname, "rb", nifti_is_gzfile(image.iname));
-  if (znz_isnull(file)) throw InputError(path.string() + ": cannot open the NIfTI data");
-  const bool ok = znzseek(file, static_cast<long>(image.iname_offset + first * bpv), SEEK_SET) >= 0 &&
-                  znzread(span.data(), 1, span.size(), file) == span.size();
-  znzclose(file);
-  if (!ok) throw InputError(path.string() + ": cannot read the slice's data: truncated or corrupt data");
-  // Columns along the first remaining axis, rows along the second (NiftiInfo::slice_width/height).
-  const int a = axis == 0 ? 1 : 0, b = axis == 2 ? 1 : 2;
-  const int64_t width = size[a], height = size[b];
-  std::vector<unsigned char> slice(static_cast<size_t>(width * height * bpv));
-  for (int64_t r = 0; r < height; ++r) {
-    for (int64_t c = 0; c < width; ++c) {
-      const int64_t from = (r * stride[b] + c * stride[a]) * bpv;  // relative to `first`
-      std::memcpy(slice.data() + (r * width + c) * bpv, span.data() + from, static_cast<size_t>(bpv));
+  span.a = axis == 0 ? 1 : 0;
+  span.b = axis == 2 ? 1 : 2;
+  span.width = size[span.a];
+  span.height = size[span.b];
+  return span;
+}
+
+// The slice's voxels gathered from `data` (the data's bytes from voxel span.first on), swapped to
+// this machine's byte order when the file's differs, as nifticlib would.
+std::vector<unsigned char> gather_slice(const unsigned char* data, const SliceSpan& span, int64_t bpv, bool swap) {
+  std::vector<unsigned char> slice(static_cast<size_t>(span.width * span.height * bpv));
+  for (int64_t r = 0; r < span.height; ++r) {
+    for (int64_t c = 0; c < span.width; ++c) {
+      const int64_t from = (r * span.stride[span.b] + c * span.stride[span.a]) * bpv;
+      std::memcpy(slice.data() + (r * span.width + c) * bpv, data + from, static_cast<size_t>(bpv));
     }
   }
-  if (image.byteorder != nifti_short_order()) nifti_swap_Nbytes(static_cast<size_t>(width * height), static_cast<int>(bpv), slice.data());
+  if (swap) nifti_swap_Nbytes(static_cast<size_t>(span.width * span.height), static_cast<int>(bpv), slice.data());
   return slice;
+}
+
+// Up to `bytes` of the data file from byte `offset` of the voxel data on; fewer when it ends early.
+std::vector<unsigned char> read_data_bytes(const nifti_image& image, int64_t offset, int64_t bytes, const fs::path& path) {
+  std::vector<unsigned char> data(static_cast<size_t>(bytes));
+  znzFile file = znzopen(image.iname, "rb", nifti_is_gzfile(image.iname));
+  if (znz_isnull(file)) throw InputError(path.string() + ": cannot open the NIfTI data");
+  // In chunks: znzread returns (size_t)-1 for a corrupt gzip stream, losing what it had inflated.
+  constexpr size_t chunk = size_t{4} << 20;
+  size_t got = 0;
+  if (znzseek(file, static_cast<long>(image.iname_offset + offset), SEEK_SET) >= 0) {
+    while (got < data.size()) {
+      const size_t want = std::min(chunk, data.size() - got);
+      const size_t read = znzread(data.data() + got, 1, want, file);
+      if (read > want) break;  // error
+      got += read;
+      if (read < want) break;  // end of data
+    }
+  }
+  znzclose(file);
+  data.resize(got);
+  return data;
+}
+
+std::string truncated(const fs::path& path, int64_t plane, int64_t expected, int64_t got) {
+  return path.string() + ": cannot read slice " + std::to_string(plane) + " (" + std::to_string(expected) + " bytes expected, " +
+         std::to_string(std::max<int64_t>(got, 0)) + " read): truncated or corrupt data";
+}
+
+// Said once per file: its data is too large for input.nifti_cache_mb, so every slice of a .nii.gz
+// inflates the stream from its start.
+void warn_uncached(const fs::path& path, double data_bytes) {
+  static std::mutex mutex;
+  static std::set<std::string> warned;
+  const std::lock_guard lock(mutex);
+  if (!warned.insert(path.string()).second) return;
+  spdlog::warn("{}: voxel data of {:.1f} MiB exceeds input.nifti_cache_mb ({:.1f} MiB): each slice is read on its own{}", path.string(),
+               data_bytes / 1048576.0, static_cast<double>(nifti_cache_bytes()) / 1048576.0,
+               is_gzip(path) ? ", inflating the gzip stream from its start (slow; raise nifti_cache_mb or gunzip the file)" : "");
 }
 
 // Stored values (already in this machine's byte order) to float, scaled when scl_slope is set.
@@ -199,28 +242,49 @@ int64_t read_nifti_slice(const fs::path& path, int axis, int64_t plane, ImageBuf
   for (int d = 0; d < 7; ++d) size[d] = static_cast<int>(info.dims[d]);
   start[axis] = static_cast<int>(plane % info.dims[axis]);
   size[axis] = 1;
-  int64_t volume = plane / info.dims[axis];  // index over dims 4..7
+  int64_t outer = plane / info.dims[axis];  // index over dims 4..7
   for (int d = 3; d < 7; ++d) {
-    start[d] = static_cast<int>(volume % info.dims[d]);
+    start[d] = static_cast<int>(outer % info.dims[d]);
     size[d] = 1;
-    volume /= info.dims[d];
+    outer /= info.dims[d];
   }
-  const int64_t stored = width * height * info.bytes_per_voxel;
-  // Float slices are read here (read_float_slice keeps NaN/Inf); the others through nifticlib,
-  // which allocates the slice (malloc) and frees it itself when a read fails part-way.
-  const bool floats = info.datatype == DT_FLOAT32 || info.datatype == DT_FLOAT64;
-  std::vector<unsigned char> float_slice;
-  if (floats) float_slice = read_float_slice(*image, info, start, size, axis, path);
-  void* buffer = nullptr;
-  const int got = floats ? static_cast<int>(stored) : nifti_read_subregion_image(image.get(), start, size, &buffer);
-  const std::unique_ptr<unsigned char, void (*)(void*)> nifticlib_slice(
-      got == stored ? static_cast<unsigned char*>(buffer) : nullptr, std::free);
-  if (got != stored) {
-    throw InputError(path.string() + ": cannot read slice " + std::to_string(plane) + " (" + std::to_string(stored) +
-                     " bytes expected, " + std::to_string(std::max(got, 0)) + " read): truncated or corrupt data");
+  const int64_t bpv = info.bytes_per_voxel;
+  const int64_t stored = width * height * bpv;
+  const SliceSpan span = slice_span(info, start, size, axis);
+  const bool swap = image->byteorder != nifti_short_order();
+  // Voxels are read here, not by nifticlib's nifti_read_subregion_image: its nifti_read_buffer sets
+  // every non-finite float32/float64 voxel to 0 without a word, so the steps would never see the
+  // NaN/Inf that docs/mri.md says fail the slice. A gzip stream seeks by inflating from its start
+  // and a slice across the layout spans most of the file, so those read the whole data once per
+  // file into the shared cache (nifti_volume_cache.hpp) when it fits the budget.
+  std::vector<unsigned char> slice;
+  const double whole = data_bytes(info);
+  const bool whole_file = is_gzip(image->iname) || span.voxels() != width * height;
+  std::shared_ptr<const NiftiVolumeData> volume;
+  if (whole_file) {
+    volume = cached_nifti_volume(image->iname, static_cast<uint64_t>(whole), [&] {
+      NiftiVolumeData data;
+      data.bytes = read_data_bytes(*image, 0, static_cast<int64_t>(whole), path);
+      data.valid = data.bytes.size();
+      return data;
+    });
+    if (!volume && nifti_cache_bytes() > 0) warn_uncached(path, whole);
   }
-  const unsigned char* raw = floats ? float_slice.data() : nifticlib_slice.get();
-  // Both paths have swapped the data to this machine's byte order (tested with big-endian files).
+  if (volume) {
+    const int64_t end = (span.last + 1) * bpv;
+    if (static_cast<uint64_t>(end) > volume->valid) {
+      throw InputError(truncated(path, plane, span.voxels() * bpv, static_cast<int64_t>(volume->valid) - span.first * bpv));
+    }
+    slice = gather_slice(volume->bytes.data() + span.first * bpv, span, bpv, swap);
+  } else {
+    const std::vector<unsigned char> data = read_data_bytes(*image, span.first * bpv, span.voxels() * bpv, path);
+    if (static_cast<int64_t>(data.size()) != span.voxels() * bpv) {
+      throw InputError(truncated(path, plane, span.voxels() * bpv, static_cast<int64_t>(data.size())));
+    }
+    slice = gather_slice(data.data(), span, bpv, swap);
+  }
+  const unsigned char* raw = slice.data();
+  // In this machine's byte order now (tested with big-endian files).
   const bool scale = info.slope != 0.0 && std::isfinite(info.slope) && std::isfinite(info.inter);
   out.resize(width, height);
   const int64_t n = width * height;

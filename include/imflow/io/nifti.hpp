@@ -15,6 +15,13 @@ namespace imflow {
 void set_nifti_slice_axis(int axis);
 int nifti_slice_axis();
 
+// Budget in bytes of the process-wide cache of whole NIfTI voxel data (0: none), which lets the
+// slices of a .nii.gz, or slices across the file's layout (axis 0 or 1), come from one read of
+// the file instead of one each; setting it empties the cache. The pipeline's
+// input.nifti_cache_mb sets it at the start of a run (default 1 GiB). Thread-safe.
+void set_nifti_cache_bytes(uint64_t bytes);
+uint64_t nifti_cache_bytes();
+
 struct NiftiInfo {
   int64_t dims[7] = {1, 1, 1, 1, 1, 1, 1};  // nx, ny, nz, nt, ... (1 beyond dim[0])
   int datatype = 0;                          // NIfTI DT_* code

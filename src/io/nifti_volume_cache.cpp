@@ -1,0 +1,118 @@
+// Byte-bounded LRU of whole NIfTI voxel data, shared by the reader threads (nifti_volume_cache.hpp).
+#include "nifti_volume_cache.hpp"
+
+#include "imflow/io/nifti.hpp"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <future>
+#include <list>
+#include <mutex>
+
+namespace imflow {
+
+namespace {
+struct FileKey {
+  std::string path;
+  dev_t device = 0;
+  ino_t inode = 0;
+  off_t size = 0;
+  int64_t mtime_ns = 0, ctime_ns = 0;
+  // The file's last 8 bytes (a gzip stream's CRC-32 and length of the data): a file rewritten in
+  // place within the file system's timestamp granularity is told apart too.
+  uint64_t tail = 0;
+  bool operator==(const FileKey&) const = default;
+};
+
+FileKey key_of(const std::filesystem::path& path) {
+  FileKey key{path.string()};
+  struct stat info {};
+  if (::stat(path.c_str(), &info) == 0) {
+    key.device = info.st_dev;
+    key.inode = info.st_ino;
+    key.size = info.st_size;
+    key.mtime_ns = int64_t{info.st_mtim.tv_sec} * 1000000000 + info.st_mtim.tv_nsec;
+    key.ctime_ns = int64_t{info.st_ctim.tv_sec} * 1000000000 + info.st_ctim.tv_nsec;
+  }
+  if (const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC); fd >= 0) {
+    if (key.size >= 8 && ::pread(fd, &key.tail, sizeof key.tail, key.size - 8) != sizeof key.tail) key.tail = 0;
+    ::close(fd);
+  }
+  return key;
+}
+
+using Volume = std::shared_ptr<const NiftiVolumeData>;
+
+struct Entry {
+  FileKey key;
+  uint64_t bytes = 0;
+  std::shared_future<Volume> data;
+};
+
+struct Cache {
+  std::mutex mutex;
+  std::list<Entry> entries;  // most recently used first
+  uint64_t used = 0;
+  uint64_t budget = uint64_t{1} << 30;
+};
+
+Cache& cache() {
+  static Cache instance;
+  return instance;
+}
+}  // namespace
+
+void set_nifti_cache_bytes(uint64_t bytes) {
+  Cache& c = cache();
+  const std::lock_guard lock(c.mutex);
+  c.budget = bytes;
+  c.entries.clear();
+  c.used = 0;
+}
+
+uint64_t nifti_cache_bytes() {
+  Cache& c = cache();
+  const std::lock_guard lock(c.mutex);
+  return c.budget;
+}
+
+Volume cached_nifti_volume(const std::filesystem::path& path, uint64_t data_bytes,
+                           const std::function<NiftiVolumeData()>& load) {
+  Cache& c = cache();
+  const FileKey key = key_of(path);
+  std::promise<Volume> promise;
+  std::shared_future<Volume> data;
+  bool found = false;
+  {
+    const std::lock_guard lock(c.mutex);
+    if (data_bytes > c.budget) return nullptr;
+    for (auto it = c.entries.begin(); it != c.entries.end() && !found; ++it) {
+      if (it->key == key) {
+        c.entries.splice(c.entries.begin(), c.entries, it);
+        data = c.entries.front().data;
+        found = true;
+      }
+    }
+    if (!found) {
+      data = promise.get_future().share();
+      c.entries.push_front(Entry{key, data_bytes, data});
+      c.used += data_bytes;
+      while (c.used > c.budget && c.entries.size() > 1) {
+        c.used -= c.entries.back().bytes;
+        c.entries.pop_back();
+      }
+    }
+  }
+  if (!found) {  // this thread loads it; the others wait in data.get()
+    try {
+      promise.set_value(std::make_shared<const NiftiVolumeData>(load()));
+    } catch (...) {
+      promise.set_exception(std::current_exception());
+    }
+  }
+  return data.get();
+}
+
+}  // namespace imflow

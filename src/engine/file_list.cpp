@@ -22,9 +22,10 @@ std::vector<fs::path> list_input_files(const InputConfig& input) {
   if (input.dir.empty()) throw ConfigError("input.dir: no input directory given (set it in the pipeline or use --input)");
   std::error_code error;
   const fs::file_status status = fs::status(input.dir, error);
-  if (error || !fs::exists(status)) throw ConfigError(input.dir.string() + ": input directory does not exist");
+  // The pipeline is valid, the input is not there: the run cannot start (exit 3, not 1).
+  if (error || !fs::exists(status)) throw InputError(input.dir.string() + ": input directory does not exist");
   if (fs::is_regular_file(status)) return {input.dir};
-  if (!fs::is_directory(status)) throw ConfigError(input.dir.string() + ": not a directory or a file");
+  if (!fs::is_directory(status)) throw InputError(input.dir.string() + ": not a directory or a file");
 
   std::vector<fs::path> files;
   auto consider = [&](const fs::directory_entry& entry) {

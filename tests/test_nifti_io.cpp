@@ -64,8 +64,39 @@ TEST_CASE("NIfTI datatypes in both byte orders, plain and gzipped", "[nifti]") {
       spec.datatype = 64, spec.bitpix = 64;
       test::write_nifti<double>(dir / ("f64" + tag), spec, ramp());
       check("f64");
+      spec.datatype = 256, spec.bitpix = 8;
+      test::write_nifti<int8_t>(dir / ("i8" + tag), spec, ramp());
+      check("i8");
+      spec.datatype = 768, spec.bitpix = 32;
+      test::write_nifti<uint32_t>(dir / ("u32" + tag), spec, ramp());
+      check("u32");
+      spec.datatype = 1024, spec.bitpix = 64;
+      test::write_nifti<int64_t>(dir / ("i64" + tag), spec, ramp());
+      check("i64");
+      spec.datatype = 1280, spec.bitpix = 64;
+      test::write_nifti<uint64_t>(dir / ("u64" + tag), spec, ramp());
+      check("u64");
+      // Colour: gray voxels (R = G = B) give their value; bytes, so no swapping either way.
+      std::vector<double> rgb, rgba;
+      for (double v : ramp()) rgb.insert(rgb.end(), {v, v, v}), rgba.insert(rgba.end(), {v, v, v, 255 - v});
+      spec.datatype = 128, spec.bitpix = 24;
+      test::write_nifti<uint8_t>(dir / ("rgb" + tag), spec, rgb);
+      check("rgb");
+      spec.datatype = 2304, spec.bitpix = 32;
+      test::write_nifti<uint8_t>(dir / ("rgba" + tag), spec, rgba);
+      check("rgba");
     }
   }
+  // Negative int8/int16 values and the full uint8/uint16/uint32 ranges survive.
+  test::write_nifti<int8_t>(dir / "neg8.nii", {{2, 1, 1}, 256, 8}, {-128, 127});
+  CHECK(slice(dir / "neg8.nii", 2, 0) == std::vector<float>{-128, 127});
+  test::write_nifti<uint32_t>(dir / "big32.nii", {{2, 1, 1}, 768, 32, 0, 0, true}, {4294967295.0, 7});
+  CHECK(slice(dir / "big32.nii", 2, 0) == std::vector<float>{4294967296.0f, 7});
+  // Colour to luminance 0.299 R + 0.587 G + 0.114 B, as for PNG; scl_slope is not applied to colour.
+  test::write_nifti<uint8_t>(dir / "colour.nii", {{3, 1, 1}, 128, 24, 2.0f, 5.0f}, {255, 0, 0, 0, 255, 0, 0, 0, 255});
+  CHECK(slice(dir / "colour.nii", 2, 0) == std::vector<float>{static_cast<float>(0.299 * 255), static_cast<float>(0.587 * 255),
+                                                              static_cast<float>(0.114 * 255)});
+  CHECK(scan_nifti(dir / "colour.nii").bit_depth() == 8);
   // Negative int16 values and the full uint16 range survive.
   test::write_nifti<int16_t>(dir / "neg.nii", {{2, 1, 1}, 4, 16}, {-32768, 32767});
   CHECK(slice(dir / "neg.nii", 2, 0) == std::vector<float>{-32768, 32767});
@@ -145,8 +176,9 @@ TEST_CASE("float NIfTI keeps NaN and Inf voxels (nifticlib would zero them) alon
 TEST_CASE("bad NIfTI files give errors naming the file and the reason", "[nifti]") {
   test::TempDir dir("nifti_bad");
   ImageBuffer image;
-  test::write_nifti<uint8_t>(dir / "rgb.nii", {{2, 2, 1}, 128, 24}, {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12});
-  CHECK_THROWS_WITH(scan_nifti(dir / "rgb.nii"), Catch::Contains("rgb.nii") && Catch::Contains("not supported"));
+  test::write_nifti<float>(dir / "complex.nii", {{2, 2, 1}, 32, 64}, {1, 2, 3, 4, 5, 6, 7, 8});
+  CHECK_THROWS_WITH(scan_nifti(dir / "complex.nii"),
+                    Catch::Contains("complex.nii") && Catch::Contains("COMPLEX64") && Catch::Contains("not supported"));
   // A header claiming 30000^3 voxels in a tiny .nii.gz: rejected before any allocation.
   test::write_nifti<uint8_t>(dir / "bomb.nii.gz", {{30000, 30000, 30000}, 2, 8, 0, 0, false, true}, {1, 2, 3});
   CHECK_THROWS_WITH(scan_nifti(dir / "bomb.nii.gz"), Catch::Contains("bomb.nii.gz") && Catch::Contains("claims"));

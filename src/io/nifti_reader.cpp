@@ -56,9 +56,14 @@ NiftiPtr open_header(const fs::path& path) {
 }
 
 bool supported(int datatype) {
-  return datatype == DT_UINT8 || datatype == DT_INT16 || datatype == DT_UINT16 || datatype == DT_INT32 ||
-         datatype == DT_FLOAT32 || datatype == DT_FLOAT64;
+  switch (datatype) {
+    case DT_UINT8: case DT_INT8: case DT_INT16: case DT_UINT16: case DT_INT32: case DT_UINT32: case DT_INT64:
+    case DT_UINT64: case DT_FLOAT32: case DT_FLOAT64: case DT_RGB24: case DT_RGBA32: return true;
+    default: return false;
+  }
 }
+
+bool is_colour(int datatype) { return datatype == DT_RGB24 || datatype == DT_RGBA32; }
 
 NiftiInfo info_of(const nifti_image& image, const fs::path& path) {
   NiftiInfo info;
@@ -76,7 +81,7 @@ NiftiInfo info_of(const nifti_image& image, const fs::path& path) {
   if (!supported(image.datatype)) {
     throw InputError(path.string() + ": NIfTI datatype " + std::to_string(image.datatype) + " (" +
                      nifti_datatype_string(image.datatype) +
-                     ") is not supported (uint8, int16, uint16, int32, float32, float64)");
+                     ") is not supported (int8/16/32/64, uint8/16/32/64, float32, float64, RGB24, RGBA32)");
   }
   info.datatype = image.datatype;
   info.bytes_per_voxel = image.nbyper;
@@ -122,9 +127,11 @@ SliceSpan slice_span(const NiftiInfo& info, const int start[7], const int size[7
   return span;
 }
 
-// The slice's voxels gathered from `data` (the data's bytes from voxel span.first on), swapped to
-// this machine's byte order when the file's differs, as nifticlib would.
-std::vector<unsigned char> gather_slice(const unsigned char* data, const SliceSpan& span, int64_t bpv, bool swap) {
+// The slice's voxels gathered from `data` (the data's bytes from voxel span.first on), their
+// `swapsize`-byte units swapped to this machine's byte order when the file's differs (0 or 1: bytes,
+// as RGB), as nifticlib would.
+std::vector<unsigned char> gather_slice(const unsigned char* data, const SliceSpan& span, int64_t bpv, bool swap,
+                                        int swapsize) {
   std::vector<unsigned char> slice(static_cast<size_t>(span.width * span.height * bpv));
   for (int64_t r = 0; r < span.height; ++r) {
     for (int64_t c = 0; c < span.width; ++c) {
@@ -132,7 +139,7 @@ std::vector<unsigned char> gather_slice(const unsigned char* data, const SliceSp
       std::memcpy(slice.data() + (r * span.width + c) * bpv, data + from, static_cast<size_t>(bpv));
     }
   }
-  if (swap) nifti_swap_Nbytes(static_cast<size_t>(span.width * span.height), static_cast<int>(bpv), slice.data());
+  if (swap && swapsize > 1) nifti_swap_Nbytes(slice.size() / static_cast<size_t>(swapsize), swapsize, slice.data());
   return slice;
 }
 
@@ -163,16 +170,33 @@ std::string truncated(const fs::path& path, int64_t plane, int64_t expected, int
          std::to_string(std::max<int64_t>(got, 0)) + " read): truncated or corrupt data";
 }
 
-// Said once per file: its data is too large for input.nifti_cache_mb, so every slice of a .nii.gz
-// inflates the stream from its start.
-void warn_uncached(const fs::path& path, double data_bytes) {
+// True the first time it is asked about (path, what): a warning is logged once per file.
+bool first_warning(const fs::path& path, const char* what) {
   static std::mutex mutex;
   static std::set<std::string> warned;
   const std::lock_guard lock(mutex);
-  if (!warned.insert(path.string()).second) return;
+  return warned.insert(path.string() + '\n' + what).second;
+}
+
+// Said once per file: its data is too large for input.nifti_cache_mb, so every slice of a .nii.gz
+// inflates the stream from its start.
+void warn_uncached(const fs::path& path, double data_bytes) {
+  if (!first_warning(path, "uncached")) return;
   spdlog::warn("{}: voxel data of {:.1f} MiB exceeds input.nifti_cache_mb ({:.1f} MiB): each slice is read on its own{}", path.string(),
                data_bytes / 1048576.0, static_cast<double>(nifti_cache_bytes()) / 1048576.0,
                is_gzip(path) ? ", inflating the gzip stream from its start (slow; raise nifti_cache_mb or gunzip the file)" : "");
+}
+
+// RGB24/RGBA32 voxels to luminance Y = 0.299 R + 0.587 G + 0.114 B, alpha ignored, as for colour
+// PNGs (in double: exact for gray voxels). Returns true when some voxel's channels differ.
+bool colour_to_gray(const unsigned char* raw, int64_t count, int channels, float* out) {
+  bool coloured = false;
+  for (int64_t i = 0; i < count; ++i) {
+    const unsigned char* p = raw + i * channels;
+    coloured = coloured || p[0] != p[1] || p[1] != p[2];
+    out[i] = static_cast<float>(0.299 * p[0] + 0.587 * p[1] + 0.114 * p[2]);
+  }
+  return coloured;
 }
 
 // Stored values (already in this machine's byte order) to float, scaled when scl_slope is set.
@@ -198,6 +222,7 @@ int64_t NiftiInfo::slice_height(int axis) const { return axis == 2 ? dims[1] : d
 int64_t NiftiInfo::slices(int axis) const { return dims[axis] * dims[3] * dims[4] * dims[5] * dims[6]; }
 
 int NiftiInfo::bit_depth() const {
+  if (is_colour(datatype)) return 8;  // scl_slope does not apply to colour
   const bool unscaled = slope == 0.0 || !std::isfinite(slope) || (slope == 1.0 && inter == 0.0);
   if (!unscaled) return 0;
   if (datatype == DT_UINT8) return 8;
@@ -275,13 +300,13 @@ int64_t read_nifti_slice(const fs::path& path, int axis, int64_t plane, ImageBuf
     if (static_cast<uint64_t>(end) > volume->valid) {
       throw InputError(truncated(path, plane, span.voxels() * bpv, static_cast<int64_t>(volume->valid) - span.first * bpv));
     }
-    slice = gather_slice(volume->bytes.data() + span.first * bpv, span, bpv, swap);
+    slice = gather_slice(volume->bytes.data() + span.first * bpv, span, bpv, swap, image->swapsize);
   } else {
     const std::vector<unsigned char> data = read_data_bytes(*image, span.first * bpv, span.voxels() * bpv, path);
     if (static_cast<int64_t>(data.size()) != span.voxels() * bpv) {
       throw InputError(truncated(path, plane, span.voxels() * bpv, static_cast<int64_t>(data.size())));
     }
-    slice = gather_slice(data.data(), span, bpv, swap);
+    slice = gather_slice(data.data(), span, bpv, swap, image->swapsize);
   }
   const unsigned char* raw = slice.data();
   // In this machine's byte order now (tested with big-endian files).
@@ -290,11 +315,21 @@ int64_t read_nifti_slice(const fs::path& path, int axis, int64_t plane, ImageBuf
   const int64_t n = width * height;
   switch (info.datatype) {
     case DT_UINT8: convert<uint8_t>(raw, n, scale, info.slope, info.inter, out.data()); break;
+    case DT_INT8: convert<int8_t>(raw, n, scale, info.slope, info.inter, out.data()); break;
     case DT_INT16: convert<int16_t>(raw, n, scale, info.slope, info.inter, out.data()); break;
     case DT_UINT16: convert<uint16_t>(raw, n, scale, info.slope, info.inter, out.data()); break;
     case DT_INT32: convert<int32_t>(raw, n, scale, info.slope, info.inter, out.data()); break;
+    case DT_UINT32: convert<uint32_t>(raw, n, scale, info.slope, info.inter, out.data()); break;
+    case DT_INT64: convert<int64_t>(raw, n, scale, info.slope, info.inter, out.data()); break;
+    case DT_UINT64: convert<uint64_t>(raw, n, scale, info.slope, info.inter, out.data()); break;
     case DT_FLOAT32: convert<float>(raw, n, scale, info.slope, info.inter, out.data()); break;
-    default: convert<double>(raw, n, scale, info.slope, info.inter, out.data()); break;
+    case DT_FLOAT64: convert<double>(raw, n, scale, info.slope, info.inter, out.data()); break;
+    default:  // RGB24, RGBA32: scl_slope does not apply to them (NIfTI-1 standard)
+      if (colour_to_gray(raw, n, info.bytes_per_voxel, out.data()) && first_warning(path, "colour")) {
+        spdlog::warn("{}: colour NIfTI ({}) converted to luminance 0.299 R + 0.587 G + 0.114 B", path.string(),
+                     nifti_datatype_string(info.datatype));
+      }
+      break;
   }
   return stored;
 }

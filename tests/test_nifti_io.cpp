@@ -297,6 +297,48 @@ TEST_CASE("threads reading slices of gzipped volumes share the cache, also while
   CHECK(wrong == 0);
 }
 
+namespace {
+// Splits the single file `nii` (352-byte prefix: header + extension flag) into STEM.hdr and
+// STEM.img with `magic` ("ni1" for a NIfTI-1 pair, "" for Analyze 7.5), vox_offset 0.
+void split_pair(const std::filesystem::path& nii, const std::filesystem::path& stem, const std::string& magic) {
+  std::ifstream in(nii, std::ios::binary);
+  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::string header = bytes.substr(0, 348);
+  header.replace(108, 4, std::string(4, '\0'));  // vox_offset 0.0f (either byte order)
+  header.replace(344, 4, std::string(4, '\0'));
+  header.replace(344, magic.size(), magic);
+  std::ofstream(stem.string() + ".hdr", std::ios::binary) << header;
+  std::ofstream(stem.string() + ".img", std::ios::binary) << bytes.substr(352);
+}
+}  // namespace
+
+TEST_CASE("NIfTI-1 pairs and Analyze 7.5 (.hdr + .img) read like single files", "[nifti]") {
+  test::TempDir dir("nifti_pairs");
+  const int nx = 5, ny = 4, nz = 3;
+  for (bool big : {false, true}) {
+    const std::string tag = big ? "be" : "le";
+    test::write_nifti<int16_t>(dir / ("one" + tag + ".nii"), {{nx, ny, nz}, 4, 16, 0, 0, big}, ramp(nx, ny, nz));
+    split_pair(dir / ("one" + tag + ".nii"), dir / ("pair" + tag), "ni1");
+    split_pair(dir / ("one" + tag + ".nii"), dir / ("analyze" + tag), "");
+    for (const std::string name : {"pair", "analyze"}) {
+      const auto header = dir / (name + tag + ".hdr");
+      INFO(header);
+      REQUIRE(is_nifti_path(header));
+      const NiftiInfo info = scan_nifti(header);
+      CHECK(info.dims[2] == nz);
+      CHECK(info.bit_depth() == 16);
+      for (int axis = 0; axis < 3; ++axis) CHECK(slice(header, axis, 1) == slice(dir / ("one" + tag + ".nii"), axis, 1));
+    }
+  }
+  // The header alone, and a data file too short for the header: errors naming the file.
+  std::filesystem::copy_file(dir / "pairle.hdr", dir / "lonely.hdr");
+  CHECK_THROWS_WITH(scan_nifti(dir / "lonely.hdr"), Catch::Contains("lonely.hdr") && Catch::Contains(".img"));
+  std::filesystem::copy_file(dir / "pairle.hdr", dir / "short.hdr");
+  std::ofstream(dir / "short.img", std::ios::binary) << std::string(10, 'x');
+  CHECK_THROWS_WITH(scan_nifti(dir / "short.hdr"), Catch::Contains("short.hdr") && Catch::Contains("short.img") &&
+                                                       Catch::Contains("truncated"));
+}
+
 TEST_CASE("the committed real NIfTI volume (ITK KmeansTest, int16) reads", "[nifti]") {
   const auto path = test::source_dir() / "datasets/samples/mri/KmeansTest_T1UCharRaw.nii.gz";
   const NiftiInfo info = scan_nifti(path);

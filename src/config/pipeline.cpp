@@ -13,7 +13,7 @@ namespace imflow {
 
 namespace {
 const std::vector<std::string> kDefaultPatterns = {"*.fits", "*.fit", "*.fts", "*.fits.fz", "*.fits.gz", "*.fit.gz", "*.fts.gz",
-                                                   "*.png",  "*.nii", "*.nii.gz"};
+                                                   "*.png",  "*.nii", "*.nii.gz", "*.hdr", "*.hdr.gz"};
 const std::vector<std::string> kFormats = {"csv", "fits", "labels", "bgsub", "png", "fits_image", "metrics"};
 
 InputConfig parse_input(ParamReader reader) {

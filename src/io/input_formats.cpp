@@ -58,9 +58,10 @@ const InputFormat* input_format_for(const fs::path& path) {
 }
 
 std::string strip_image_extension(const std::string& filename) {
-  static const std::array<const char*, 14> suffixes = {".fits.fz", ".fits.gz", ".fit.gz", ".fts.gz", ".nii.gz",
-                                                       ".fits",    ".fit",     ".fts",    ".fz",     ".nii",
-                                                       ".png",     ".mt",      ".gz",     ".fits.z"};
+  static const std::array<const char*, 16> suffixes = {".fits.fz", ".fits.gz", ".fit.gz", ".fts.gz", ".nii.gz",
+                                                       ".hdr.gz",  ".fits",    ".fit",    ".fts",    ".fz",
+                                                       ".nii",     ".hdr",     ".png",    ".mt",     ".gz",
+                                                       ".fits.z"};
   const std::string name = lower(filename);
   for (const char* suffix : suffixes) {
     if (ends_with(name, suffix) && name.size() > std::string(suffix).size()) {

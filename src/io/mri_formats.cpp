@@ -37,7 +37,7 @@ int64_t read_png_plane(const ItemRef& ref, ImageBuffer& out, const ReadLimits& l
 
 bool is_nifti_path(const std::filesystem::path& path) {
   const std::string name = lower_name(path);
-  return ends_with(name, ".nii") || ends_with(name, ".nii.gz");
+  return ends_with(name, ".nii") || ends_with(name, ".nii.gz") || ends_with(name, ".hdr") || ends_with(name, ".hdr.gz");
 }
 
 std::vector<PlaneInfo> scan_nifti_planes(const std::filesystem::path& path) {

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <atomic>
 #include <bit>
+#include <cctype>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -14,6 +15,7 @@
 #include <mutex>
 #include <set>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "imflow/errors.hpp"
@@ -31,6 +33,28 @@ struct NiftiFree {
   void operator()(nifti_image* image) const { nifti_image_free(image); }
 };
 using NiftiPtr = std::unique_ptr<nifti_image, NiftiFree>;
+
+bool has_suffix(const fs::path& path, std::string_view suffix) {
+  std::string name = path.filename().string();
+  if (name.size() <= suffix.size()) return false;
+  for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+bool is_gzip(const fs::path& path) { return has_suffix(path, ".gz"); }
+
+// NIfTI-1 pairs ("ni1") and Analyze 7.5 keep the header in X.hdr and the voxels in X.img.
+bool is_pair_header(const fs::path& path) { return has_suffix(path, ".hdr") || has_suffix(path, ".hdr.gz"); }
+
+bool has_image_file(const fs::path& header) {
+  const char* const names[] = {".img", ".img.gz", ".IMG", ".IMG.GZ"};
+  fs::path stem = header;
+  if (has_suffix(stem, ".gz")) stem.replace_extension();
+  std::error_code error;
+  return std::any_of(std::begin(names), std::end(names), [&](const char* suffix) {
+    return fs::is_regular_file(fs::path(stem).replace_extension(suffix), error);
+  });
+}
 
 NiftiPtr open_header(const fs::path& path) {
   static std::once_flag quiet;
@@ -50,8 +74,12 @@ NiftiPtr open_header(const fs::path& path) {
       throw InputError(path.string() + ": NIfTI-2 header (sizeof_hdr 540; CIFTI-2 files are NIfTI-2): only NIfTI-1 is supported");
     }
   }
+  if (is_pair_header(path) && !has_image_file(path)) {
+    throw InputError(path.string() + ": header of a .hdr/.img pair whose data file (" + path.stem().string() +
+                     ".img or .img.gz) is missing");
+  }
   NiftiPtr image(nifti_image_read(path.c_str(), 0));
-  if (!image) throw InputError(path.string() + ": not a readable NIfTI-1 file (bad, truncated or NIfTI-2 header)");
+  if (!image) throw InputError(path.string() + ": not a readable NIfTI-1 or Analyze 7.5 file (bad, truncated or NIfTI-2 header)");
   return image;
 }
 
@@ -96,11 +124,6 @@ double data_bytes(const NiftiInfo& info) {
   double bytes = info.bytes_per_voxel;
   for (int64_t d : info.dims) bytes *= static_cast<double>(d);
   return bytes;
-}
-
-bool is_gzip(const fs::path& path) {
-  const std::string name = path.filename().string();
-  return name.size() > 3 && (name.compare(name.size() - 3, 3, ".gz") == 0 || name.compare(name.size() - 3, 3, ".GZ") == 0);
 }
 
 // Where slice voxels lie in the data (voxel indices, first axis fastest): the span from `first` to
@@ -180,11 +203,11 @@ bool first_warning(const fs::path& path, const char* what) {
 
 // Said once per file: its data is too large for input.nifti_cache_mb, so every slice of a .nii.gz
 // inflates the stream from its start.
-void warn_uncached(const fs::path& path, double data_bytes) {
+void warn_uncached(const fs::path& path, double data_bytes, bool gzip) {
   if (!first_warning(path, "uncached")) return;
   spdlog::warn("{}: voxel data of {:.1f} MiB exceeds input.nifti_cache_mb ({:.1f} MiB): each slice is read on its own{}", path.string(),
                data_bytes / 1048576.0, static_cast<double>(nifti_cache_bytes()) / 1048576.0,
-               is_gzip(path) ? ", inflating the gzip stream from its start (slow; raise nifti_cache_mb or gunzip the file)" : "");
+               gzip ? ", inflating the gzip stream from its start (slow; raise nifti_cache_mb or gunzip the file)" : "");
 }
 
 // RGB24/RGBA32 voxels to luminance Y = 0.299 R + 0.587 G + 0.114 B, alpha ignored, as for colour
@@ -234,18 +257,20 @@ NiftiInfo scan_nifti(const fs::path& path) {
   const NiftiPtr image = open_header(path);
   const NiftiInfo info = info_of(*image, path);
   const double needed = data_bytes(info) + static_cast<double>(std::max<int64_t>(image->iname_offset, 0));
+  const fs::path data_file = image->iname;  // `path` itself, or the .img of a .hdr/.img pair
   std::error_code error;
-  const uint64_t file_size = fs::file_size(path, error);
-  if (error) throw InputError(path.string() + ": cannot stat: " + error.message());
+  const uint64_t file_size = fs::file_size(data_file, error);
+  if (error) throw InputError(data_file.string() + ": cannot stat: " + error.message());
   // Deflate expands at most ~1032:1, so a .nii.gz cannot hold more than this (bomb guard).
-  const double capacity = is_gzip(path) ? static_cast<double>(file_size) * 1100.0 + 65536.0 : static_cast<double>(file_size);
+  const bool gzip = is_gzip(data_file);
+  const double capacity = gzip ? static_cast<double>(file_size) * 1100.0 + 65536.0 : static_cast<double>(file_size);
   if (needed > capacity) {
     char claimed[32];
     std::snprintf(claimed, sizeof claimed, "%.0f", needed);
     throw InputError(path.string() + ": NIfTI header claims " + claimed + " bytes (dims " +
                      std::to_string(info.dims[0]) + "x" + std::to_string(info.dims[1]) + "x" +
-                     std::to_string(info.dims[2]) + "...) but the file has only " + std::to_string(file_size) +
-                     " bytes" + (is_gzip(path) ? " compressed" : "") + ": truncated or corrupt");
+                     std::to_string(info.dims[2]) + "...) but " + (data_file == path ? "the file" : data_file.filename().string()) +
+                     " has only " + std::to_string(file_size) + " bytes" + (gzip ? " compressed" : "") + ": truncated or corrupt");
   }
   return info;
 }
@@ -293,7 +318,7 @@ int64_t read_nifti_slice(const fs::path& path, int axis, int64_t plane, ImageBuf
       data.valid = data.bytes.size();
       return data;
     });
-    if (!volume && nifti_cache_bytes() > 0) warn_uncached(path, whole);
+    if (!volume && nifti_cache_bytes() > 0) warn_uncached(path, whole, is_gzip(image->iname));
   }
   if (volume) {
     const int64_t end = (span.last + 1) * bpv;

@@ -10,6 +10,9 @@ libraries=$(ldd "$imflow" 2>/dev/null || true)
 if [[ $libraries == *libasan* ]]; then
   echo "SKIPPED: under AddressSanitizer peak RSS measures the sanitizer's shadow memory"; exit 77
 fi
+if ! "$python" -c "import numpy" 2>/dev/null; then  # tools/install-deps.sh installs it (CI); a bare GPU host may lack it
+  echo "SKIPPED: $python has no numpy to make the synthetic mosaic (tools/install-deps.sh installs python3-numpy)"; exit 77
+fi
 work=$(mktemp -d); trap 'rm -rf "$work"' EXIT
 mkdir -p "$work/in"
 "$python" "$src/datasets/make_mosaic.py" "$work/in/big.fits" --size 8192x8192 --synthetic >/dev/null

@@ -29,6 +29,11 @@ set +e; err=$("$imflow" run "$src/config/astro.yaml" --input "$work/in" --output
 [ $code -eq 2 ] || fail "exit code with a bad file: $code"
 [ "$(echo "$err" | grep -c 'error: .*broken.fits')" -eq 1 ] || fail "one error line naming broken.fits: $err"
 [ -s "$work/out2/dss_crop.cat.csv" ] || fail "good files processed despite the bad one"
+# --extname selects FITS HDUs by EXTNAME: the crops have none, so each fails naming its HDUs.
+set +e; err=$("$imflow" run "$src/config/astro.yaml" --input "$work/in" --output "$work/out4" --device cpu --extname SCI 2>&1 >/dev/null); code=$?; set -e
+[ $code -eq 2 ] || fail "exit code with --extname SCI: $code"
+echo "$err" | grep -q "dss_crop.fits: no image HDU with EXTNAME SCI (input.extnames); its image HDUs: 0 (no EXTNAME)" \
+  || fail "--extname message: $err"
 # No input directory: the run cannot start, exit 3 naming it (not 1: the pipeline is fine).
 set +e; err=$("$imflow" run "$src/config/astro.yaml" --input "$work/absent" --output "$work/out3" --device cpu 2>&1); code=$?; set -e
 [ $code -eq 3 ] || fail "exit code without the input directory: $code"

@@ -28,6 +28,12 @@ TEST_CASE("a minimal pipeline gets every default", "[config]") {
   CHECK(resolved["steps"][0]["background"]["max_iters"].as<int>() == 100);
   CHECK(resolved["steps"][1]["segment"]["nsigma"].as<double>() == 5.0);
   CHECK(resolved["steps"][2]["label"]["connectivity"].as<int>() == 4);
+  CHECK(pipeline.input.extnames.empty());
+  CHECK(pipeline.input.nifti_cache_mb == 1024);
+  const auto hst = test::pipeline_from("input: {dir: in, extnames: [SCI], nifti_cache_mb: 0}\nsteps: [background]\n");
+  CHECK(hst.input.extnames == std::vector<std::string>{"SCI"});
+  CHECK(hst.input.nifti_cache_mb == 0);
+  CHECK(hst.resolved()["input"]["extnames"][0].as<std::string>() == "SCI");
 }
 
 TEST_CASE("unknown keys are errors with line and column", "[config]") {

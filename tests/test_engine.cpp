@@ -134,6 +134,34 @@ TEST_CASE("a missing input directory or device cuda without CUDA stop the run", 
 #endif
 }
 
+TEST_CASE("input.extnames keeps the SCI HDUs only; their outputs record the EXTNAME", "[engine]") {
+  test::TempDir dir("engine_extnames");
+  std::filesystem::create_directories(dir / "in");
+  const auto mef = dir / "in" / "hst.fits";
+  test::write_empty_primary(mef);
+  test::write_fits(mef, -32, {60, 50}, test::star_field(60, 50, 11), 1, 0, nullptr, false);
+  test::name_last_hdu(mef, "SCI");
+  test::write_fits(mef, -32, {60, 50}, test::star_field(60, 50, 12), 1, 0, nullptr, false);
+  test::name_last_hdu(mef, "ERR");
+  Pipeline pipeline = make_pipeline(dir / "in", dir / "out", 2, 4);
+  pipeline.output.formats = {"csv", "fits"};
+  pipeline.input.extnames = {"SCI"};
+  const RunSummary summary = run_pipeline(pipeline, {});
+  CHECK(summary.failed() == 0);
+  CHECK(summary.items() == 1);
+  CHECK(std::filesystem::exists(dir / "out" / "hst.hdu1.cat.csv"));
+  CHECK_FALSE(std::filesystem::exists(dir / "out" / "hst.hdu2.cat.csv"));
+  fitsfile* file = nullptr;
+  int status = 0;
+  char extname[FLEN_VALUE] = {0};
+  fits_open_file(&file, (dir / "out" / "hst.hdu1.cat.fits").c_str(), READONLY, &status);
+  fits_movabs_hdu(file, 2, nullptr, &status);
+  fits_read_key(file, TSTRING, "SRCEXT", extname, nullptr, &status);
+  fits_close_file(file, &status);
+  CHECK(status == 0);
+  CHECK(std::string(extname) == "SCI");
+}
+
 TEST_CASE("bgsub subtracts the mesh background's map (the global median without a mesh)", "[engine]") {
   test::TempDir dir("engine_bgsub_mesh");
   std::vector<double> sky = test::star_field(150, 100, 3);

@@ -62,6 +62,18 @@ inline void write_fits(const std::filesystem::path& path, int bitpix, const std:
   if (status != 0) throw std::runtime_error("test write_fits failed: " + std::to_string(status));
 }
 
+// Set EXTNAME of the file's last HDU.
+inline void name_last_hdu(const std::filesystem::path& path, const char* extname) {
+  fitsfile* file = nullptr;
+  int status = 0, hdus = 0;
+  fits_open_file(&file, path.c_str(), READWRITE, &status);
+  fits_get_num_hdus(file, &hdus, &status);
+  fits_movabs_hdu(file, hdus, nullptr, &status);
+  fits_write_key(file, TSTRING, "EXTNAME", const_cast<char*>(extname), nullptr, &status);
+  fits_close_file(file, &status);
+  if (status != 0) throw std::runtime_error("test name_last_hdu failed: " + std::to_string(status));
+}
+
 // An empty primary HDU (NAXIS = 0), to start a multi-extension file.
 inline void write_empty_primary(const std::filesystem::path& path) {
   fitsfile* file = nullptr;

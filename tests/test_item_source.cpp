@@ -74,3 +74,38 @@ TEST_CASE("files whose outputs would have the same names: the first keeps them, 
   CHECK(errors[3].empty());  // another directory: other output names
   CHECK_THAT(errors[4], Catch::Contains("m.fits.fz") && Catch::Contains("same names"));
 }
+
+
+TEST_CASE("input.extnames selects FITS image HDUs by EXTNAME (HST/JWST SCI, ERR, DQ layouts)", "[engine][source]") {
+  test::TempDir dir("item_source_extnames");
+  // hst.fits: empty primary, SCI, ERR, DQ, SCI (a second chip); wht.fits: primary image, then WHT.
+  const fs::path hst = dir / "hst.fits", wht = dir / "wht.fits";
+  test::write_empty_primary(hst);
+  for (const char* name : {"SCI", "ERR", "DQ", "sci "}) {
+    test::write_fits(hst, -32, {5, 4}, std::vector<double>(20, 1.0), 1.0, 0.0, nullptr, false);
+    test::name_last_hdu(hst, name);
+  }
+  test::write_fits(wht, -32, {5, 4}, std::vector<double>(20, 1.0));
+  test::write_fits(wht, -32, {5, 4}, std::vector<double>(20, 1.0), 1.0, 0.0, nullptr, false);
+  test::name_last_hdu(wht, "WHT");
+  test::write_fits(dir / "plain.fits", -32, {5, 4}, std::vector<double>(20, 1.0));
+  const std::vector<fs::path> files = {hst, wht, dir / "plain.fits"};
+  auto items = [&](std::vector<std::string> extnames) {
+    ItemSource source(files, dir.path());
+    source.set_extnames(std::move(extnames));
+    std::vector<std::string> listed;  // "file:hdu" or "file:error"
+    ItemRef ref;
+    while (source.next(ref)) listed.push_back(ref.path.filename().string() + ":" + (ref.error.empty() ? std::to_string(ref.hdu) : ref.error));
+    return listed;
+  };
+  CHECK(items({}) == std::vector<std::string>{"hst.fits:1", "hst.fits:2", "hst.fits:3", "hst.fits:4", "wht.fits:0", "wht.fits:1",
+                                              "plain.fits:0"});
+  const auto sci = items({"Sci"});  // case and trailing blanks do not matter
+  REQUIRE(sci.size() == 4);
+  CHECK(sci[0] == "hst.fits:1");
+  CHECK(sci[1] == "hst.fits:4");
+  CHECK_THAT(sci[2], Catch::Contains("wht.fits") && Catch::Contains("no image HDU with EXTNAME SCI") &&
+                         Catch::Contains("0 (no EXTNAME), 1 WHT"));
+  CHECK_THAT(sci[3], Catch::Contains("plain.fits") && Catch::Contains("0 (no EXTNAME)"));
+  CHECK(items({"SCI", "WHT"})[2] == "wht.fits:1");
+}

@@ -17,6 +17,7 @@ struct InputConfig {
   bool recursive = false;
   int64_t max_pixels = int64_t{1} << 32;  // per image plane, checked before allocation
   int64_t max_file_bytes = int64_t{16} << 30;  // per input file (uncompressed size for .gz), checked before reading
+  std::vector<std::string> extnames;      // FITS: only image HDUs with one of these EXTNAMEs (empty: all)
   int nifti_axis = 2;                     // NIfTI volumes: slice along i (0), j (1) or k (2)
   int64_t nifti_cache_mb = 1024;          // NIfTI voxel data read whole (.nii.gz, slices across the layout), LRU; 0: off
 };

@@ -25,6 +25,7 @@ struct ItemRef {
   std::filesystem::path path;      // the input file
   std::filesystem::path relative;  // the file relative to the input directory
   int hdu = 0;                     // 0-based HDU index (0 = primary), as astropy counts
+  std::string extname;             // that HDU's EXTNAME (FITS; empty when absent)
   int64_t plane = 0;               // 0-based plane of a cube (0 for a 2-D image)
   int64_t planes = 1;              // planes in this HDU
   int64_t index = 0;               // sequence number of the item in the run

@@ -40,6 +40,7 @@ const char* kExitCodes =
 struct RunArgs {
   std::string pipeline;
   std::string input, output, device, devices, trace, summary;
+  std::vector<std::string> extnames;
   int threads = -1, buffers = -1, streams = -1, buffers_per_stream = -1;
   int batch = -1;
   int64_t tile = -1;
@@ -50,6 +51,7 @@ struct RunArgs {
 void apply_overrides(Pipeline& pipeline, const RunArgs& args) {
   if (!args.input.empty()) pipeline.input.dir = args.input;
   if (!args.output.empty()) pipeline.output.dir = args.output;
+  if (!args.extnames.empty()) pipeline.input.extnames = args.extnames;
   if (!args.device.empty()) pipeline.engine.device = args.device;
   if (args.threads >= 0) pipeline.engine.threads = args.threads;
   if (args.buffers >= 0) pipeline.engine.buffers = args.buffers;
@@ -75,6 +77,8 @@ void add_engine_options(CLI::App* command, RunArgs& args) {
   command->add_option("pipeline", args.pipeline, "pipeline YAML file")->required()->check(CLI::ExistingFile);
   command->add_option("--input,-i", args.input, "input directory (or one file); overrides input.dir");
   command->add_option("--output,-o", args.output, "output directory; overrides output.dir");
+  command->add_option("--extname", args.extnames, "FITS: only image HDUs with this EXTNAME (repeat or comma-separate, e.g. SCI); overrides input.extnames")
+      ->delimiter(',');
   command->add_option("--device", args.device, "auto | cpu | cuda; overrides device")
       ->check(CLI::IsMember({"auto", "cpu", "cuda"}));
   command->add_option("--threads,-j", args.threads, "worker threads (0: all cores)")->check(CLI::Range(0, 4096));

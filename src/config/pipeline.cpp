@@ -23,6 +23,7 @@ InputConfig parse_input(ParamReader reader) {
   input.recursive = reader.boolean("recursive", false);
   input.max_pixels = reader.integer("max_pixels", input.max_pixels, 1);
   input.max_file_bytes = reader.integer("max_file_bytes", input.max_file_bytes, 1);
+  input.extnames = reader.text_list("extnames", {});
   input.nifti_axis = static_cast<int>(reader.integer("nifti_axis", 2, 0, 2));
   input.nifti_cache_mb = reader.integer("nifti_cache_mb", input.nifti_cache_mb, 0, int64_t{1} << 30);
   reader.finish();
@@ -190,6 +191,7 @@ YAML::Node Pipeline::resolved() const {
   root["input"]["recursive"] = input.recursive;
   root["input"]["max_pixels"] = input.max_pixels;
   root["input"]["max_file_bytes"] = input.max_file_bytes;
+  root["input"]["extnames"] = input.extnames;
   root["input"]["nifti_axis"] = input.nifti_axis;
   root["input"]["nifti_cache_mb"] = input.nifti_cache_mb;
   root["output"]["dir"] = output.dir.string();

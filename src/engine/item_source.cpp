@@ -5,8 +5,10 @@
 #include <tbb/task_arena.h>
 
 #include <algorithm>
+#include <cctype>
 #include <exception>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 
 #include "imflow/io/input_format.hpp"
@@ -16,6 +18,26 @@
 namespace imflow {
 
 namespace fs = std::filesystem;
+
+namespace {
+// EXTNAME as compared: upper case, trailing blanks dropped (FITS pads strings; case varies).
+std::string normalized_extname(std::string name) {
+  while (!name.empty() && name.back() == ' ') name.pop_back();
+  std::transform(name.begin(), name.end(), name.begin(), [](unsigned char c) { return static_cast<char>(std::toupper(c)); });
+  return name;
+}
+
+std::string joined(const std::vector<std::string>& names) {
+  std::string text;
+  for (const auto& name : names) text += (text.empty() ? "" : ", ") + name;
+  return text;
+}
+}  // namespace
+
+void ItemSource::set_extnames(std::vector<std::string> names) {
+  extnames_.clear();
+  for (auto& name : names) extnames_.push_back(normalized_extname(std::move(name)));
+}
 
 ItemSource::ItemSource(std::vector<fs::path> files, fs::path input_root)
     : files_(std::move(files)), root_(std::move(input_root)) {
@@ -51,9 +73,17 @@ std::vector<ItemRef> ItemSource::scan_file(size_t file_index) const {
     check_input_file(base.path, max_file_bytes_, true);
     const InputFormat* format = input_format_for(base.path);
     if (format == nullptr) throw std::runtime_error(base.path.string() + ": unknown file format (by name)");
-    for (const PlaneInfo& plane : format->scan(base.path)) {
+    const std::vector<PlaneInfo> planes = format->scan(base.path);
+    std::vector<std::string> passed_over;  // image HDUs not selected by extnames_, for the error below
+    for (const PlaneInfo& plane : planes) {
+      if (!extnames_.empty() && std::string_view(format->name) == "fits" &&
+          std::find(extnames_.begin(), extnames_.end(), normalized_extname(plane.extname)) == extnames_.end()) {
+        if (plane.plane == 0) passed_over.push_back(std::to_string(plane.hdu) + (plane.extname.empty() ? " (no EXTNAME)" : " " + plane.extname));
+        continue;
+      }
       ItemRef ref = base;
       ref.hdu = plane.hdu;
+      ref.extname = plane.extname;
       ref.plane = plane.plane;
       ref.planes = plane.planes;
       ref.bit_depth = plane.bit_depth;
@@ -63,6 +93,10 @@ std::vector<ItemRef> ItemSource::scan_file(size_t file_index) const {
       } else {
         for (ItemRef& tile : tiles) refs.push_back(std::move(tile));
       }
+    }
+    if (refs.empty() && !passed_over.empty()) {
+      throw std::runtime_error(base.path.string() + ": no image HDU with EXTNAME " + joined(extnames_) +
+                               " (input.extnames); its image HDUs: " + joined(passed_over));
     }
   } catch (const std::exception& failure) {
     base.error = failure.what();

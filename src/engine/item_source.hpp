@@ -23,6 +23,9 @@ class ItemSource {
   bool next(ItemRef& out);
   // Files larger than this (inflated, for gzip) become one failed item, before any reader runs.
   void set_max_file_bytes(int64_t bytes) { max_file_bytes_ = bytes; }
+  // FITS: only image HDUs whose EXTNAME is one of `names` (compared without case or trailing
+  // blanks); a file with none of them becomes one failed item listing its HDUs. Empty: all.
+  void set_extnames(std::vector<std::string> names);
   // Items for which `skip` returns true are not returned by next() (resume: done before).
   void set_skip(std::function<bool(const ItemRef&)> skip) { skip_ = std::move(skip); }
   // Take file indices from `feed` (MPI dispatch) instead of going through the list in order.
@@ -53,6 +56,7 @@ class ItemSource {
   int64_t next_index_ = 0;
   std::deque<ItemRef> pending_;
   int64_t max_file_bytes_ = INT64_MAX;
+  std::vector<std::string> extnames_;  // normalized (upper case, no trailing blanks)
   std::function<bool(const ItemRef&)> skip_;
   std::function<std::optional<int64_t>()> feed_;
   std::function<std::vector<ItemRef>(const ItemRef&, const PlaneInfo&)> tiler_;

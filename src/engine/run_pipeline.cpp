@@ -139,6 +139,7 @@ RunSummary run_pipeline(const Pipeline& pipeline, const RunOptions& options) {
   ItemSource source(files, pipeline.input.dir);
   if (options.file_feed) source.set_file_feed(options.file_feed);
   source.set_max_file_bytes(pipeline.input.max_file_bytes);
+  source.set_extnames(pipeline.input.extnames);
   RunSummary summary;
   summary.set_context({{"imflow_version", kVersion},
                        {"pipeline", pipeline.source},

@@ -39,6 +39,7 @@ std::vector<FitsCard> provenance_cards(const WorkItem& item) {
       {"SRCHDU", std::to_string(item.ref.hdu), "input HDU, 0-based (0 = primary)", true},
       {"SRCPLANE", std::to_string(item.ref.plane), "input plane of a cube, 0-based", true},
   };
+  if (!item.ref.extname.empty()) cards.push_back({"SRCEXT", item.ref.extname, "EXTNAME of the input HDU", false});
   // FITS has no NaN numeric value (an all-NaN image has a NaN background): write those as text.
   auto number = [&](const char* key, double value, const char* comment) {
     // %.17g: std::to_string's fixed 6 decimals wrote 0.000000 for a background of 1e-11 (flux-calibrated images).

@@ -32,7 +32,7 @@ std::vector<PlaneInfo> scan_fits_planes(const fs::path& path) {
   std::vector<PlaneInfo> planes;
   for (const FitsImageInfo& image : scan_fits(path)) {
     for (int64_t p = 0; p < image.planes(); ++p) {
-      planes.push_back({image.hdu, p, image.planes(), image.width(), image.height()});
+      planes.push_back({image.hdu, p, image.planes(), image.width(), image.height(), 0, image.extname});
     }
   }
   return planes;

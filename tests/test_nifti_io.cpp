@@ -219,14 +219,15 @@ std::vector<double> volume_values(int nx, int ny, int nz, double offset = 0) {
   return v;
 }
 
-// Slice `plane` along `axis` of volume_values(nx, ny, nz, offset), as read_nifti_slice lays it out.
-std::vector<float> expected_slice(int nx, int ny, int nz, int axis, int plane, double offset = 0) {
+// Slice `plane` along `axis` of volume_values(nx, ny, nz, offset) (base 10: of ramp(nx, ny, nz)),
+// as read_nifti_slice lays it out.
+std::vector<float> expected_slice(int nx, int ny, int nz, int axis, int plane, double offset = 0, int base = 100) {
   std::vector<float> out;
   const int width = axis == 0 ? ny : nx, height = axis == 2 ? ny : nz;
   for (int r = 0; r < height; ++r) {
     for (int c = 0; c < width; ++c) {
       const int i = axis == 0 ? plane : c, j = axis == 0 ? c : axis == 1 ? plane : r, k = axis == 2 ? plane : r;
-      out.push_back(static_cast<float>(i + 100 * j + 10000 * k + offset));
+      out.push_back(static_cast<float>(i + base * j + base * base * k + offset));
     }
   }
   return out;
@@ -262,6 +263,26 @@ TEST_CASE("NIfTI slices are the same read whole into the cache and one by one", 
   CHECK(slice(path, 2, 1) == expected_slice(nx, ny, nz, 2, 1));
   test::write_nifti<int32_t>(path, {{nx, ny, nz}, 8, 32, 0, 0, true, true}, volume_values(nx, ny, nz, 3));
   CHECK(slice(path, 2, 1) == expected_slice(nx, ny, nz, 2, 1, 3));
+}
+
+TEST_CASE("prefetching (at scan time) fills the cache without evicting volumes not yet read", "[nifti]") {
+  test::TempDir dir("nifti_prefetch");
+  const int nx = 8, ny = 6, nz = 5;
+  for (const char* name : {"a.nii.gz", "b.nii.gz"}) {
+    test::write_nifti<int16_t>(dir / name, {{nx, ny, nz}, 4, 16, 0, 0, false, true}, ramp(nx, ny, nz));
+  }
+  test::write_nifti<int16_t>(dir / "plain.nii", {{nx, ny, nz}, 4, 16}, ramp(nx, ny, nz));
+  CacheBudget cache(uint64_t{nx} * ny * nz * 2);  // room for one volume
+  CHECK_FALSE(prefetch_nifti(dir / "plain.nii", 2));  // slices along k of a .nii are read directly
+  CHECK(prefetch_nifti(dir / "a.nii.gz", 2));
+  CHECK(prefetch_nifti(dir / "a.nii.gz", 2));         // already there
+  CHECK_FALSE(prefetch_nifti(dir / "b.nii.gz", 2));   // would evict a.nii.gz, which nobody has read yet
+  CHECK(slice(dir / "a.nii.gz", 2, 4) == expected_slice(nx, ny, nz, 2, 4, 0, 10));
+  CHECK(prefetch_nifti(dir / "b.nii.gz", 2));         // a.nii.gz has been read from: it may go
+  CHECK(prefetch_nifti(dir / "plain.nii", 0) == false);  // axis 0 of the .nii: 480 bytes, no room beside b
+  CHECK(slice(dir / "b.nii.gz", 2, 0) == expected_slice(nx, ny, nz, 2, 0, 0, 10));
+  CHECK(slice(dir / "plain.nii", 0, 3) == expected_slice(nx, ny, nz, 0, 3, 0, 10));  // a read may evict
+  CHECK(slice(dir / "a.nii.gz", 1, 2) == expected_slice(nx, ny, nz, 1, 2, 0, 10));
 }
 
 TEST_CASE("threads reading slices of gzipped volumes share the cache, also while it evicts", "[nifti]") {

@@ -43,6 +43,7 @@ bool is_nifti_path(const std::filesystem::path& path) {
 std::vector<PlaneInfo> scan_nifti_planes(const std::filesystem::path& path) {
   const int axis = nifti_slice_axis();
   const NiftiInfo info = scan_nifti(path);
+  prefetch_nifti(path, axis);  // the scan runs over several files at once: their streams inflate in parallel
   std::vector<PlaneInfo> planes;
   const int64_t count = info.slices(axis);
   planes.reserve(static_cast<size_t>(count));

@@ -188,6 +188,22 @@ std::vector<unsigned char> read_data_bytes(const nifti_image& image, int64_t off
   return data;
 }
 
+// Slices along `axis` come from the whole data, read once per file into the cache, when the file
+// is a gzip stream (which seeks by inflating from its start) or the slice is spread across the
+// layout (axis 0 or 1: each spans most of the file).
+bool reads_whole(const nifti_image& image, const NiftiInfo& info, int axis) {
+  const bool contiguous = axis == 2 || (axis == 0 && info.dims[0] == 1) || (axis == 1 && info.dims[1] == 1);
+  return is_gzip(image.iname) || !contiguous;
+}
+
+// The whole voxel data as far as it reads (bytes [0, valid)).
+NiftiVolumeData load_whole(const nifti_image& image, double bytes, const fs::path& path) {
+  NiftiVolumeData data;
+  data.bytes = read_data_bytes(image, 0, static_cast<int64_t>(bytes), path);
+  data.valid = data.bytes.size();
+  return data;
+}
+
 std::string truncated(const fs::path& path, int64_t plane, int64_t expected, int64_t got) {
   return path.string() + ": cannot read slice " + std::to_string(plane) + " (" + std::to_string(expected) + " bytes expected, " +
          std::to_string(std::max<int64_t>(got, 0)) + " read): truncated or corrupt data";
@@ -275,6 +291,14 @@ NiftiInfo scan_nifti(const fs::path& path) {
   return info;
 }
 
+bool prefetch_nifti(const fs::path& path, int axis) {
+  const NiftiPtr image = open_header(path);
+  const NiftiInfo info = info_of(*image, path);
+  if (!reads_whole(*image, info, axis)) return false;
+  const double whole = data_bytes(info);
+  return prefetch_nifti_volume(image->iname, static_cast<uint64_t>(whole), [&] { return load_whole(*image, whole, path); });
+}
+
 int64_t read_nifti_slice(const fs::path& path, int axis, int64_t plane, ImageBuffer& out, const ReadLimits& limits) {
   const NiftiPtr image = open_header(path);
   const NiftiInfo info = info_of(*image, path);
@@ -309,15 +333,9 @@ int64_t read_nifti_slice(const fs::path& path, int axis, int64_t plane, ImageBuf
   // file into the shared cache (nifti_volume_cache.hpp) when it fits the budget.
   std::vector<unsigned char> slice;
   const double whole = data_bytes(info);
-  const bool whole_file = is_gzip(image->iname) || span.voxels() != width * height;
   std::shared_ptr<const NiftiVolumeData> volume;
-  if (whole_file) {
-    volume = cached_nifti_volume(image->iname, static_cast<uint64_t>(whole), [&] {
-      NiftiVolumeData data;
-      data.bytes = read_data_bytes(*image, 0, static_cast<int64_t>(whole), path);
-      data.valid = data.bytes.size();
-      return data;
-    });
+  if (reads_whole(*image, info, axis)) {
+    volume = cached_nifti_volume(image->iname, static_cast<uint64_t>(whole), [&] { return load_whole(*image, whole, path); });
     if (!volume && nifti_cache_bytes() > 0) warn_uncached(path, whole, is_gzip(image->iname));
   }
   if (volume) {

@@ -49,6 +49,7 @@ struct Entry {
   FileKey key;
   uint64_t bytes = 0;
   std::shared_future<Volume> data;
+  bool read_from = false;  // false: prefetched and not asked for yet
 };
 
 struct Cache {
@@ -78,41 +79,70 @@ uint64_t nifti_cache_bytes() {
   return c.budget;
 }
 
+namespace {
+enum class Claim { no_room, found, claimed };
+
+// Under the cache's lock: `data` becomes the entry of `key`, moved to the front when present
+// (found); otherwise a new entry fed by `promise` (claimed: the caller loads it) after least
+// recently used entries are dropped to make room. A read drops any; a prefetch only entries that
+// have been read from (never another prefetch's work), and claims nothing when that is not enough.
+Claim find_or_claim(Cache& c, const FileKey& key, uint64_t data_bytes, bool prefetch, std::promise<Volume>& promise,
+                    std::shared_future<Volume>& data) {
+  const std::lock_guard lock(c.mutex);
+  for (auto it = c.entries.begin(); it != c.entries.end(); ++it) {
+    if (it->key == key) {
+      c.entries.splice(c.entries.begin(), c.entries, it);
+      data = c.entries.front().data;
+      if (!prefetch) c.entries.front().read_from = true;
+      return Claim::found;
+    }
+  }
+  if (data_bytes > c.budget) return Claim::no_room;
+  auto droppable = [&](const Entry& entry) { return !prefetch || entry.read_from; };
+  uint64_t can_free = 0;
+  for (const Entry& entry : c.entries) can_free += droppable(entry) ? entry.bytes : 0;
+  if (c.used - can_free + data_bytes > c.budget) return Claim::no_room;
+  for (auto it = c.entries.end(); c.used + data_bytes > c.budget && it != c.entries.begin();) {
+    --it;
+    if (droppable(*it)) {
+      c.used -= it->bytes;
+      it = c.entries.erase(it);
+    }
+  }
+  data = promise.get_future().share();
+  c.entries.push_front(Entry{key, data_bytes, data, !prefetch});
+  c.used += data_bytes;
+  return Claim::claimed;
+}
+
+void fulfil(std::promise<Volume>& promise, const std::function<NiftiVolumeData()>& load) {
+  try {
+    promise.set_value(std::make_shared<const NiftiVolumeData>(load()));
+  } catch (...) {
+    promise.set_exception(std::current_exception());
+  }
+}
+}  // namespace
+
 Volume cached_nifti_volume(const std::filesystem::path& path, uint64_t data_bytes,
                            const std::function<NiftiVolumeData()>& load) {
   Cache& c = cache();
-  const FileKey key = key_of(path);
   std::promise<Volume> promise;
   std::shared_future<Volume> data;
-  bool found = false;
-  {
-    const std::lock_guard lock(c.mutex);
-    if (data_bytes > c.budget) return nullptr;
-    for (auto it = c.entries.begin(); it != c.entries.end() && !found; ++it) {
-      if (it->key == key) {
-        c.entries.splice(c.entries.begin(), c.entries, it);
-        data = c.entries.front().data;
-        found = true;
-      }
-    }
-    if (!found) {
-      data = promise.get_future().share();
-      c.entries.push_front(Entry{key, data_bytes, data});
-      c.used += data_bytes;
-      while (c.used > c.budget && c.entries.size() > 1) {
-        c.used -= c.entries.back().bytes;
-        c.entries.pop_back();
-      }
-    }
-  }
-  if (!found) {  // this thread loads it; the others wait in data.get()
-    try {
-      promise.set_value(std::make_shared<const NiftiVolumeData>(load()));
-    } catch (...) {
-      promise.set_exception(std::current_exception());
-    }
-  }
+  const Claim claim = find_or_claim(c, key_of(path), data_bytes, false, promise, data);
+  if (claim == Claim::no_room) return nullptr;
+  if (claim == Claim::claimed) fulfil(promise, load);  // the other threads wait in data.get()
   return data.get();
+}
+
+bool prefetch_nifti_volume(const std::filesystem::path& path, uint64_t data_bytes,
+                           const std::function<NiftiVolumeData()>& load) {
+  Cache& c = cache();
+  std::promise<Volume> promise;
+  std::shared_future<Volume> data;
+  const Claim claim = find_or_claim(c, key_of(path), data_bytes, true, promise, data);
+  if (claim == Claim::claimed) fulfil(promise, load);
+  return claim != Claim::no_room;
 }
 
 }  // namespace imflow

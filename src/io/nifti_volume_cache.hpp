@@ -26,4 +26,11 @@ struct NiftiVolumeData {
 std::shared_ptr<const NiftiVolumeData> cached_nifti_volume(const std::filesystem::path& path, uint64_t data_bytes,
                                                           const std::function<NiftiVolumeData()>& load);
 
+// The same, ahead of the slices' reads (the input scan, which runs over several files at once, so
+// their streams inflate in parallel instead of one after the other while every reader waits): loads
+// the data only when it fits beside what the cache holds, never evicting. Returns whether the data
+// is (or is being) cached.
+bool prefetch_nifti_volume(const std::filesystem::path& path, uint64_t data_bytes,
+                           const std::function<NiftiVolumeData()>& load);
+
 }  // namespace imflow

@@ -40,6 +40,12 @@ struct NiftiInfo {
 // (for .nii.gz against what deflate can expand to). Throws InputError naming the file.
 NiftiInfo scan_nifti(const std::filesystem::path& path);
 
+// When the slices of `path` along `axis` come from its whole voxel data (a .nii.gz; axis 0 or 1)
+// and it fits in the cache beside what is there, read it now (the input scan calls this, several
+// files at a time, so gzip streams inflate in parallel rather than each while all readers wait
+// for it). Returns whether the data is cached. Throws InputError as scan_nifti.
+bool prefetch_nifti(const std::filesystem::path& path, int axis);
+
 // Read slice `plane` along `axis` into `out` (width = first remaining axis, rows along the
 // second), scaled to float32. Checks the slice size against limits.max_pixels before allocating.
 // Returns the bytes of the slice as stored.

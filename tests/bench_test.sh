@@ -7,7 +7,7 @@ work=$(mktemp -d); trap 'rm -rf "$work"' EXIT
 fail() { echo "FAIL: $*" >&2; exit 1; }
 
 mkdir -p "$work/in"; cp "$src"/datasets/samples/*.fits "$work/in/"
-"$imflow" bench --help | grep -q -- "--sweep" || fail "bench --help"
+"$imflow" bench --help | grep -- "--sweep" > /dev/null || fail "bench --help"
 "$imflow" -q bench "$src/config/astro.yaml" --input "$work/in" --device cpu --sweep threads=1,2 --repeat 2 \
   --warmup 1 --images 6 --trace --out "$work/b" > "$work/table.txt" || fail "bench exit code $?"
 [ -s "$work/b/bench.csv" ] || fail "bench.csv missing"
@@ -50,6 +50,6 @@ printf 'not fits' > "$work/in/broken.fits"
 set +e; err=$("$imflow" bench "$src/config/astro.yaml" --input "$work/in" --device cpu --sweep threads=1,2 \
   --repeat 1 --warmup 0 --out "$work/c" 2>&1 >/dev/null); code=$?; set -e
 [ $code -eq 2 ] || fail "exit code with a failed point: $code"
-echo "$err" | grep -q "bench failed: point threads=1" || fail "message should name the point: $err"
+grep -q "bench failed: point threads=1" <<< "$err" || fail "message should name the point: $err"
 grep -q '"status": "failed"' "$work/c/bench.json" || fail "failed status in bench.json"
 echo "bench test passed"

@@ -5,16 +5,16 @@ imflow=$1; src=$2
 work=$(mktemp -d); trap 'rm -rf "$work"' EXIT
 fail() { echo "FAIL: $*" >&2; exit 1; }
 
-"$imflow" --version | grep -q "^imflow [0-9]" || fail "--version"
-for sub in run validate steps; do "$imflow" $sub --help | grep -q "Usage" || fail "$sub --help"; done
-"$imflow" --help | grep -q "Exit codes" || fail "--help lists exit codes"
+"$imflow" --version | grep "^imflow [0-9]" > /dev/null || fail "--version"
+for sub in run validate steps; do "$imflow" $sub --help | grep "Usage" > /dev/null || fail "$sub --help"; done
+"$imflow" --help | grep "Exit codes" > /dev/null || fail "--help lists exit codes"
 
 # validate prints the resolved pipeline; a bad key is exit 1 with file:line:col.
-"$imflow" validate "$src/config/astro.yaml" | grep -q "kappa: 3" || fail "validate defaults"
+"$imflow" validate "$src/config/astro.yaml" | grep "kappa: 3" > /dev/null || fail "validate defaults"
 printf 'steps:\n  - background: {kapa: 3}\n' > "$work/bad.yaml"
 set +e; msg=$("$imflow" validate "$work/bad.yaml" 2>&1); code=$?; set -e
 [ $code -eq 1 ] || fail "bad pipeline exit code $code"
-echo "$msg" | grep -q "bad.yaml:2:.*kapa" || fail "bad key message: $msg"
+grep -q "bad.yaml:2:.*kapa" <<< "$msg" || fail "bad key message: $msg"
 
 # A run over the real crops: exit 0, catalogs and summary written.
 mkdir -p "$work/in"; cp "$src"/datasets/samples/*.fits "$work/in/"
@@ -32,10 +32,10 @@ set +e; err=$("$imflow" run "$src/config/astro.yaml" --input "$work/in" --output
 # --extname selects FITS HDUs by EXTNAME: the crops have none, so each fails naming its HDUs.
 set +e; err=$("$imflow" run "$src/config/astro.yaml" --input "$work/in" --output "$work/out4" --device cpu --extname SCI 2>&1 >/dev/null); code=$?; set -e
 [ $code -eq 2 ] || fail "exit code with --extname SCI: $code"
-echo "$err" | grep -q "dss_crop.fits: no image HDU with EXTNAME SCI (input.extnames); its image HDUs: 0 (no EXTNAME)" \
+grep -q "dss_crop.fits: no image HDU with EXTNAME SCI (input.extnames); its image HDUs: 0 (no EXTNAME)" <<< "$err" \
   || fail "--extname message: $err"
 # No input directory: the run cannot start, exit 3 naming it (not 1: the pipeline is fine).
 set +e; err=$("$imflow" run "$src/config/astro.yaml" --input "$work/absent" --output "$work/out3" --device cpu 2>&1); code=$?; set -e
 [ $code -eq 3 ] || fail "exit code without the input directory: $code"
-echo "$err" | grep -q "absent: input directory does not exist" || fail "missing input message: $err"
+grep -q "absent: input directory does not exist" <<< "$err" || fail "missing input message: $err"
 echo "cli tests passed"

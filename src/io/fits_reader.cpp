@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdio>
 #include <limits>
+#include <mutex>
 #include <optional>
 #include <string>
 
@@ -24,9 +25,15 @@ namespace detail {
 // CFITSIO keeps one process-wide stack of error messages: calls that succeed leave messages there
 // too (opening a tile-compressed HDU without ZSCALE/ZZERO columns pushes four "ffgcnn could not
 // find column" lines), and the stack is shared by every thread. The callers clear it
-// (fits_clear_errmsg) right before a call whose failure they report; this reports every message
+// (clear_fits_errors) right before a call whose failure they report; this reports every message
 // that call left, oldest first, without the lines that only repeat the file name or come from
 // those optional-column lookups.
+void clear_fits_errors() {
+  static std::once_flag initialized;
+  std::call_once(initialized, [] { fits_init_cfitsio(); });
+  fits_clear_errmsg();
+}
+
 std::string fits_error_text(const fs::path& path, const std::string& what, int status) {
   char text[FLEN_STATUS] = {0};
   fits_get_errstatus(status, text);
@@ -49,7 +56,7 @@ std::string fits_error_text(const fs::path& path, const std::string& what, int s
     details += (details.empty() ? "" : "; ") + line;
   }
   if (!details.empty()) message += ": " + details;
-  fits_clear_errmsg();
+  fits_clear_errmsg();  // CFITSIO is initialized here: a call has failed
   return message;
 }
 }  // namespace detail
@@ -79,7 +86,7 @@ FitsFile open_fits(const fs::path& path) {
   FitsFile file;
   int status = 0;
   // fits_open_diskfile: the name is a plain path (no CFITSIO extended syntax such as "[1]").
-  fits_clear_errmsg();
+  detail::clear_fits_errors();
   if (fits_open_diskfile(file.out(), path.c_str(), READONLY, &status) != 0) {
     throw InputError(fits_error_text(path, "not a readable FITS file", status));
   }
@@ -231,7 +238,7 @@ int64_t read_fits_plane(const fs::path& path, int hdu, int64_t plane, ImageBuffe
   float* null_check = info.bitpix > 0 ? &null_value : nullptr;
   int any_null = 0;
   int status = 0;
-  fits_clear_errmsg();
+  detail::clear_fits_errors();
   if (fits_read_pixll(open.file.get(), TFLOAT, open.first, width * height, null_check, out.data(), &any_null, &status) != 0) {
     throw InputError(fits_error_text(path, "HDU " + std::to_string(hdu) + " plane " + std::to_string(plane) +
                                                ": cannot read pixels",
@@ -270,7 +277,7 @@ int64_t read_fits_region(const fs::path& path, int hdu, int64_t plane, const Til
   float null_value = std::numeric_limits<float>::quiet_NaN();
   int any_null = 0;
   int status = 0;
-  fits_clear_errmsg();
+  detail::clear_fits_errors();
   if (fits_read_subset(open.file.get(), TFLOAT, first, last, step, info.bitpix > 0 ? &null_value : nullptr, out.data(),
                        &any_null, &status) != 0) {
     throw InputError(fits_error_text(path, "HDU " + std::to_string(hdu) + " plane " + std::to_string(plane) +

@@ -7,7 +7,13 @@
 
 namespace imflow::detail {
 
-// "FILE: what: CFITSIO error N (text)" plus the first message on CFITSIO's error stack.
+// Empty CFITSIO's process-wide error stack before a call whose failure is reported (with
+// fits_error_text). Initializes CFITSIO once first: its first open or create re-initializes its
+// global lock (fitsio_init_lock makes it recursive), and a thread clearing the stack meanwhile,
+// through that lock, could leave it locked for good (a CI run hung in ffopen at its first files).
+void clear_fits_errors();
+
+// "FILE: what: CFITSIO error N (text)" plus the messages the failed call left on CFITSIO's error stack.
 std::string fits_error_text(const std::filesystem::path& path, const std::string& what, int status);
 
 // RAII for an open fitsfile*: closes it (ignoring errors) when it goes out of scope.

@@ -40,51 +40,28 @@ TEST_CASE("NIfTI datatypes in both byte orders, plain and gzipped", "[nifti]") {
   for (bool big : {false, true}) {
     for (bool gz : {false, true}) {
       const std::string tag = std::string(big ? "be" : "le") + (gz ? ".nii.gz" : ".nii");
-      test::NiftiSpec spec{{4, 3, 2}, 2, 8, 0.0f, 0.0f, big, gz};
-      auto check = [&](const std::string& name) {
+      // Write NAME+TAG with the datatype (stored as T) and read slice 1 back.
+      auto check = [&]<typename T>(const std::string& name, int16_t datatype, int16_t bitpix, const std::vector<double>& values) {
         const auto path = dir / (name + tag);
+        test::write_nifti<T>(path, {{4, 3, 2}, datatype, bitpix, 0.0f, 0.0f, big, gz}, values);
         INFO(path);
         CHECK(slice(path, 2, 1) == expected);
       };
-      spec.datatype = 2, spec.bitpix = 8;
-      test::write_nifti<uint8_t>(dir / ("u8" + tag), spec, ramp());
-      check("u8");
-      spec.datatype = 4, spec.bitpix = 16;
-      test::write_nifti<int16_t>(dir / ("i16" + tag), spec, ramp());
-      check("i16");
-      spec.datatype = 512, spec.bitpix = 16;
-      test::write_nifti<uint16_t>(dir / ("u16" + tag), spec, ramp());
-      check("u16");
-      spec.datatype = 8, spec.bitpix = 32;
-      test::write_nifti<int32_t>(dir / ("i32" + tag), spec, ramp());
-      check("i32");
-      spec.datatype = 16, spec.bitpix = 32;
-      test::write_nifti<float>(dir / ("f32" + tag), spec, ramp());
-      check("f32");
-      spec.datatype = 64, spec.bitpix = 64;
-      test::write_nifti<double>(dir / ("f64" + tag), spec, ramp());
-      check("f64");
-      spec.datatype = 256, spec.bitpix = 8;
-      test::write_nifti<int8_t>(dir / ("i8" + tag), spec, ramp());
-      check("i8");
-      spec.datatype = 768, spec.bitpix = 32;
-      test::write_nifti<uint32_t>(dir / ("u32" + tag), spec, ramp());
-      check("u32");
-      spec.datatype = 1024, spec.bitpix = 64;
-      test::write_nifti<int64_t>(dir / ("i64" + tag), spec, ramp());
-      check("i64");
-      spec.datatype = 1280, spec.bitpix = 64;
-      test::write_nifti<uint64_t>(dir / ("u64" + tag), spec, ramp());
-      check("u64");
+      check.operator()<uint8_t>("u8", 2, 8, ramp());
+      check.operator()<int16_t>("i16", 4, 16, ramp());
+      check.operator()<uint16_t>("u16", 512, 16, ramp());
+      check.operator()<int32_t>("i32", 8, 32, ramp());
+      check.operator()<float>("f32", 16, 32, ramp());
+      check.operator()<double>("f64", 64, 64, ramp());
+      check.operator()<int8_t>("i8", 256, 8, ramp());
+      check.operator()<uint32_t>("u32", 768, 32, ramp());
+      check.operator()<int64_t>("i64", 1024, 64, ramp());
+      check.operator()<uint64_t>("u64", 1280, 64, ramp());
       // Colour: gray voxels (R = G = B) give their value; bytes, so no swapping either way.
       std::vector<double> rgb, rgba;
       for (double v : ramp()) rgb.insert(rgb.end(), {v, v, v}), rgba.insert(rgba.end(), {v, v, v, 255 - v});
-      spec.datatype = 128, spec.bitpix = 24;
-      test::write_nifti<uint8_t>(dir / ("rgb" + tag), spec, rgb);
-      check("rgb");
-      spec.datatype = 2304, spec.bitpix = 32;
-      test::write_nifti<uint8_t>(dir / ("rgba" + tag), spec, rgba);
-      check("rgba");
+      check.operator()<uint8_t>("rgb", 128, 24, rgb);
+      check.operator()<uint8_t>("rgba", 2304, 32, rgba);
     }
   }
   // Negative int8/int16 values and the full uint8/uint16/uint32 ranges survive.

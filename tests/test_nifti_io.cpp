@@ -210,10 +210,11 @@ std::vector<float> expected_slice(int nx, int ny, int nz, int axis, int plane, d
   return out;
 }
 
-// Restores the default cache budget when a test that changes it ends, passed or not.
+// Sets the cache budget for a test and restores the one before when it ends, passed or not.
 struct CacheBudget {
-  explicit CacheBudget(uint64_t bytes) { set_nifti_cache_bytes(bytes); }
-  ~CacheBudget() { set_nifti_cache_bytes(uint64_t{1} << 30); }
+  explicit CacheBudget(uint64_t bytes) : before(nifti_cache_bytes()) { set_nifti_cache_bytes(bytes); }
+  ~CacheBudget() { set_nifti_cache_bytes(before); }
+  const uint64_t before;
 };
 }  // namespace
 

@@ -196,14 +196,6 @@ bool reads_whole(const nifti_image& image, const NiftiInfo& info, int axis) {
   return is_gzip(image.iname) || !contiguous;
 }
 
-// The whole voxel data as far as it reads (bytes [0, valid)).
-NiftiVolumeData load_whole(const nifti_image& image, double bytes, const fs::path& path) {
-  NiftiVolumeData data;
-  data.bytes = read_data_bytes(image, 0, static_cast<int64_t>(bytes), path);
-  data.valid = data.bytes.size();
-  return data;
-}
-
 std::string truncated(const fs::path& path, int64_t plane, int64_t expected, int64_t got) {
   return path.string() + ": cannot read slice " + std::to_string(plane) + " (" + std::to_string(expected) + " bytes expected, " +
          std::to_string(std::max<int64_t>(got, 0)) + " read): truncated or corrupt data";
@@ -296,7 +288,8 @@ bool prefetch_nifti(const fs::path& path, int axis) {
   const NiftiInfo info = info_of(*image, path);
   if (!reads_whole(*image, info, axis)) return false;
   const double whole = data_bytes(info);
-  return prefetch_nifti_volume(image->iname, static_cast<uint64_t>(whole), [&] { return load_whole(*image, whole, path); });
+  return prefetch_nifti_volume(image->iname, static_cast<uint64_t>(whole),
+                               [&] { return read_data_bytes(*image, 0, static_cast<int64_t>(whole), path); });
 }
 
 int64_t read_nifti_slice(const fs::path& path, int axis, int64_t plane, ImageBuffer& out, const ReadLimits& limits) {
@@ -333,17 +326,18 @@ int64_t read_nifti_slice(const fs::path& path, int axis, int64_t plane, ImageBuf
   // file into the shared cache (nifti_volume_cache.hpp) when it fits the budget.
   std::vector<unsigned char> slice;
   const double whole = data_bytes(info);
-  std::shared_ptr<const NiftiVolumeData> volume;
+  std::shared_ptr<const NiftiVolumeBytes> volume;
   if (reads_whole(*image, info, axis)) {
-    volume = cached_nifti_volume(image->iname, static_cast<uint64_t>(whole), [&] { return load_whole(*image, whole, path); });
+    volume = cached_nifti_volume(image->iname, static_cast<uint64_t>(whole),
+                                 [&] { return read_data_bytes(*image, 0, static_cast<int64_t>(whole), path); });
     if (!volume && nifti_cache_bytes() > 0) warn_uncached(path, whole, is_gzip(image->iname));
   }
   if (volume) {
     const int64_t end = (span.last + 1) * bpv;
-    if (static_cast<uint64_t>(end) > volume->valid) {
-      throw InputError(truncated(path, plane, span.voxels() * bpv, static_cast<int64_t>(volume->valid) - span.first * bpv));
+    if (static_cast<uint64_t>(end) > volume->size()) {
+      throw InputError(truncated(path, plane, span.voxels() * bpv, static_cast<int64_t>(volume->size()) - span.first * bpv));
     }
-    slice = gather_slice(volume->bytes.data() + span.first * bpv, span, bpv, swap, image->swapsize);
+    slice = gather_slice(volume->data() + span.first * bpv, span, bpv, swap, image->swapsize);
   } else {
     const std::vector<unsigned char> data = read_data_bytes(*image, span.first * bpv, span.voxels() * bpv, path);
     if (static_cast<int64_t>(data.size()) != span.voxels() * bpv) {

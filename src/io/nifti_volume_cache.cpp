@@ -43,7 +43,7 @@ FileKey key_of(const std::filesystem::path& path) {
   return key;
 }
 
-using Volume = std::shared_ptr<const NiftiVolumeData>;
+using Volume = std::shared_ptr<const NiftiVolumeBytes>;
 
 struct Entry {
   FileKey key;
@@ -115,34 +115,31 @@ Claim find_or_claim(Cache& c, const FileKey& key, uint64_t data_bytes, bool pref
   return Claim::claimed;
 }
 
-void fulfil(std::promise<Volume>& promise, const std::function<NiftiVolumeData()>& load) {
-  try {
-    promise.set_value(std::make_shared<const NiftiVolumeData>(load()));
-  } catch (...) {
-    promise.set_exception(std::current_exception());
+// The entry of `path` (found or claimed and loaded here); an invalid future when there is no room.
+std::shared_future<Volume> entry_of(const std::filesystem::path& path, uint64_t data_bytes, bool prefetch,
+                                    const std::function<NiftiVolumeBytes()>& load) {
+  std::promise<Volume> promise;
+  std::shared_future<Volume> data;
+  if (find_or_claim(cache(), key_of(path), data_bytes, prefetch, promise, data) == Claim::claimed) {
+    try {  // other threads asking meanwhile wait in data.get()
+      promise.set_value(std::make_shared<const NiftiVolumeBytes>(load()));
+    } catch (...) {
+      promise.set_exception(std::current_exception());
+    }
   }
+  return data;
 }
 }  // namespace
 
 Volume cached_nifti_volume(const std::filesystem::path& path, uint64_t data_bytes,
-                           const std::function<NiftiVolumeData()>& load) {
-  Cache& c = cache();
-  std::promise<Volume> promise;
-  std::shared_future<Volume> data;
-  const Claim claim = find_or_claim(c, key_of(path), data_bytes, false, promise, data);
-  if (claim == Claim::no_room) return nullptr;
-  if (claim == Claim::claimed) fulfil(promise, load);  // the other threads wait in data.get()
-  return data.get();
+                           const std::function<NiftiVolumeBytes()>& load) {
+  const std::shared_future<Volume> data = entry_of(path, data_bytes, false, load);
+  return data.valid() ? data.get() : nullptr;
 }
 
 bool prefetch_nifti_volume(const std::filesystem::path& path, uint64_t data_bytes,
-                           const std::function<NiftiVolumeData()>& load) {
-  Cache& c = cache();
-  std::promise<Volume> promise;
-  std::shared_future<Volume> data;
-  const Claim claim = find_or_claim(c, key_of(path), data_bytes, true, promise, data);
-  if (claim == Claim::claimed) fulfil(promise, load);
-  return claim != Claim::no_room;
+                           const std::function<NiftiVolumeBytes()>& load) {
+  return entry_of(path, data_bytes, true, load).valid();
 }
 
 }  // namespace imflow

@@ -50,6 +50,11 @@ const InputFormat kFormats[] = {
 };
 }  // namespace
 
+bool name_ends_with(const fs::path& path, std::string_view suffix) {
+  const std::string name = lower(path.filename().string());
+  return name.size() > suffix.size() && name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
 const InputFormat* input_format_for(const fs::path& path) {
   for (const InputFormat& format : kFormats) {
     if (format.matches(path)) return &format;

@@ -1,26 +1,13 @@
 // Input-format adapters for PNG slices and NIfTI volumes (one plane per slice).
 #include "mri_formats.hpp"
 
-#include <algorithm>
-#include <cctype>
-
+#include "imflow/io/input_format.hpp"
 #include "imflow/io/nifti.hpp"
 #include "imflow/io/png.hpp"
 
 namespace imflow {
 
-namespace {
-std::string lower_name(const std::filesystem::path& path) {
-  std::string name = path.filename().string();
-  std::transform(name.begin(), name.end(), name.begin(), [](unsigned char c) { return std::tolower(c); });
-  return name;
-}
-bool ends_with(const std::string& text, const std::string& suffix) {
-  return text.size() > suffix.size() && text.compare(text.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
-}  // namespace
-
-bool is_png_path(const std::filesystem::path& path) { return ends_with(lower_name(path), ".png"); }
+bool is_png_path(const std::filesystem::path& path) { return name_ends_with(path, ".png"); }
 
 std::vector<PlaneInfo> scan_png_planes(const std::filesystem::path& path) {
   const PngInfo info = scan_png(path);
@@ -36,8 +23,8 @@ int64_t read_png_plane(const ItemRef& ref, ImageBuffer& out, const ReadLimits& l
 }
 
 bool is_nifti_path(const std::filesystem::path& path) {
-  const std::string name = lower_name(path);
-  return ends_with(name, ".nii") || ends_with(name, ".nii.gz") || ends_with(name, ".hdr") || ends_with(name, ".hdr.gz");
+  return name_ends_with(path, ".nii") || name_ends_with(path, ".nii.gz") || name_ends_with(path, ".hdr") ||
+         name_ends_with(path, ".hdr.gz");
 }
 
 std::vector<PlaneInfo> scan_nifti_planes(const std::filesystem::path& path) {

@@ -6,7 +6,6 @@
 #include <algorithm>
 #include <atomic>
 #include <bit>
-#include <cctype>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -15,10 +14,10 @@
 #include <mutex>
 #include <set>
 #include <string>
-#include <string_view>
 #include <vector>
 
 #include "imflow/errors.hpp"
+#include "imflow/io/input_format.hpp"
 #include "imflow/io/nifti.hpp"
 #include "nifti_volume_cache.hpp"
 
@@ -34,22 +33,15 @@ struct NiftiFree {
 };
 using NiftiPtr = std::unique_ptr<nifti_image, NiftiFree>;
 
-bool has_suffix(const fs::path& path, std::string_view suffix) {
-  std::string name = path.filename().string();
-  if (name.size() <= suffix.size()) return false;
-  for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
-
-bool is_gzip(const fs::path& path) { return has_suffix(path, ".gz"); }
+bool is_gzip(const fs::path& path) { return name_ends_with(path, ".gz"); }
 
 // NIfTI-1 pairs ("ni1") and Analyze 7.5 keep the header in X.hdr and the voxels in X.img.
-bool is_pair_header(const fs::path& path) { return has_suffix(path, ".hdr") || has_suffix(path, ".hdr.gz"); }
+bool is_pair_header(const fs::path& path) { return name_ends_with(path, ".hdr") || name_ends_with(path, ".hdr.gz"); }
 
 bool has_image_file(const fs::path& header) {
   const char* const names[] = {".img", ".img.gz", ".IMG", ".IMG.GZ"};
   fs::path stem = header;
-  if (has_suffix(stem, ".gz")) stem.replace_extension();
+  if (name_ends_with(stem, ".gz")) stem.replace_extension();
   std::error_code error;
   return std::any_of(std::begin(names), std::end(names), [&](const char* suffix) {
     return fs::is_regular_file(fs::path(stem).replace_extension(suffix), error);

@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "imflow/image.hpp"
@@ -33,6 +34,10 @@ struct InputFormat {
 
 // The format for a path, or nullptr when none claims it.
 const InputFormat* input_format_for(const std::filesystem::path& path);
+
+// Whether the file name of `path` ends with `suffix` (lower case) after a non-empty stem,
+// ignoring case: "X.NII.GZ" ends with ".nii.gz"; ".png" alone does not end with ".png".
+bool name_ends_with(const std::filesystem::path& path, std::string_view suffix);
 
 // "name.fits.fz" -> "name": the file name without the format's extensions.
 std::string strip_image_extension(const std::string& filename);

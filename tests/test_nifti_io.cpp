@@ -1,4 +1,4 @@
-// NIfTI-1 input: datatypes, scl_slope/scl_inter, both byte orders, .nii.gz, slice axes, 4-D,
+// NIfTI-1 and NIfTI-2 input: datatypes, scl_slope/scl_inter, both byte orders, .nii.gz, slice axes, 4-D,
 // bad headers (datatype, absurd dims, truncation), the whole-data cache, the committed real volume.
 #include <catch2/catch.hpp>
 
@@ -34,16 +34,17 @@ std::vector<float> slice(const std::filesystem::path& path, int axis, int64_t pl
 }
 }  // namespace
 
-TEST_CASE("NIfTI datatypes in both byte orders, plain and gzipped", "[nifti]") {
+TEST_CASE("NIfTI-1 and NIfTI-2 datatypes in both byte orders, plain and gzipped", "[nifti]") {
   test::TempDir dir("nifti_types");
   const std::vector<float> expected = {100, 101, 102, 103, 110, 111, 112, 113, 120, 121, 122, 123};
-  for (bool big : {false, true}) {
-    for (bool gz : {false, true}) {
-      const std::string tag = std::string(big ? "be" : "le") + (gz ? ".nii.gz" : ".nii");
+  for (int version : {1, 2}) {
+    for (bool big : {false, true}) {
+      for (bool gz : {false, true}) {
+      const std::string tag = "n" + std::to_string(version) + (big ? "be" : "le") + (gz ? ".nii.gz" : ".nii");
       // Write NAME+TAG with the datatype (stored as T) and read slice 1 back.
       auto check = [&]<typename T>(const std::string& name, int16_t datatype, int16_t bitpix, const std::vector<double>& values) {
         const auto path = dir / (name + tag);
-        test::write_nifti<T>(path, {{4, 3, 2}, datatype, bitpix, 0.0f, 0.0f, big, gz}, values);
+        test::write_nifti<T>(path, {{4, 3, 2}, datatype, bitpix, 0.0f, 0.0f, big, gz, version}, values);
         INFO(path);
         CHECK(slice(path, 2, 1) == expected);
       };
@@ -62,8 +63,18 @@ TEST_CASE("NIfTI datatypes in both byte orders, plain and gzipped", "[nifti]") {
       for (double v : ramp()) rgb.insert(rgb.end(), {v, v, v}), rgba.insert(rgba.end(), {v, v, v, 255 - v});
       check.operator()<uint8_t>("rgb", 128, 24, rgb);
       check.operator()<uint8_t>("rgba", 2304, 32, rgba);
+      }
     }
   }
+  // NIfTI-2 dims past NIfTI-1's int16 limit, and its double scaling.
+  std::vector<double> wide(40000 * 2);
+  for (size_t i = 0; i < wide.size(); ++i) wide[i] = static_cast<double>(i % 251);
+  test::write_nifti<uint8_t>(dir / "wide.nii.gz", {{40000, 2}, 2, 8, 0.5f, 3.0f, false, true, 2}, wide);
+  const std::vector<float> wide_slice = slice(dir / "wide.nii.gz", 2, 0);
+  REQUIRE(wide_slice.size() == wide.size());
+  CHECK(wide_slice[39999] == static_cast<float>(wide[39999] * 0.5 + 3.0));
+  CHECK(wide_slice[79999] == static_cast<float>(wide[79999] * 0.5 + 3.0));
+  CHECK(scan_nifti(dir / "wide.nii.gz").dims[0] == 40000);
   // Negative int8/int16 values and the full uint8/uint16/uint32 ranges survive.
   test::write_nifti<int8_t>(dir / "neg8.nii", {{2, 1, 1}, 256, 8}, {-128, 127});
   CHECK(slice(dir / "neg8.nii", 2, 0) == std::vector<float>{-128, 127});
@@ -173,12 +184,12 @@ TEST_CASE("bad NIfTI files give errors naming the file and the reason", "[nifti]
   test::write_nifti<float>(dir / "cutf.nii.gz", {{64, 64, 4}, 16, 32, 0, 0, false, true}, values, 64 * 64 * 4 * 2 + 10);
   CHECK_NOTHROW(read_nifti_slice(dir / "cutf.nii.gz", 2, 0, image));
   CHECK_THROWS_WITH(read_nifti_slice(dir / "cutf.nii.gz", 2, 3, image), Catch::Contains("cutf.nii.gz") && Catch::Contains("truncated"));
-  // NIfTI-2 (CIFTI-2) and empty files: named as such.
+  // A NIfTI-2 header without its magic, and empty files: named as such.
   std::string nifti2(540, '\0');
   nifti2[0] = static_cast<char>(540 & 255);
   nifti2[1] = static_cast<char>(540 >> 8);
   std::ofstream(dir / "two.nii", std::ios::binary) << nifti2;
-  CHECK_THROWS_WITH(scan_nifti(dir / "two.nii"), Catch::Contains("two.nii") && Catch::Contains("NIfTI-2"));
+  CHECK_THROWS_WITH(scan_nifti(dir / "two.nii"), Catch::Contains("two.nii") && Catch::Contains("not a readable"));
   std::ofstream(dir / "zero.nii").close();
   CHECK_THROWS_WITH(scan_nifti(dir / "zero.nii"), Catch::Contains("zero.nii") && Catch::Contains("empty"));
   std::ofstream(dir / "junk.nii") << "not a nifti file at all";

@@ -1,5 +1,6 @@
-// NIfTI-1 input through nifticlib (Debian libnifti2-dev): header checks, one slice per read.
-#include <nifti1_io.h>
+// NIfTI-1, NIfTI-2 and Analyze 7.5 input through nifticlib's nifti2_io (Debian libnifti2-dev, 64-bit
+// dims): header checks, one slice per read.
+#include <nifti2_io.h>
 #include <spdlog/spdlog.h>
 #include <znzlib.h>
 
@@ -53,25 +54,13 @@ NiftiPtr open_header(const fs::path& path) {
   std::call_once(quiet, [] { nifti_set_debug_level(0); });  // our exceptions say what went wrong
   std::error_code error;
   if (!fs::is_regular_file(path, error)) throw InputError(path.string() + ": no such NIfTI file");
-  // nifticlib prints "** ERROR: nifti_convert_nhdr2nim: bad datatype / bad dim[0]" to stderr whatever the
-  // debug level, naming no file, for NIfTI-2 (CIFTI) headers: tell those (and empty files) apart first.
-  if (fs::file_size(path, error) == 0 && !error) throw InputError(path.string() + ": empty file (0 bytes), not a NIfTI-1 image");
-  if (znzFile file = znzopen(path.c_str(), "rb", nifti_is_gzfile(path.c_str())); !znz_isnull(file)) {
-    unsigned char head[4] = {0, 0, 0, 0};
-    const size_t got = znzread(head, 1, sizeof head, file);
-    znzclose(file);
-    const uint32_t le = head[0] | head[1] << 8 | head[2] << 16 | uint32_t{head[3]} << 24;
-    const uint32_t be = head[3] | head[2] << 8 | head[1] << 16 | uint32_t{head[0]} << 24;
-    if (got == sizeof head && (le == 540 || be == 540)) {
-      throw InputError(path.string() + ": NIfTI-2 header (sizeof_hdr 540; CIFTI-2 files are NIfTI-2): only NIfTI-1 is supported");
-    }
-  }
+  if (fs::file_size(path, error) == 0 && !error) throw InputError(path.string() + ": empty file (0 bytes), not a NIfTI image");
   if (is_pair_header(path) && !has_image_file(path)) {
     throw InputError(path.string() + ": header of a .hdr/.img pair whose data file (" + path.stem().string() +
                      ".img or .img.gz) is missing");
   }
   NiftiPtr image(nifti_image_read(path.c_str(), 0));
-  if (!image) throw InputError(path.string() + ": not a readable NIfTI-1 or Analyze 7.5 file (bad, truncated or NIfTI-2 header)");
+  if (!image) throw InputError(path.string() + ": not a readable NIfTI-1, NIfTI-2 or Analyze 7.5 file (bad or truncated header)");
   return image;
 }
 
@@ -110,7 +99,7 @@ NiftiInfo info_of(const nifti_image& image, const fs::path& path) {
   return info;
 }
 
-// Bytes the header claims for the voxel data, in double: no overflow (each dim <= 32767) and
+// Bytes the header claims for the voxel data, in double: no overflow (NIfTI-2 dims are 64-bit) and
 // exact well past any real file size.
 double data_bytes(const NiftiInfo& info) {
   double bytes = info.bytes_per_voxel;
@@ -128,7 +117,7 @@ struct SliceSpan {
   int64_t voxels() const { return last - first + 1; }
 };
 
-SliceSpan slice_span(const NiftiInfo& info, const int start[7], const int size[7], int axis) {
+SliceSpan slice_span(const NiftiInfo& info, const int64_t start[7], const int64_t size[7], int axis) {
   SliceSpan span;
   for (int d = 1; d < 7; ++d) span.stride[d] = span.stride[d - 1] * info.dims[d - 1];
   for (int d = 0; d < 7; ++d) {
@@ -154,7 +143,7 @@ std::vector<unsigned char> gather_slice(const unsigned char* data, const SliceSp
       std::memcpy(slice.data() + (r * span.width + c) * bpv, data + from, static_cast<size_t>(bpv));
     }
   }
-  if (swap && swapsize > 1) nifti_swap_Nbytes(slice.size() / static_cast<size_t>(swapsize), swapsize, slice.data());
+  if (swap && swapsize > 1) nifti_swap_Nbytes(static_cast<int64_t>(slice.size()) / swapsize, swapsize, slice.data());
   return slice;
 }
 
@@ -296,14 +285,14 @@ int64_t read_nifti_slice(const fs::path& path, int axis, int64_t plane, ImageBuf
     throw InputError(path.string() + ": slice " + std::to_string(plane) + " out of range (the file has " +
                      std::to_string(info.slices(axis)) + " along axis " + std::to_string(axis) + ")");
   }
-  int start[7] = {0, 0, 0, 0, 0, 0, 0};
-  int size[7];
-  for (int d = 0; d < 7; ++d) size[d] = static_cast<int>(info.dims[d]);
-  start[axis] = static_cast<int>(plane % info.dims[axis]);
+  int64_t start[7] = {0, 0, 0, 0, 0, 0, 0};
+  int64_t size[7];
+  for (int d = 0; d < 7; ++d) size[d] = info.dims[d];
+  start[axis] = plane % info.dims[axis];
   size[axis] = 1;
   int64_t outer = plane / info.dims[axis];  // index over dims 4..7
   for (int d = 3; d < 7; ++d) {
-    start[d] = static_cast<int>(outer % info.dims[d]);
+    start[d] = outer % info.dims[d];
     size[d] = 1;
     outer /= info.dims[d];
   }

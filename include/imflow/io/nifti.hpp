@@ -1,4 +1,4 @@
-// NIfTI-1 volumes (.nii, .nii.gz) through Debian's nifticlib: each slice along a configurable
+// NIfTI-1/NIfTI-2 volumes (.nii, .nii.gz, .hdr/.img) through Debian's nifticlib: each slice along a configurable
 // axis is one plane; scl_slope/scl_inter applied; uint8/int16/uint16/int32/float32/float64.
 #pragma once
 #include <cstdint>

@@ -22,6 +22,7 @@ struct NiftiSpec {
   bool big_endian = false;
   bool gzip = false;
   int version = 1;  // 1: 348-byte header, data at 352; 2: 540-byte header, data at 544
+  int16_t intent_code = 0;
 };
 
 namespace detail {
@@ -52,12 +53,14 @@ inline std::vector<unsigned char> nifti_header(const NiftiSpec& spec) {
     detail::put<int64_t>(bytes, 168, 544, be);                                     // vox_offset
     detail::put<double>(bytes, 176, spec.slope, be);
     detail::put<double>(bytes, 184, spec.inter, be);
+    detail::put<int32_t>(bytes, 504, spec.intent_code, be);
     return bytes;
   }
   std::vector<unsigned char> bytes(352, 0);
   detail::put<int32_t>(bytes, 0, 348, be);
   detail::put<int16_t>(bytes, 40, static_cast<int16_t>(spec.dims.size()), be);
   for (size_t d = 0; d < 7; ++d) detail::put<int16_t>(bytes, 42 + 2 * d, static_cast<int16_t>(dims[d]), be);
+  detail::put<int16_t>(bytes, 68, spec.intent_code, be);
   detail::put<int16_t>(bytes, 70, spec.datatype, be);
   detail::put<int16_t>(bytes, 72, spec.bitpix, be);
   for (int d = 0; d < 8; ++d) detail::put<float>(bytes, 76 + 4 * d, 1.0f, be);  // pixdim

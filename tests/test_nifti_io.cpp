@@ -75,6 +75,10 @@ TEST_CASE("NIfTI-1 and NIfTI-2 datatypes in both byte orders, plain and gzipped"
   CHECK(wide_slice[39999] == static_cast<float>(wide[39999] * 0.5 + 3.0));
   CHECK(wide_slice[79999] == static_cast<float>(wide[79999] * 0.5 + 3.0));
   CHECK(scan_nifti(dir / "wide.nii.gz").dims[0] == 40000);
+  // CIFTI-2 (a dense time series: 1 x 1 x 1 x 1 x 3 x 5, intent 3002) is not a stack of images.
+  test::write_nifti<float>(dir / "x.dtseries.nii", {{1, 1, 1, 1, 3, 5}, 16, 32, 0, 0, false, false, 2, 3002},
+                           std::vector<double>(15, 1.0));
+  CHECK_THROWS_WITH(scan_nifti(dir / "x.dtseries.nii"), Catch::Contains("x.dtseries.nii") && Catch::Contains("CIFTI-2"));
   // Negative int8/int16 values and the full uint8/uint16/uint32 ranges survive.
   test::write_nifti<int8_t>(dir / "neg8.nii", {{2, 1, 1}, 256, 8}, {-128, 127});
   CHECK(slice(dir / "neg8.nii", 2, 0) == std::vector<float>{-128, 127});

@@ -74,8 +74,16 @@ bool supported(int datatype) {
 
 bool is_colour(int datatype) { return datatype == DT_RGB24 || datatype == DT_RGBA32; }
 
+// CIFTI-2 (e.g. HCP .dtseries.nii) is NIfTI-2 holding a matrix (1 x 1 x 1 x 1 x time x grayordinates),
+// its intent codes 3000-3099 (NIFTI_INTENT_CONNECTIVITY_*): millions of 1 x 1 "slices", not images.
+bool is_cifti(const nifti_image& image) { return image.intent_code >= 3000 && image.intent_code < 3100; }
+
 NiftiInfo info_of(const nifti_image& image, const fs::path& path) {
   NiftiInfo info;
+  if (is_cifti(image)) {
+    throw InputError(path.string() + ": CIFTI-2 file (intent code " + std::to_string(image.intent_code) +
+                     "): a matrix over brain coordinates, not image slices");
+  }
   const int ndim = image.dim[0];
   if (ndim < 2 || ndim > 7) {
     throw InputError(path.string() + ": NIfTI dim[0] = " + std::to_string(ndim) + " (expected 2 to 7 dimensions)");

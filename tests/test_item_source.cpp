@@ -8,6 +8,8 @@
 #include <vector>
 
 #include "engine/item_source.hpp"
+#include "imflow/engine.hpp"
+#include "imflow/io/input_format.hpp"
 #include "test_helpers.hpp"
 
 using namespace imflow;
@@ -108,4 +110,28 @@ TEST_CASE("input.extnames selects FITS image HDUs by EXTNAME (HST/JWST SCI, ERR,
                          Catch::Contains("0 (no EXTNAME), 1 WHT"));
   CHECK_THAT(sci[3], Catch::Contains("plain.fits") && Catch::Contains("0 (no EXTNAME)"));
   CHECK(items({"SCI", "WHT"})[2] == "wht.fits:1");
+}
+
+TEST_CASE("default patterns list every format's extensions, ignoring case; names lose the longest one", "[engine][source]") {
+  test::TempDir dir("source_patterns");
+  for (const char* name : {"A.FITS", "b.Fit.Gz", "c.nii.GZ", "d.PNG", "e.txt", "f.hdr", "g.fz", "notes.fits.txt"}) {
+    std::ofstream(dir / name) << "x";
+  }
+  InputConfig input;
+  input.dir = dir.path();
+  input.patterns = default_input_patterns();
+  std::vector<std::string> listed;
+  for (const auto& file : list_input_files(input)) listed.push_back(file.filename().string());
+  CHECK(listed == std::vector<std::string>{"A.FITS", "b.Fit.Gz", "c.nii.GZ", "d.PNG", "f.hdr", "g.fz"});
+  CHECK(std::string(input_format_for("A.FITS")->name) == "fits");
+  CHECK(std::string(input_format_for("b.Fit.Gz")->name) == "fits");
+  CHECK(std::string(input_format_for("c.nii.GZ")->name) == "nifti");
+  CHECK(std::string(input_format_for("d.PNG")->name) == "png");
+  CHECK(input_format_for("e.txt") == nullptr);
+  CHECK(input_format_for(".png") == nullptr);
+  CHECK(strip_image_extension("c.nii.GZ") == "c");
+  CHECK(strip_image_extension("m.fits.fz") == "m");
+  CHECK(strip_image_extension("a.b.png") == "a.b");
+  CHECK(strip_image_extension("noext") == "noext");
+  CHECK(strip_image_extension(".png") == ".png");
 }

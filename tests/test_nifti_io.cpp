@@ -337,7 +337,7 @@ TEST_CASE("NIfTI-1 pairs and Analyze 7.5 (.hdr + .img) read like single files", 
     for (const std::string name : {"pair", "analyze"}) {
       const auto header = dir / (name + tag + ".hdr");
       INFO(header);
-      REQUIRE(is_nifti_path(header));
+      REQUIRE(std::string(input_format_for(header)->name) == "nifti");
       const NiftiInfo info = scan_nifti(header);
       CHECK(info.dims[2] == nz);
       CHECK(info.bit_depth() == 16);

@@ -6,20 +6,19 @@
 #include <sstream>
 
 #include "imflow/errors.hpp"
+#include "imflow/io/input_format.hpp"
 #include "imflow/params.hpp"
 #include "imflow/tiling.hpp"
 
 namespace imflow {
 
 namespace {
-const std::vector<std::string> kDefaultPatterns = {"*.fits", "*.fit", "*.fts", "*.fits.fz", "*.fits.gz", "*.fit.gz", "*.fts.gz",
-                                                   "*.png",  "*.nii", "*.nii.gz", "*.hdr", "*.hdr.gz"};
 const std::vector<std::string> kFormats = {"csv", "fits", "labels", "bgsub", "png", "fits_image", "metrics"};
 
 InputConfig parse_input(ParamReader reader) {
   InputConfig input;
   input.dir = reader.text("dir", "");
-  input.patterns = reader.text_list("patterns", kDefaultPatterns);
+  input.patterns = reader.text_list("patterns", default_input_patterns());
   input.recursive = reader.boolean("recursive", false);
   input.max_pixels = reader.integer("max_pixels", input.max_pixels, 1);
   input.max_file_bytes = reader.integer("max_file_bytes", input.max_file_bytes, 1);

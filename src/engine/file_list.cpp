@@ -11,10 +11,11 @@ namespace imflow {
 namespace fs = std::filesystem;
 
 namespace {
+// Ignoring case (FNM_CASEFOLD): "*.fits" lists IMAGE.FITS too, as written by older instruments.
 bool matches_any(const fs::path& path, const std::vector<std::string>& patterns) {
   const std::string name = path.filename().string();
   return std::any_of(patterns.begin(), patterns.end(),
-                     [&](const std::string& pattern) { return fnmatch(pattern.c_str(), name.c_str(), 0) == 0; });
+                     [&](const std::string& pattern) { return fnmatch(pattern.c_str(), name.c_str(), FNM_CASEFOLD) == 0; });
 }
 }  // namespace
 

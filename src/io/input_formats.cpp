@@ -1,7 +1,7 @@
 // The registered input formats (FITS; other formats add one entry each) and name helpers.
 #include <algorithm>
-#include <array>
 #include <cctype>
+#include <utility>
 
 #include "imflow/io/input_format.hpp"
 #include "mri_formats.hpp"
@@ -14,18 +14,6 @@ namespace {
 std::string lower(std::string text) {
   std::transform(text.begin(), text.end(), text.begin(), [](unsigned char c) { return std::tolower(c); });
   return text;
-}
-
-bool ends_with(const std::string& text, const std::string& suffix) {
-  return text.size() >= suffix.size() && text.compare(text.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
-
-const std::array<const char*, 10> kFitsSuffixes = {".fits", ".fit", ".fts", ".fits.fz", ".fits.gz", ".fit.gz",
-                                                   ".fts.gz", ".fz", ".mt", ".fits.z"};
-
-bool is_fits(const fs::path& path) {
-  const std::string name = lower(path.filename().string());
-  return std::any_of(kFitsSuffixes.begin(), kFitsSuffixes.end(), [&](const char* s) { return ends_with(name, s); });
 }
 
 std::vector<PlaneInfo> scan_fits_planes(const fs::path& path) {
@@ -43,11 +31,30 @@ int64_t read_fits(const ItemRef& ref, ImageBuffer& out, const ReadLimits& limits
   return read_fits_plane(ref.path, ref.hdu, ref.plane, out, limits);
 }
 
+// FITS: uncompressed, tile-compressed (fpack .fz) and whole-file compressed (gzip, Unix compress)
+// names that CFITSIO opens.
+constexpr std::string_view kFitsSuffixes[] = {".fits", ".fit", ".fts", ".fits.fz", ".fits.gz", ".fit.gz",
+                                              ".fts.gz", ".fz", ".fits.z", ".mt"};
+constexpr std::string_view kPngSuffixes[] = {".png"};
+// NIfTI single files, and the .hdr of .hdr/.img pairs (NIfTI-1 "ni1", Analyze 7.5).
+constexpr std::string_view kNiftiSuffixes[] = {".nii", ".nii.gz", ".hdr", ".hdr.gz"};
+
 const InputFormat kFormats[] = {
-    {"fits", is_fits, scan_fits_planes, read_fits},
-    {"png", is_png_path, scan_png_planes, read_png_plane},
-    {"nifti", is_nifti_path, scan_nifti_planes, read_nifti_plane},
+    {"fits", kFitsSuffixes, scan_fits_planes, read_fits},
+    {"png", kPngSuffixes, scan_png_planes, read_png_plane},
+    {"nifti", kNiftiSuffixes, scan_nifti_planes, read_nifti_plane},
 };
+
+// The longest registered suffix that `filename` ends with (after a non-empty stem), and its format.
+std::pair<const InputFormat*, size_t> longest_suffix(const fs::path& filename) {
+  std::pair<const InputFormat*, size_t> best{nullptr, 0};
+  for (const InputFormat& format : kFormats) {
+    for (std::string_view suffix : format.suffixes) {
+      if (suffix.size() > best.second && name_ends_with(filename, suffix)) best = {&format, suffix.size()};
+    }
+  }
+  return best;
+}
 }  // namespace
 
 bool name_ends_with(const fs::path& path, std::string_view suffix) {
@@ -55,25 +62,18 @@ bool name_ends_with(const fs::path& path, std::string_view suffix) {
   return name.size() > suffix.size() && name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
-const InputFormat* input_format_for(const fs::path& path) {
+const InputFormat* input_format_for(const fs::path& path) { return longest_suffix(path.filename()).first; }
+
+std::vector<std::string> default_input_patterns() {
+  std::vector<std::string> patterns;
   for (const InputFormat& format : kFormats) {
-    if (format.matches(path)) return &format;
+    for (std::string_view suffix : format.suffixes) patterns.emplace_back("*").append(suffix);
   }
-  return nullptr;
+  return patterns;
 }
 
 std::string strip_image_extension(const std::string& filename) {
-  static const std::array<const char*, 16> suffixes = {".fits.fz", ".fits.gz", ".fit.gz", ".fts.gz", ".nii.gz",
-                                                       ".hdr.gz",  ".fits",    ".fit",    ".fts",    ".fz",
-                                                       ".nii",     ".hdr",     ".png",    ".mt",     ".gz",
-                                                       ".fits.z"};
-  const std::string name = lower(filename);
-  for (const char* suffix : suffixes) {
-    if (ends_with(name, suffix) && name.size() > std::string(suffix).size()) {
-      return filename.substr(0, filename.size() - std::string(suffix).size());
-    }
-  }
-  return filename;
+  return filename.substr(0, filename.size() - longest_suffix(fs::path(filename)).second);
 }
 
 }  // namespace imflow

@@ -7,8 +7,6 @@
 
 namespace imflow {
 
-bool is_png_path(const std::filesystem::path& path) { return name_ends_with(path, ".png"); }
-
 std::vector<PlaneInfo> scan_png_planes(const std::filesystem::path& path) {
   const PngInfo info = scan_png(path);
   PlaneInfo plane;
@@ -20,11 +18,6 @@ std::vector<PlaneInfo> scan_png_planes(const std::filesystem::path& path) {
 
 int64_t read_png_plane(const ItemRef& ref, ImageBuffer& out, const ReadLimits& limits) {
   return read_png(ref.path, out, limits);
-}
-
-bool is_nifti_path(const std::filesystem::path& path) {
-  return name_ends_with(path, ".nii") || name_ends_with(path, ".nii.gz") || name_ends_with(path, ".hdr") ||
-         name_ends_with(path, ".hdr.gz");
 }
 
 std::vector<PlaneInfo> scan_nifti_planes(const std::filesystem::path& path) {

@@ -7,12 +7,10 @@
 
 namespace imflow {
 
-bool is_png_path(const std::filesystem::path& path);
 std::vector<PlaneInfo> scan_png_planes(const std::filesystem::path& path);
 int64_t read_png_plane(const ItemRef& ref, ImageBuffer& out, const ReadLimits& limits);
 
 // Slices along nifti_slice_axis() (set from the pipeline's input.nifti_axis).
-bool is_nifti_path(const std::filesystem::path& path);
 std::vector<PlaneInfo> scan_nifti_planes(const std::filesystem::path& path);
 int64_t read_nifti_plane(const ItemRef& ref, ImageBuffer& out, const ReadLimits& limits);
 

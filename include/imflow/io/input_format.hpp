@@ -1,8 +1,10 @@
 // Input formats: how a file is listed as work items (planes) and how one plane is read.
-// Formats are chosen by file name; add a format with one entry in src/io/input_formats.cpp.
+// Formats are chosen by file-name suffix; add a format with one entry in src/io/input_formats.cpp
+// (its suffixes also give the default input patterns and the output names).
 #pragma once
 #include <cstdint>
 #include <filesystem>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -26,20 +28,23 @@ struct PlaneInfo {
 
 struct InputFormat {
   const char* name;
-  bool (*matches)(const std::filesystem::path& path);
+  std::span<const std::string_view> suffixes;  // lower case, e.g. ".fits.fz"; matched ignoring case
   std::vector<PlaneInfo> (*scan)(const std::filesystem::path& path);
   // Read one plane into `out`; returns the bytes the plane occupies as stored.
   int64_t (*read)(const ItemRef& ref, ImageBuffer& out, const ReadLimits& limits);
 };
 
-// The format for a path, or nullptr when none claims it.
+// The format for a path (by suffix, ignoring case), or nullptr when none claims it.
 const InputFormat* input_format_for(const std::filesystem::path& path);
+
+// "*" + every registered suffix: input.patterns when the pipeline names none.
+std::vector<std::string> default_input_patterns();
 
 // Whether the file name of `path` ends with `suffix` (lower case) after a non-empty stem,
 // ignoring case: "X.NII.GZ" ends with ".nii.gz"; ".png" alone does not end with ".png".
 bool name_ends_with(const std::filesystem::path& path, std::string_view suffix);
 
-// "name.fits.fz" -> "name": the file name without the format's extensions.
+// "name.fits.fz" -> "name": the file name without its longest registered suffix (unchanged when none).
 std::string strip_image_extension(const std::string& filename);
 
 }  // namespace imflow

@@ -131,3 +131,40 @@ TEST_CASE("a non-finite centroid gets NaN sky coordinates, the others are unaffe
   CHECK(std::isnan(catalog[0].ra));
   CHECK(catalog[1].ra == Approx(150.0).margin(1e-12));
 }
+
+TEST_CASE("distortion lookup tables (HST 'Lookup') are left out with a note; SIP beside them still applies", "[wcs]") {
+  // An HST ACS-like header: TAN-SIP plus Paper IV lookup tables (CPDIS, D2IMDIS) whose tables sit in
+  // other HDUs. WCSLIB 7.12's wcssub wrote past its buffer copying such a WCS (astropy's
+  // dist_lookup.fits.gz aborted the run); WCSLIB rejects 'Lookup' anyway.
+  std::vector<std::string> sip = kTan;
+  sip[5] = "CTYPE1  = 'RA---TAN-SIP'";
+  sip[6] = "CTYPE2  = 'DEC--TAN-SIP'";
+  for (const char* card : {"A_ORDER = 2", "B_ORDER = 2", "A_2_0   = 1.0E-5", "B_0_2   = -2.0E-5", "A_1_1   = 3.0E-6"}) sip.push_back(card);
+  std::vector<std::string> lookup = sip;
+  for (const char* card : {"D2IMERR1= 0.0030", "D2IMDIS1= 'Lookup  '", "D2IM1   = 'EXTVER: 1'", "D2IM1   = 'NAXES: 2'",
+                           "D2IM1   = 'AXIS.1: 1'", "D2IM1   = 'AXIS.2: 2'", "CPERR1  = 0.0600", "CPDIS1  = 'Lookup  '",
+                           "DP1     = 'EXTVER: 1'", "DP1     = 'NAXES: 2'", "DP1     = 'AXIS.1: 1'", "DP1     = 'AXIS.2: 2'",
+                           "CPERR2  = 0.0700", "CPDIS2  = 'Lookup  '", "DP2     = 'EXTVER: 2'", "DP2     = 'NAXES: 2'",
+                           "DP2     = 'AXIS.1: 1'", "DP2     = 'AXIS.2: 2'", "D2IMEXT = 'new_wfc_d2i.fits'"}) {
+    lookup.push_back(card);
+  }
+  const ImageWcs plain = ImageWcs::from_header(header(sip), {100, 80}, 0);
+  const ImageWcs wcs = ImageWcs::from_header(header(lookup), {100, 80}, 0);
+  REQUIRE(plain.equatorial());
+  CHECK(plain.note().empty());
+  REQUIRE(wcs.equatorial());
+  CHECK(wcs.problem().empty());
+  CHECK_THAT(wcs.note(), Catch::Contains("Lookup") && Catch::Contains("0.07 pixels"));  // max(0.06 + 0.003, 0.07)
+  Catalog with_sip = at({{10.0, 70.0}, {90.0, 5.0}}), with_lookup = with_sip;
+  plain.set_sky_positions(with_sip);
+  wcs.set_sky_positions(with_lookup);
+  for (size_t i = 0; i < with_sip.size(); ++i) {
+    CHECK(with_lookup[i].ra == with_sip[i].ra);
+    CHECK(with_lookup[i].dec == with_sip[i].dec);
+  }
+  // SIP moved the corner (x - crpix = -40 px: A_2_0 x^2 = 0.016 px) off the pure TAN position.
+  Catalog tan = at({{10.0, 70.0}});
+  ImageWcs::from_header(header(kTan), {100, 80}, 0).set_sky_positions(tan);
+  CHECK(tan[0].ra != with_sip[0].ra);
+  CHECK(wcs.image_records().size() > 10);  // the 2-D records (SIP's A_/B_ included) for image outputs
+}

@@ -101,6 +101,7 @@ ImageWcs output_wcs(const ItemRef& ref, bool has_catalog, const OutputConfig& ou
   if (!uses_wcs) return {};
   ImageWcs wcs = ImageWcs::of_item(ref);
   if (!wcs.problem().empty()) spdlog::warn("{}: no sky coordinates: {}", item_name(ref), wcs.problem());
+  if (!wcs.note().empty()) spdlog::warn("{}: sky coordinates: {}", item_name(ref), wcs.note());
   return wcs;
 }
 

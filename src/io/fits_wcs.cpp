@@ -7,9 +7,16 @@
 #include <wcslib/wcsutil.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <limits>
+#include <map>
+#include <set>
+#include <string_view>
+#include <utility>
 
 #include "fits_status.hpp"
 #include "imflow/io/input_format.hpp"
@@ -19,15 +26,33 @@ namespace imflow {
 
 namespace fs = std::filesystem;
 
-void ImageWcs::Free::operator()(wcsprm* wcs) const {
-  wcsfree(wcs);
-  delete wcs;
-}
+struct ImageWcs::Parsed {
+  int count = 0;
+  wcsprm* all = nullptr;
+  Parsed() = default;
+  Parsed(const Parsed&) = delete;
+  Parsed& operator=(const Parsed&) = delete;
+  ~Parsed() {
+    if (all != nullptr) wcsvfree(&count, &all);
+  }
+};
 
 ImageWcs::ImageWcs() = default;
 ImageWcs::~ImageWcs() = default;
-ImageWcs::ImageWcs(ImageWcs&&) noexcept = default;
-ImageWcs& ImageWcs::operator=(ImageWcs&&) noexcept = default;
+// wcs_ points into parsed_: a moved-from ImageWcs has neither.
+ImageWcs::ImageWcs(ImageWcs&& other) noexcept { *this = std::move(other); }
+ImageWcs& ImageWcs::operator=(ImageWcs&& other) noexcept {
+  parsed_ = std::move(other.parsed_);
+  wcs_ = std::exchange(other.wcs_, nullptr);
+  plane_pixel_ = std::move(other.plane_pixel_);
+  problem_ = std::move(other.problem_);
+  note_ = std::move(other.note_);
+  radesys_ = std::move(other.radesys_);
+  equinox_ = other.equinox_;
+  lng_ = std::exchange(other.lng_, -1);
+  lat_ = std::exchange(other.lat_, -1);
+  return *this;
+}
 
 namespace {
 constexpr size_t kRecord = 80;  // FITS header record length
@@ -36,28 +61,82 @@ std::string wcslib_text(int status) {
   return status > 0 && status <= WCSERR_BAD_WORLD_COORD ? wcs_errmsg[status] : "status " + std::to_string(status);
 }
 
-// The alternate ' ' (primary) description of the header, as a wcsprm of our own; nullptr if none.
-std::unique_ptr<wcsprm, ImageWcs::Free> primary_wcs(std::string header, std::string& problem) {
-  std::unique_ptr<wcsprm, ImageWcs::Free> own;
-  int rejected = 0, count = 0;
-  wcsprm* all = nullptr;
-  const int records = static_cast<int>(header.size() / kRecord);
-  if (const int status = wcspih(header.data(), records, WCSHDR_all, 0, &rejected, &count, &all); status != 0) {
-    problem = "WCSLIB cannot parse the header (" + wcslib_text(status) + ")";
-    return own;
-  }
-  for (int i = 0; i < count; ++i) {
-    if (all[i].alt[0] != ' ' && all[i].alt[0] != '\0') continue;
-    own.reset(new wcsprm);
-    own->flag = -1;
-    if (const int status = wcssub(1, &all[i], nullptr, nullptr, own.get()); status != 0) {
-      problem = "WCSLIB cannot copy the WCS (" + wcslib_text(status) + ")";
-      own.reset();
+std::string trimmed(std::string_view text) {
+  const size_t first = text.find_first_not_of(' ');
+  if (first == std::string_view::npos) return {};
+  return std::string(text.substr(first, text.find_last_not_of(' ') - first + 1));
+}
+
+// Paper IV lookup-table distortions (CPDISj, CQDISi, D2IMDISj = 'Lookup': HST ACS and WFC3 images)
+// take their tables from other HDUs, which WCSLIB cannot do (it rejects the whole WCS). Their
+// records are dropped so the rest of the WCS (SIP included) still gives sky positions; `note` says
+// so, with the largest correction dropped (CPERRj + CQERRi + D2IMERRj, pixels) when the header gives it.
+std::string without_lookup_distortions(const std::string& header, std::string& note) {
+  struct Family {
+    const char *dis, *record, *error;  // e.g. CPDIS1 = 'Lookup', DP1 = 'EXTVER: 1', CPERR1 = 0.06
+  };
+  static constexpr Family kFamilies[] = {{"CPDIS", "DP", "CPERR"}, {"CQDIS", "DQ", "CQERR"}, {"D2IMDIS", "D2IM", "D2IMERR"}};
+  auto key_of = [&](size_t at) { return trimmed(std::string_view(header).substr(at, 8)); };
+  auto value_of = [&](size_t at) { return std::string_view(header).substr(at + 10, kRecord - 10); };
+  std::set<std::string> dropped;  // keywords of the lookup distortions' records
+  for (size_t at = 0; at + kRecord <= header.size(); at += kRecord) {
+    const std::string key = key_of(at);
+    for (const Family& family : kFamilies) {
+      const std::string_view prefix = family.dis;
+      if (!key.starts_with(prefix) || key.size() == prefix.size()) continue;
+      const std::string axis = key.substr(prefix.size());
+      if (value_of(at).find("'Lookup") == std::string_view::npos && value_of(at).find("'LOOKUP") == std::string_view::npos) continue;
+      dropped.insert({key, family.record + axis, family.error + axis});
+      if (family.record == std::string_view("D2IM")) dropped.insert("D2IMEXT");
     }
-    break;
   }
-  wcsvfree(&count, &all);
-  return own;
+  if (dropped.empty()) return header;
+  std::string kept;
+  std::map<std::string, double> error_of_axis;  // "1" -> summed CPERR1 + D2IMERR1 ...
+  for (size_t at = 0; at + kRecord <= header.size(); at += kRecord) {
+    const std::string key = key_of(at);
+    if (!dropped.contains(key)) {
+      kept.append(header, at, kRecord);
+      continue;
+    }
+    for (const Family& family : kFamilies) {
+      const std::string_view prefix = family.error;
+      if (key.starts_with(prefix) && key.size() > prefix.size() && std::isdigit(static_cast<unsigned char>(key[prefix.size()]))) {
+        error_of_axis[key.substr(prefix.size())] += std::strtod(std::string(value_of(at)).c_str(), nullptr);
+      }
+    }
+  }
+  double largest = 0.0;
+  for (const auto& [axis, error] : error_of_axis) largest = std::max(largest, error);
+  char text[160];
+  if (largest > 0.0) {
+    std::snprintf(text, sizeof text, "distortion lookup tables ('Lookup', in other HDUs) ignored: positions off by up to %.3g pixels (CPERR/D2IMERR)", largest);
+  } else {
+    std::snprintf(text, sizeof text, "distortion lookup tables ('Lookup', in other HDUs) ignored: the header gives no bound on their size");
+  }
+  note = text;
+  return kept;
+}
+
+// Every description in the header, parsed by WCSLIB; null (and `problem` set) if it cannot parse it.
+std::unique_ptr<ImageWcs::Parsed> parse_header(std::string header, std::string& problem) {
+  auto parsed = std::make_unique<ImageWcs::Parsed>();
+  int rejected = 0;
+  const int records = static_cast<int>(header.size() / kRecord);
+  if (const int status = wcspih(header.data(), records, WCSHDR_all, 0, &rejected, &parsed->count, &parsed->all); status != 0) {
+    problem = "WCSLIB cannot parse the header (" + wcslib_text(status) + ")";
+    return nullptr;
+  }
+  return parsed;
+}
+
+// The alternate ' ' (primary) description, used in place: not copied with wcssub, which in WCSLIB
+// 7.12 writes past its buffer when copying distortion lookup tables (CPDISja = 'Lookup', HST).
+wcsprm* primary_of(const ImageWcs::Parsed& parsed) {
+  for (int i = 0; i < parsed.count; ++i) {
+    if (parsed.all[i].alt[0] == ' ' || parsed.all[i].alt[0] == '\0') return &parsed.all[i];
+  }
+  return nullptr;
 }
 
 }  // namespace
@@ -85,20 +164,26 @@ std::vector<std::string> ImageWcs::image_records() const {
 
 ImageWcs ImageWcs::from_header(const std::string& header, const std::vector<int64_t>& naxes, int64_t plane) {
   ImageWcs result;
-  auto parsed = primary_wcs(header, result.problem_);
-  if (!parsed) return result;  // no WCS keywords at all, or a problem
+  std::unique_ptr<Parsed> parsed = parse_header(without_lookup_distortions(header, result.note_), result.problem_);
+  wcsprm* primary = parsed ? primary_of(*parsed) : nullptr;
+  if (primary == nullptr) {  // no WCS keywords at all, or a problem
+    result.note_.clear();
+    return result;
+  }
   std::vector<int> lengths;
   for (int64_t n : naxes) lengths.push_back(static_cast<int>(std::min<int64_t>(n, std::numeric_limits<int>::max())));
   // The fixes astropy.wcs applies by default (no unsafe unit translations); a fix that fails
   // leaves the keyword as it was, as in astropy (which warns).
   int fixes[NWCSFIX];
-  wcsfix(0, lengths.size() >= static_cast<size_t>(parsed->naxis) ? lengths.data() : nullptr, parsed.get(), fixes);
-  if (const int status = wcsset(parsed.get()); status != 0) {
+  wcsfix(0, lengths.size() >= static_cast<size_t>(primary->naxis) ? lengths.data() : nullptr, primary, fixes);
+  if (const int status = wcsset(primary); status != 0) {
     result.problem_ = "WCSLIB rejects the WCS (" + wcslib_text(status) + ")";
+    result.note_.clear();
     return result;
   }
-  result.wcs_ = std::move(parsed);
-  const wcsprm& wcs = *result.wcs_;
+  result.parsed_ = std::move(parsed);
+  result.wcs_ = primary;
+  const wcsprm& wcs = *primary;
   // Pixel coordinates of every axis, 1-based: axes 1-2 per source, axes 3+ the plane's, 1 for
   // axes the header has beyond NAXIS (WCSAXES > NAXIS).
   result.plane_pixel_.assign(static_cast<size_t>(wcs.naxis), 1.0);
@@ -169,7 +254,7 @@ void ImageWcs::set_sky_positions(Catalog& catalog) const {
       pixel[i * n + 1] = catalog[first + i].y + 1.0;
     }
     // Status 8 (some coordinates invalid) is per coordinate, in `status`; other codes fail all.
-    const int result = wcsp2s(wcs_.get(), static_cast<int>(count), static_cast<int>(n), pixel.data(), image.data(),
+    const int result = wcsp2s(wcs_, static_cast<int>(count), static_cast<int>(n), pixel.data(), image.data(),
                               phi.data(), theta.data(), world.data(), status.data());
     for (size_t i = 0; i < count; ++i) {
       Source& source = catalog[first + i];

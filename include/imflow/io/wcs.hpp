@@ -36,6 +36,8 @@ class ImageWcs {
   // Equatorial celestial axes (RA/DEC), the image's first two: sky_positions gives RA/Dec.
   bool equatorial() const;
   const std::string& problem() const { return problem_; }
+  // Something the positions leave out (distortion lookup tables), worth a warning; empty if none.
+  const std::string& note() const { return note_; }
   // RADESYS ('ICRS', 'FK5', ...) and EQUINOX of the equatorial axes (empty / 0 when not given).
   const std::string& radesys() const { return radesys_; }
   double equinox() const { return equinox_; }
@@ -51,15 +53,15 @@ class ImageWcs {
   // Cards describing the catalog's ra/dec columns (RADESYS, EQUINOX) for its FITS table.
   std::vector<FitsCard> catalog_cards() const;
 
-  // Frees a wcsprm allocated with new and filled by WCSLIB.
-  struct Free {
-    void operator()(wcsprm* wcs) const;
-  };
+  // The wcsprm structs WCSLIB's header parser allocated (freed with wcsvfree).
+  struct Parsed;
 
  private:
-  std::unique_ptr<wcsprm, Free> wcs_;
+  std::unique_ptr<Parsed> parsed_;
+  wcsprm* wcs_ = nullptr;  // the primary description, one of parsed_'s
   std::vector<double> plane_pixel_;  // 1-based pixel coordinates of every axis; axes 1-2 per source
   std::string problem_;
+  std::string note_;
   std::string radesys_;
   double equinox_ = 0.0;
   int lng_ = -1, lat_ = -1;  // world axes of RA and Dec

@@ -131,7 +131,7 @@ std::unique_ptr<ImageWcs::Parsed> parse_header(std::string header, std::string& 
 }
 
 // The alternate ' ' (primary) description, used in place: not copied with wcssub, which in WCSLIB
-// 7.12 writes past its buffer when copying distortion lookup tables (CPDISja = 'Lookup', HST).
+// 7.12 wrote past its buffer copying an HST header's distortions (SIP with 'Lookup' tables).
 wcsprm* primary_of(const ImageWcs::Parsed& parsed) {
   for (int i = 0; i < parsed.count; ++i) {
     if (parsed.all[i].alt[0] == ' ' || parsed.all[i].alt[0] == '\0') return &parsed.all[i];
@@ -143,18 +143,19 @@ wcsprm* primary_of(const ImageWcs::Parsed& parsed) {
 
 std::vector<std::string> ImageWcs::image_records() const {
   std::vector<std::string> records;
-  if (wcs_ == nullptr) return records;
-  const wcsprm& wcs = *wcs_;
+  if (wcs_ == nullptr || wcs_->naxis < 2) return records;
+  // A 2-D WCS is written as it is; a cube's plane through a copy of axes 1-2 (wcssub, which is
+  // avoided where it can be: see primary_of).
   wcsprm sub{};
   sub.flag = -1;
   int axes[2] = {1, 2}, count = 2;
-  if (wcs.naxis < 2 || wcssub(1, &wcs, &count, axes, &sub) != 0) {
+  if (wcs_->naxis > 2 && wcssub(1, wcs_, &count, axes, &sub) != 0) {
     wcsfree(&sub);
     return records;
   }
   int keys = 0;
   char* text = nullptr;
-  if (wcshdo(WCSHDO_none | WCSHDO_P17, &sub, &keys, &text) == 0) {
+  if (wcshdo(WCSHDO_none | WCSHDO_P17, wcs_->naxis > 2 ? &sub : wcs_, &keys, &text) == 0) {
     for (int k = 0; k < keys; ++k) records.emplace_back(text + static_cast<size_t>(k) * kRecord, kRecord);
   }
   wcsdealloc(text);

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <fstream>
 #include <limits>
+#include <numeric>
 #include <string>
 #include <thread>
 
@@ -363,4 +364,24 @@ TEST_CASE("the committed real NIfTI volume (ITK KmeansTest, int16) reads", "[nif
   ImageBuffer image;
   CHECK(read_nifti_slice(path, 2, 31, image) == 128 * 128 * 2);
   CHECK(*std::max_element(image.begin(), image.end()) > 100.0f);
+}
+
+TEST_CASE("the committed real NIfTI-2 volume (nibabel's example_nifti2, 4-D int16) reads as nibabel reads it", "[nifti]") {
+  // Values from nibabel 5.0: d = np.asarray(nib.load(path).dataobj), shape (32, 20, 12, 2).
+  const auto path = test::source_dir() / "datasets/samples/mri/example_nifti2.nii.gz";
+  const NiftiInfo info = scan_nifti(path);
+  CHECK(info.dims[0] == 32);
+  CHECK(info.dims[1] == 20);
+  CHECK(info.dims[2] == 12);
+  CHECK(info.dims[3] == 2);
+  CHECK(info.slices(2) == 24);
+  CHECK(info.bit_depth() == 16);
+  const std::vector<float> t1k1 = slice(path, 2, 12 + 1);  // volume-major: plane = k + 12 t -> d[:, :, 1, 1].T
+  REQUIRE(t1k1.size() == 32 * 20);
+  CHECK(t1k1[0] == 386.0f);
+  CHECK(t1k1[19 * 32 + 31] == 540.0f);
+  CHECK(t1k1[7 * 32 + 5] == 396.0f);
+  CHECK(std::accumulate(t1k1.begin(), t1k1.end(), 0.0) == 266185.0);
+  const std::vector<float> t0k11 = slice(path, 2, 11);
+  CHECK(std::accumulate(t0k11.begin(), t0k11.end(), 0.0) == 324813.0);
 }

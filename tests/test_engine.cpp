@@ -190,3 +190,24 @@ TEST_CASE("bgsub subtracts the mesh background's map (the global median without 
   // The map is not flat here: a single level would not have given the same image.
   CHECK(*std::max_element(back.begin(), back.end()) - *std::min_element(back.begin(), back.end()) > 10.0f);
 }
+
+TEST_CASE("file names with CFITSIO's extended-syntax characters are read and written as they are", "[engine]") {
+  // fits_create_file read "m31[r].cat.fits" as file "m31" + an extension spec (error 125).
+  test::TempDir dir("engine_odd_names");
+  std::filesystem::create_directories(dir / "in");
+  const std::vector<std::string> names = {"m31[r].fits", "ngc(1)+x.fits", "a{b}.fits"};
+  for (size_t i = 0; i < names.size(); ++i) {
+    test::write_fits(dir / "in" / "plain.fits", -32, {64, 48}, test::star_field(64, 48, 30 + static_cast<int>(i)));
+    std::filesystem::rename(dir / "in" / "plain.fits", dir / "in" / names[i]);
+  }
+  Pipeline pipeline = make_pipeline(dir / "in", dir / "out", 2, 4);
+  const RunSummary summary = run_pipeline(pipeline, {});
+  CHECK(summary.failed() == 0);
+  CHECK(summary.items() == 3);
+  for (const char* stem : {"m31[r]", "ngc(1)+x", "a{b}"}) {
+    for (const char* suffix : {".cat.csv", ".cat.fits", ".labels.fits", ".bgsub.fits"}) {
+      INFO(stem << suffix);
+      CHECK(std::filesystem::exists(dir / "out" / (std::string(stem) + suffix)));
+    }
+  }
+}

@@ -368,7 +368,7 @@ TEST_CASE("the committed real NIfTI volume (ITK KmeansTest, int16) reads", "[nif
 
 TEST_CASE("the committed real NIfTI-2 volume (nibabel's example_nifti2, 4-D int16) reads as nibabel reads it", "[nifti]") {
   // Values from nibabel 5.0: d = np.asarray(nib.load(path).dataobj), shape (32, 20, 12, 2).
-  const auto path = test::source_dir() / "datasets/samples/mri/example_nifti2.nii.gz";
+  const auto path = test::source_dir() / "datasets/samples/nifti2/example_nifti2.nii.gz";
   const NiftiInfo info = scan_nifti(path);
   CHECK(info.dims[0] == 32);
   CHECK(info.dims[1] == 20);

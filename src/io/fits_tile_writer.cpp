@@ -49,9 +49,8 @@ FitsTileWriter::FitsTileWriter(const fs::path& final_path, int64_t width, int64_
   impl_->width = width;
   impl_->height = height;
   int status = 0;
-  std::string name = "!";  // '!': overwrite
-  name += impl_->output.temp_path().string();
-  if (fits_create_file(impl_->file.out(), name.c_str(), &status) != 0) impl_->fail("cannot create", status);
+  // A plain name (no CFITSIO extended syntax), as in fits_writer.cpp; the temporary name is new.
+  if (fits_create_diskfile(impl_->file.out(), impl_->output.temp_path().c_str(), &status) != 0) impl_->fail("cannot create", status);
   long long naxes[2] = {width, height};
   if (fits_create_imgll(impl_->file.get(), pixels == Pixels::int32 ? LONG_IMG : FLOAT_IMG, 2, naxes, &status) != 0) {
     impl_->fail("cannot create the image", status);

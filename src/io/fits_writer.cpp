@@ -32,8 +32,9 @@ namespace {
 FitsFile create_fits(const AtomicOutput& output) {
   FitsFile file;
   int status = 0;
-  const std::string name = "!" + output.temp_path().string();  // '!' = overwrite
-  if (fits_create_file(file.out(), name.c_str(), &status) != 0) fail(output.final_path(), "cannot create", status);
+  // The diskfile form takes the name as it is: fits_create_file would read "[", "(" or "+" in an
+  // output named after an input such as "m31[r].fits" as CFITSIO's extended filename syntax.
+  if (fits_create_diskfile(file.out(), output.temp_path().c_str(), &status) != 0) fail(output.final_path(), "cannot create", status);
   return file;
 }
 

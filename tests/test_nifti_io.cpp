@@ -194,7 +194,13 @@ TEST_CASE("bad NIfTI files give errors naming the file and the reason", "[nifti]
   nifti2[0] = static_cast<char>(540 & 255);
   nifti2[1] = static_cast<char>(540 >> 8);
   std::ofstream(dir / "two.nii", std::ios::binary) << nifti2;
-  CHECK_THROWS_WITH(scan_nifti(dir / "two.nii"), Catch::Contains("two.nii") && Catch::Contains("not a readable"));
+  CHECK_THROWS_WITH(scan_nifti(dir / "two.nii"), Catch::Contains("two.nii") && Catch::Contains("dim[0] = 0"));
+  // A FITS header kept as X.hdr beside X.img (astropy's WCS test headers): not taken for an Analyze pair.
+  std::ofstream(dir / "wcs.hdr") << "SIMPLE  =                    T" << std::string(50, ' ') << "END" << std::string(77, ' ');
+  std::ofstream(dir / "wcs.img") << "x";
+  CHECK_THROWS_WITH(scan_nifti(dir / "wcs.hdr"), Catch::Contains("wcs.hdr") && Catch::Contains("sizeof_hdr is neither 348 nor 540"));
+  std::filesystem::remove(dir / "wcs.img");
+  CHECK_THROWS_WITH(scan_nifti(dir / "wcs.hdr"), Catch::Contains("wcs.hdr") && Catch::Contains("not a NIfTI-1, NIfTI-2 or Analyze"));
   std::ofstream(dir / "zero.nii").close();
   CHECK_THROWS_WITH(scan_nifti(dir / "zero.nii"), Catch::Contains("zero.nii") && Catch::Contains("empty"));
   std::ofstream(dir / "junk.nii") << "not a nifti file at all";

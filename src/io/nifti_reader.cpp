@@ -49,12 +49,44 @@ bool has_image_file(const fs::path& header) {
   });
 }
 
+// The header's first fields, read before nifticlib sees the file: nifticlib prints bare messages
+// ("bad dim[0]") to stderr for a file that is no NIfTI at all (a FITS header saved as X.hdr, say).
+// sizeof_hdr must be 348 (NIfTI-1, Analyze 7.5) or 540 (NIfTI-2) in either byte order, and dim[0]
+// 1..7 in that order.
+void check_header_start(const fs::path& path) {
+  unsigned char head[24] = {};
+  size_t got = 0;
+  if (znzFile file = znzopen(path.c_str(), "rb", nifti_is_gzfile(path.c_str())); !znz_isnull(file)) {
+    got = znzread(head, 1, sizeof head, file);
+    znzclose(file);
+  }
+  if (got > sizeof head) got = 0;  // read error
+  auto number = [&](size_t at, size_t bytes, bool big) {
+    int64_t value = 0;
+    for (size_t i = 0; i < bytes; ++i) value |= int64_t{head[at + (big ? bytes - 1 - i : i)]} << (8 * i);
+    return bytes == 2 ? static_cast<int16_t>(value) : value;
+  };
+  for (bool big : {false, true}) {
+    const int64_t size = got >= 4 ? number(0, 4, big) : 0;
+    if (size != 348 && size != 540) continue;
+    // dim[0]: int16 at byte 40 (NIfTI-1/Analyze), int64 at byte 16 (NIfTI-2); checked by nifticlib for 348.
+    if (size == 540 && got >= 24) {
+      const int64_t dims = number(16, 8, big);
+      if (dims < 1 || dims > 7) throw InputError(path.string() + ": NIfTI-2 header with dim[0] = " + std::to_string(dims) + " (expected 1 to 7)");
+    }
+    return;
+  }
+  throw InputError(path.string() + ": not a NIfTI-1, NIfTI-2 or Analyze 7.5 header (" +
+                   (got < 4 ? std::string("shorter than 4 bytes") : "sizeof_hdr is neither 348 nor 540 in either byte order") + ")");
+}
+
 NiftiPtr open_header(const fs::path& path) {
   static std::once_flag quiet;
   std::call_once(quiet, [] { nifti_set_debug_level(0); });  // our exceptions say what went wrong
   std::error_code error;
   if (!fs::is_regular_file(path, error)) throw InputError(path.string() + ": no such NIfTI file");
   if (fs::file_size(path, error) == 0 && !error) throw InputError(path.string() + ": empty file (0 bytes), not a NIfTI image");
+  check_header_start(path);
   if (is_pair_header(path) && !has_image_file(path)) {
     throw InputError(path.string() + ": header of a .hdr/.img pair whose data file (" + path.stem().string() +
                      ".img or .img.gz) is missing");

@@ -211,3 +211,23 @@ TEST_CASE("file names with CFITSIO's extended-syntax characters are read and wri
     }
   }
 }
+
+TEST_CASE("an item whose later output fails keeps none of its outputs; the others are untouched", "[engine]") {
+  test::TempDir dir("engine_all_or_none");
+  std::filesystem::create_directories(dir / "in");
+  for (int i = 0; i < 2; ++i) test::write_fits(dir / "in" / ("f" + std::to_string(i) + ".fits"), -32, {64, 48}, test::star_field(64, 48, 40 + i));
+  // A directory where f1's FITS catalog goes: its rename fails after the CSV catalog was written.
+  std::filesystem::create_directories(dir / "out" / "f1.cat.fits" / "x");
+  Pipeline pipeline = make_pipeline(dir / "in", dir / "out", 2, 4);
+  pipeline.output.formats = {"csv", "fits"};
+  const RunSummary summary = run_pipeline(pipeline, {});
+  CHECK(summary.items() == 2);
+  CHECK(summary.failed() == 1);
+  CHECK(std::filesystem::exists(dir / "out" / "f0.cat.csv"));
+  CHECK(std::filesystem::exists(dir / "out" / "f0.cat.fits"));
+  CHECK_FALSE(std::filesystem::exists(dir / "out" / "f1.cat.csv"));
+  CHECK(std::filesystem::is_directory(dir / "out" / "f1.cat.fits" / "x"));  // not ours: left as it was
+  for (const auto& entry : std::filesystem::directory_iterator(dir / "out")) {
+    CHECK(entry.path().filename().string().find(".tmp-") == std::string::npos);  // no temporary left behind
+  }
+}

@@ -4,6 +4,7 @@
 #include <spdlog/spdlog.h>
 #include <tbb/parallel_invoke.h>
 
+#include <atomic>
 #include <cmath>
 #include <cstdio>
 #include <string>
@@ -84,16 +85,26 @@ void write_catalog_files(const fs::path& stem, const Catalog& catalog, const std
                          const OutputConfig& output, std::vector<fs::path>& written) {
   const bool csv = output.wants("csv"), fits = output.wants("fits");
   const fs::path csv_path = with_suffix(stem, ".cat.csv"), fits_path = with_suffix(stem, ".cat.fits");
-  if (csv) written.push_back(csv_path);
-  if (fits) written.push_back(fits_path);
-  const auto write_csv = [&] { write_catalog_csv(csv_path, catalog); };
-  const auto write_fits = [&] { write_catalog_fits(fits_path, catalog, cards); };
-  if (csv && fits && catalog.size() > kCatalogBlockRows) {
-    tbb::parallel_invoke(write_csv, write_fits);  // each file is itself made in parallel blocks
-  } else {
-    if (csv) write_csv();
-    if (fits) write_fits();
+  // `written` lists the files finished, also when the other one fails.
+  std::atomic<bool> csv_done{false}, fits_done{false};
+  const auto write_csv = [&] { write_catalog_csv(csv_path, catalog), csv_done = true; };
+  const auto write_fits = [&] { write_catalog_fits(fits_path, catalog, cards), fits_done = true; };
+  const auto list_done = [&] {
+    if (csv_done) written.push_back(csv_path);
+    if (fits_done) written.push_back(fits_path);
+  };
+  try {
+    if (csv && fits && catalog.size() > kCatalogBlockRows) {
+      tbb::parallel_invoke(write_csv, write_fits);  // each file is itself made in parallel blocks
+    } else {
+      if (csv) write_csv();
+      if (fits) write_fits();
+    }
+  } catch (...) {
+    list_done();
+    throw;
   }
+  list_done();
 }
 
 ImageWcs output_wcs(const ItemRef& ref, bool has_catalog, const OutputConfig& output) {
@@ -119,8 +130,8 @@ void write_item_catalog(const fs::path& stem, const WorkItem& item, Catalog& cat
   write_catalog_files(stem, catalog, cards, output, written);
 }
 
-std::vector<fs::path> write_outputs(WorkItem& item, const OutputConfig& output) {
-  std::vector<fs::path> written;
+namespace {
+std::vector<fs::path> write_all_outputs(WorkItem& item, const OutputConfig& output, std::vector<fs::path>& written) {
   const fs::path stem = output_stem(item.ref, output.dir);
   check_output_parents(stem, output.dir);
   const ImageWcs wcs = output_wcs(item.ref, item.catalog.has_value(), output);
@@ -129,8 +140,9 @@ std::vector<fs::path> write_outputs(WorkItem& item, const OutputConfig& output) 
   const bool fits_images = labels || bgsub || output.wants("fits_image");
   const std::vector<FitsCard> cards = fits_images ? image_cards(item, wcs) : std::vector<FitsCard>{};
   if (labels) {
-    written.push_back(with_suffix(stem, ".labels.fits"));
-    write_fits_labels(written.back(), {item.labels.data(), item.pixels.width(), item.pixels.height()}, cards);
+    const fs::path path = with_suffix(stem, ".labels.fits");
+    write_fits_labels(path, {item.labels.data(), item.pixels.width(), item.pixels.height()}, cards);
+    written.push_back(path);
   }
   if (bgsub) {
     ImageBuffer subtracted;
@@ -140,18 +152,35 @@ std::vector<fs::path> write_outputs(WorkItem& item, const OutputConfig& output) 
     const float median = static_cast<float>(item.background->median);
     for (int64_t i = 0; i < item.pixels.size(); ++i)
       subtracted.data()[i] = item.pixels.data()[i] - (map ? item.background_map[i] : median);
-    written.push_back(with_suffix(stem, ".bgsub.fits"));
-    write_fits_image(written.back(), subtracted.view(), cards);
+    const fs::path path = with_suffix(stem, ".bgsub.fits");
+    write_fits_image(path, subtracted.view(), cards);
+    written.push_back(path);
   }
   if (output.wants("fits_image")) {
-    written.push_back(with_suffix(stem, ".image.fits"));
-    write_fits_image(written.back(), item.pixels.view(), cards);
+    const fs::path path = with_suffix(stem, ".image.fits");
+    write_fits_image(path, item.pixels.view(), cards);
+    written.push_back(path);
   }
   if (output.wants("png")) {
-    written.push_back(with_suffix(stem, ".image.png"));
-    write_png_output(item, written.back(), output.png_compression);
+    const fs::path path = with_suffix(stem, ".image.png");
+    write_png_output(item, path, output.png_compression);
+    written.push_back(path);
   }
   return written;
+}
+}  // namespace
+
+std::vector<fs::path> write_outputs(WorkItem& item, const OutputConfig& output) {
+  std::vector<fs::path> written;
+  try {
+    return write_all_outputs(item, output, written);
+  } catch (...) {
+    // An item has all its outputs or none: the files this call finished go when a later one fails
+    // (the failed one never replaced its final name: AtomicOutput removed its temporary file).
+    std::error_code ignored;
+    for (const fs::path& path : written) fs::remove(path, ignored);
+    throw;
+  }
 }
 
 }  // namespace imflow

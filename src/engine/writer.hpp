@@ -31,11 +31,13 @@ std::vector<FitsCard> image_cards(const WorkItem& item, const ImageWcs& wcs);
 
 // Write what the item holds and the output formats ask for; returns the files written. The
 // catalog's sources get their sky positions first (ImageWcs::set_sky_positions).
-// Throws OutputError; files already written stay complete (each write is atomic).
+// Throws OutputError, after removing the item's files this call had finished: an item has all its
+// outputs or none (each file is written atomically, so none is ever half-written).
 std::vector<std::filesystem::path> write_outputs(WorkItem& item, const OutputConfig& output);
 
-// The catalog files `output` asks for (stem.cat.csv, stem.cat.fits), their paths appended to
-// `written`; a catalog of more than one block writes both files at once. Throws OutputError.
+// The catalog files `output` asks for (stem.cat.csv, stem.cat.fits), the paths of those finished
+// appended to `written` (also when the other fails); a catalog of more than one block writes both
+// files at once. Throws OutputError.
 void write_catalog_files(const std::filesystem::path& stem, const Catalog& catalog, const std::vector<FitsCard>& cards,
                          const OutputConfig& output, std::vector<std::filesystem::path>& written);
 

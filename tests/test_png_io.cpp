@@ -1,5 +1,5 @@
-// PNG input (stb_image) and output (libpng): 8/16-bit round trips, rounding and clamping,
-// colour -> luminance, bad files, size limits, the committed real slices.
+// PNG input and output (libpng; some test files from stb_image_write, an independent encoder):
+// 8/16-bit round trips, rounding and clamping, colour -> luminance, bad files, size limits, the committed real slices.
 #include <stb/stb_image_write.h>
 
 #include <zlib.h>

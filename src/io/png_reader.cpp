@@ -1,16 +1,18 @@
-// PNG input through stb_image (Debian's libstb): 8/16-bit grayscale, colour -> luminance.
-// Each file is opened once per scan and once per read: its bytes (a header prefix for the scan,
-// the whole file for the read) are read into memory and stb decodes from there (stb's own file
-// calls opened the file once for the size, once for the depth and once for the pixels).
+// PNG input through libpng (Debian's libpng16): 8/16-bit grayscale as stored, 1/2/4-bit gray
+// expanded to 8 bits (x255, x85, x17), palette/RGB/RGBA -> luminance. libpng checks what a damaged
+// file breaks (critical chunks' CRCs, the zlib stream and its Adler-32, truncation, IEND, palette
+// indices), so such a file fails naming why instead of decoding to wrong pixels. Each file is read
+// with one pread (up to 256 MiB; larger ones are read as libpng asks).
+#include <png.h>
 #include <spdlog/spdlog.h>
-#include <stb/stb_image.h>
+#include <unistd.h>
+#include <zlib.h>
 
 #include <algorithm>
-#include <array>
+#include <bit>
+#include <csetjmp>
 #include <cstring>
-#include <cmath>
-#include <memory>
-#include <optional>
+#include <string>
 #include <vector>
 
 #include "imflow/errors.hpp"
@@ -20,50 +22,97 @@
 namespace imflow {
 
 namespace {
-std::string stb_reason() {
-  const char* reason = stbi_failure_reason();
-  // stb's "XXXX PNG chunk not known" starts with the chunk type's bytes: at the end of a file with no
-  // IEND (type 0) it is the empty string, which gave "cannot decode the PNG ()".
-  if (reason == nullptr || *reason == '\0') return "corrupt or truncated PNG: unknown chunk or no IEND chunk";
-  return reason;
-}
-
 uint32_t be32(const unsigned char* p) { return uint32_t{p[0]} << 24 | uint32_t{p[1]} << 16 | uint32_t{p[2]} << 8 | p[3]; }
 
-// stb_image keeps the palette in an uninitialised stack array (stbi_uc palette[1024]) and expands an
-// index past the PLTE's entries from it: garbage pixels that differ from run to run (valgrind: "Uninitialised
-// value was created by a stack allocation" in libstb). For a palette PNG (colour type 3) in memory whose PLTE
-// has fewer than 256 entries, pad the PLTE with a colour it does not use; a decoded pixel of that colour
-// is an out-of-range index. Returns the padded file (CRC not updated: stb does not check CRCs) and the colour.
-struct PaddedPalette {
-  std::vector<unsigned char> file;
-  std::array<unsigned char, 3> fill;
-  uint32_t entries;  // in the file's PLTE
+// Where libpng reads from: the file's bytes in memory, or the file itself past kMemoryDecodeBytes.
+struct PngBytes {
+  const std::vector<unsigned char>* bytes = nullptr;
+  int fd = -1;
+  int64_t size = 0;
+  int64_t at = 0;
 };
-std::optional<PaddedPalette> pad_palette(const std::vector<unsigned char>& bytes) {
-  if (bytes.size() < 33 || bytes[25] != 3) return std::nullopt;  // IHDR colour type
-  for (size_t at = 8; at + 12 <= bytes.size();) {
-    const uint32_t length = be32(&bytes[at]);
-    if (length > bytes.size() - at - 12) return std::nullopt;
-    if (std::memcmp(&bytes[at + 4], "IDAT", 4) == 0) return std::nullopt;
-    if (std::memcmp(&bytes[at + 4], "PLTE", 4) == 0) {
-      if (length % 3 != 0 || length >= 768) return std::nullopt;
-      std::array<unsigned char, 3> fill{0, 0, 0};
-      for (int candidate = 0; candidate < 256 * 256; ++candidate) {  // <= 255 entries: one of these is unused
-        fill = {static_cast<unsigned char>(candidate >> 8), static_cast<unsigned char>(candidate & 255), 77};
-        bool used = false;
-        for (uint32_t e = 0; e < length && !used; e += 3) used = std::memcmp(&bytes[at + 8 + e], fill.data(), 3) == 0;
-        if (!used) break;
-      }
-      std::vector<unsigned char> padded(bytes.begin(), bytes.begin() + static_cast<std::ptrdiff_t>(at + 8 + length));
-      for (uint32_t e = length; e < 768; e += 3) padded.insert(padded.end(), fill.begin(), fill.end());
-      padded.insert(padded.end(), bytes.begin() + static_cast<std::ptrdiff_t>(at + 8 + length), bytes.end());
-      padded[at] = 0, padded[at + 1] = 0, padded[at + 2] = 768 >> 8, padded[at + 3] = 768 & 255;
-      return PaddedPalette{std::move(padded), fill, length / 3};
+
+// What a decode produced, or why it failed. Lives outside the frame that calls setjmp: nothing
+// there is modified between setjmp and libpng's longjmp.
+struct Decoding {
+  char error[200] = {};
+  int64_t width = 0, height = 0;
+  int stored_depth = 0, colour_type = 0, channels = 0, depth = 0;
+  int palette_entries = 0;
+  png_color palette[256] = {};
+  std::vector<unsigned char> pixels;  // rows after the transforms below (palette: 1 index per byte); 16-bit samples in host order
+  std::vector<png_bytep> rows;
+};
+
+void on_error(png_structp png, png_const_charp message) {
+  auto* decoding = static_cast<Decoding*>(png_get_error_ptr(png));
+  std::snprintf(decoding->error, sizeof decoding->error, "%s", message);
+  png_longjmp(png, 1);
+}
+
+void on_warning(png_structp, png_const_charp) {}  // ancillary problems (iCCP, text): the pixels are fine
+
+void read_from_source(png_structp png, png_bytep out, size_t length) {
+  auto* source = static_cast<PngBytes*>(png_get_io_ptr(png));
+  if (static_cast<int64_t>(length) > source->size - source->at) png_error(png, "truncated file (it ends inside a chunk)");
+  if (source->bytes != nullptr) {
+    std::memcpy(out, source->bytes->data() + source->at, length);
+  } else {
+    size_t done = 0;
+    while (done < length) {
+      const ssize_t got = ::pread(source->fd, out + done, length - done, source->at + static_cast<int64_t>(done));
+      if (got <= 0) png_error(png, got == 0 ? "truncated file (it ends inside a chunk)" : "read error");
+      done += static_cast<size_t>(got);
     }
-    at += 12 + length;
   }
-  return std::nullopt;
+  source->at += static_cast<int64_t>(length);
+}
+
+// Decodes the whole image into `d`; false (d.error says why) when libpng fails or the image has
+// more than max_pixels pixels (d.error empty then, d.width/height set).
+bool decode(PngBytes& source, int64_t max_pixels, Decoding& d) {
+  png_structp png = png_create_read_struct(PNG_LIBPNG_VER_STRING, &d, on_error, on_warning);
+  if (png == nullptr) {
+    std::snprintf(d.error, sizeof d.error, "out of memory");
+    return false;
+  }
+  png_infop info = png_create_info_struct(png);
+  if (info == nullptr || setjmp(png_jmpbuf(png))) {
+    if (d.error[0] == '\0') std::snprintf(d.error, sizeof d.error, "out of memory");
+    png_destroy_read_struct(&png, info != nullptr ? &info : nullptr, nullptr);
+    return false;
+  }
+  png_set_read_fn(png, &source, read_from_source);
+  png_set_user_limits(png, 0x7fffffff, 0x7fffffff);  // PNG's own bound; max_pixels is checked below
+  png_read_info(png, info);
+  d.width = png_get_image_width(png, info);
+  d.height = png_get_image_height(png, info);
+  d.stored_depth = png_get_bit_depth(png, info);
+  d.colour_type = png_get_color_type(png, info);
+  if (d.width * d.height > max_pixels) {
+    png_destroy_read_struct(&png, &info, nullptr);
+    return false;
+  }
+  if (d.colour_type == PNG_COLOR_TYPE_PALETTE) {  // indices, one per byte: read_png checks and maps them
+    png_colorp palette = nullptr;
+    if (png_get_PLTE(png, info, &palette, &d.palette_entries) == 0) png_error(png, "palette image without a PLTE chunk");
+    std::copy(palette, palette + std::min(d.palette_entries, 256), d.palette);
+    png_set_packing(png);
+  }
+  if (d.colour_type == PNG_COLOR_TYPE_GRAY && d.stored_depth < 8) png_set_expand_gray_1_2_4_to_8(png);
+  if (d.stored_depth == 16 && std::endian::native == std::endian::little) png_set_swap(png);
+  png_set_interlace_handling(png);
+  png_read_update_info(png, info);
+  d.channels = png_get_channels(png, info);
+  d.depth = png_get_bit_depth(png, info);
+  const size_t row_bytes = png_get_rowbytes(png, info);
+  d.pixels.resize(row_bytes * static_cast<size_t>(d.height));
+  d.rows.resize(static_cast<size_t>(d.height));
+  for (size_t r = 0; r < d.rows.size(); ++r) d.rows[r] = d.pixels.data() + r * row_bytes;
+  png_read_image(png, d.rows.data());
+  png_read_end(png, nullptr);  // the rest of the zlib stream (Adler-32), the chunks after it, IEND
+  png_destroy_read_struct(&png, &info, nullptr);
+  return true;
 }
 
 // Samples of one decoded image (uint8 or uint16) -> float gray, luminance for colour images.
@@ -84,10 +133,10 @@ bool to_gray(const T* samples, int channels, int64_t count, float* out) {
   return coloured;
 }
 
-// Up to `limit` bytes from the start of the file at `path`; `whole` tells whether that is all of it.
+// Up to `limit` bytes from the start of the file; `whole` tells whether that is all of it.
 // Throws InputError naming the file when it cannot be opened or read.
-std::vector<unsigned char> read_prefix(const std::filesystem::path& path, int64_t limit, bool& whole) {
-  const detail::ReadOnlyFile file(path);
+std::vector<unsigned char> read_prefix(const detail::ReadOnlyFile& file, const std::filesystem::path& path, int64_t limit,
+                                       bool& whole) {
   const int64_t wanted = std::min(limit, file.size());
   std::vector<unsigned char> bytes(static_cast<size_t>(wanted));
   detail::pread_exactly(file, bytes.data(), wanted, 0, path, "PNG");
@@ -95,114 +144,82 @@ std::vector<unsigned char> read_prefix(const std::filesystem::path& path, int64_
   return bytes;
 }
 
-// Header fields from bytes in memory; nullopt when stb cannot tell from these bytes.
-std::optional<PngInfo> info_from_memory(const std::vector<unsigned char>& bytes) {
-  int width = 0, height = 0, channels = 0;
-  const auto* data = bytes.data();
-  const int size = static_cast<int>(bytes.size());
-  if (stbi_info_from_memory(data, size, &width, &height, &channels) == 0) return std::nullopt;
-  PngInfo info;
-  info.width = width;
-  info.height = height;
-  info.channels = channels;
-  info.bit_depth = stbi_is_16_bit_from_memory(data, size) ? 16 : 8;
-  return info;
+[[noreturn]] void not_png(const std::filesystem::path& path, const std::string& why) {
+  throw InputError(path.string() + ": not a readable PNG image (" + why + ")");
 }
 
-PngInfo info_from_file(const std::filesystem::path& path) {
-  PngInfo info;
-  int width = 0, height = 0, channels = 0;
-  if (stbi_info(path.c_str(), &width, &height, &channels) == 0) {
-    throw InputError(path.string() + ": not a readable PNG image (" + stb_reason() + ")");
-  }
-  info.width = width;
-  info.height = height;
-  info.channels = channels;
-  info.bit_depth = stbi_is_16_bit(path.c_str()) ? 16 : 8;
-  return info;
-}
-
-// The header is within the first bytes of a PNG; a file whose header stb cannot read from them
-// (not a PNG, or one stb reads in another format) is scanned again from the file.
-constexpr int64_t kScanBytes = int64_t{64} << 10;
-// Files up to this size are decoded from memory (one read); larger ones from the file by stb.
+constexpr unsigned char kSignature[8] = {137, 'P', 'N', 'G', 13, 10, 26, 10};
+// Files up to this size are decoded from memory (one read); larger ones as libpng reads them.
 constexpr int64_t kMemoryDecodeBytes = int64_t{256} << 20;
 }  // namespace
 
 PngInfo scan_png(const std::filesystem::path& path) {
+  // The signature and the IHDR chunk (33 bytes), checked as libpng would: CRC, sizes, depths.
+  const detail::ReadOnlyFile file(path);
   bool whole = false;
-  const std::vector<unsigned char> prefix = read_prefix(path, kScanBytes, whole);
-  if (std::optional<PngInfo> info = info_from_memory(prefix)) return *info;
-  if (whole) throw InputError(path.string() + ": not a readable PNG image (" + stb_reason() + ")");
-  return info_from_file(path);
+  const std::vector<unsigned char> head = read_prefix(file, path, 33, whole);
+  if (head.size() < 8 || std::memcmp(head.data(), kSignature, 8) != 0) not_png(path, "no PNG signature");
+  if (head.size() < 33) not_png(path, "truncated file (it ends inside the IHDR chunk)");
+  if (be32(&head[8]) != 13 || std::memcmp(&head[12], "IHDR", 4) != 0) not_png(path, "the first chunk is not a 13-byte IHDR");
+  if (crc32(0, &head[12], 17) != be32(&head[29])) not_png(path, "IHDR: CRC error");
+  const uint32_t width = be32(&head[16]), height = be32(&head[20]);
+  const int depth = head[24], colour = head[25];
+  const bool depth_ok = (colour == 0 && (depth == 1 || depth == 2 || depth == 4 || depth == 8 || depth == 16)) ||
+                        (colour == 3 && (depth == 1 || depth == 2 || depth == 4 || depth == 8)) ||
+                        ((colour == 2 || colour == 4 || colour == 6) && (depth == 8 || depth == 16));
+  if (width == 0 || height == 0 || width > 0x7fffffffu || height > 0x7fffffffu) not_png(path, "IHDR: invalid image size");
+  if (!depth_ok) not_png(path, "IHDR: invalid bit depth " + std::to_string(depth) + " for colour type " + std::to_string(colour));
+  if (head[26] != 0 || head[27] != 0 || head[28] > 1) not_png(path, "IHDR: unknown compression, filter or interlace method");
+  PngInfo info;
+  info.width = width;
+  info.height = height;
+  info.bit_depth = depth == 16 ? 16 : 8;
+  info.channels = colour == 0 ? 1 : colour == 4 ? 2 : colour == 6 ? 4 : 3;
+  return info;
 }
-
-namespace {
-// Decoded samples (8-bit for stbi_uc, 16-bit for stbi_us), from `bytes` when they hold the whole
-// file, else from the file; null on failure (stb_reason() says why).
-template <typename Sample>
-std::unique_ptr<Sample, void (*)(void*)> decode(const std::filesystem::path& path, const std::vector<unsigned char>* bytes,
-                                                int& width, int& height, int& channels) {
-  void* data = nullptr;
-  if constexpr (sizeof(Sample) == 2) {
-    data = bytes != nullptr ? stbi_load_16_from_memory(bytes->data(), static_cast<int>(bytes->size()), &width, &height,
-                                                       &channels, 0)
-                            : stbi_load_16(path.c_str(), &width, &height, &channels, 0);
-  } else {
-    data = bytes != nullptr
-               ? stbi_load_from_memory(bytes->data(), static_cast<int>(bytes->size()), &width, &height, &channels, 0)
-               : stbi_load(path.c_str(), &width, &height, &channels, 0);
-  }
-  return {static_cast<Sample*>(data), stbi_image_free};
-}
-}  // namespace
 
 int64_t read_png(const std::filesystem::path& path, ImageBuffer& out, const ReadLimits& limits, int* bit_depth) {
+  const detail::ReadOnlyFile file(path);
   bool whole = false;
-  std::vector<unsigned char> bytes = read_prefix(path, kMemoryDecodeBytes, whole);
-  std::optional<PngInfo> from_memory = info_from_memory(bytes);
-  if (!whole) bytes = {};  // too large to hold: stb decodes from the file
-  if (!from_memory && whole) throw InputError(path.string() + ": not a readable PNG image (" + stb_reason() + ")");
-  const PngInfo info = from_memory ? *from_memory : info_from_file(path);
-  const std::vector<unsigned char>* memory = whole ? &bytes : nullptr;
-  if (info.width <= 0 || info.height <= 0 || info.width * info.height > limits.max_pixels) {
-    throw InputError(path.string() + ": PNG of " + std::to_string(info.width) + "x" + std::to_string(info.height) +
+  const std::vector<unsigned char> bytes = read_prefix(file, path, kMemoryDecodeBytes, whole);
+  if (bytes.size() < 8 || std::memcmp(bytes.data(), kSignature, 8) != 0) not_png(path, "no PNG signature");
+  PngBytes source;
+  source.bytes = whole ? &bytes : nullptr;
+  source.fd = file.fd();
+  source.size = file.size();
+  Decoding d;
+  if (!decode(source, limits.max_pixels, d)) {
+    if (d.error[0] != '\0') throw InputError(path.string() + ": cannot decode the PNG (" + std::string(d.error) + ")");
+    throw InputError(path.string() + ": PNG of " + std::to_string(d.width) + "x" + std::to_string(d.height) +
                      " pixels exceeds the limit of " + std::to_string(limits.max_pixels) + " pixels per image");
   }
-  int width = 0, height = 0, channels = 0;
+  const int64_t count = d.width * d.height;
+  out.resize(d.width, d.height);
   bool coloured = false;
-  const int64_t count = info.width * info.height;
-  if (info.bit_depth == 16) {
-    const auto data = decode<stbi_us>(path, memory, width, height, channels);
-    if (!data) throw InputError(path.string() + ": cannot decode the PNG (" + stb_reason() + ")");
-    if (int64_t{width} * height != count) throw InputError(path.string() + ": PNG changed while being read");
-    out.resize(width, height);
-    coloured = to_gray(data.get(), channels, count, out.data());
-  } else {
-    const auto padded = memory != nullptr ? pad_palette(*memory) : std::nullopt;
-    const auto data = decode<stbi_uc>(path, padded ? &padded->file : memory, width, height, channels);
-    if (!data) throw InputError(path.string() + ": cannot decode the PNG (" + stb_reason() + ")");
-    if (int64_t{width} * height != count) throw InputError(path.string() + ": PNG changed while being read");
-    if (padded && channels >= 3) {
-      const auto& fill = padded->fill;
-      for (int64_t i = 0; i < count; ++i) {
-        const stbi_uc* p = data.get() + i * channels;
-        if (p[0] == fill[0] && p[1] == fill[1] && p[2] == fill[2]) {
-          throw InputError(path.string() + ": corrupt PNG: palette index beyond the " +
-                           std::to_string(padded->entries) +
-                           " PLTE entries (pixel " + std::to_string(i % width) + "," + std::to_string(i / width) + ")");
-        }
+  if (d.colour_type == PNG_COLOR_TYPE_PALETTE) {
+    // libpng would expand an index past the PLTE's entries as black, saying nothing: that is damage.
+    const unsigned char* index = d.pixels.data();
+    std::vector<unsigned char> rgb(static_cast<size_t>(count) * 3);
+    for (int64_t i = 0; i < count; ++i) {
+      if (index[i] >= d.palette_entries) {
+        throw InputError(path.string() + ": corrupt PNG: palette index beyond the " + std::to_string(d.palette_entries) +
+                         " PLTE entries (pixel " + std::to_string(i % d.width) + "," + std::to_string(i / d.width) + ")");
       }
+      const png_color& colour = d.palette[index[i]];
+      rgb[3 * i] = colour.red, rgb[3 * i + 1] = colour.green, rgb[3 * i + 2] = colour.blue;
     }
-    out.resize(width, height);
-    coloured = to_gray(data.get(), channels, count, out.data());
+    d.channels = 3;
+    coloured = to_gray(rgb.data(), 3, count, out.data());
+  } else if (d.depth == 16) {
+    coloured = to_gray(reinterpret_cast<const uint16_t*>(d.pixels.data()), d.channels, count, out.data());
+  } else {
+    coloured = to_gray(d.pixels.data(), d.channels, count, out.data());
   }
   if (coloured) {
-    spdlog::warn("{}: colour PNG ({} channels) converted to luminance 0.299 R + 0.587 G + 0.114 B", path.string(),
-                 channels);
+    spdlog::warn("{}: colour PNG ({} channels) converted to luminance 0.299 R + 0.587 G + 0.114 B", path.string(), d.channels);
   }
-  if (bit_depth != nullptr) *bit_depth = info.bit_depth;
-  return count * channels * (info.bit_depth / 8);
+  if (bit_depth != nullptr) *bit_depth = d.depth;
+  return count * d.channels * (d.depth / 8);
 }
 
 }  // namespace imflow

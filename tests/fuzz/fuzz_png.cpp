@@ -1,4 +1,4 @@
-// libFuzzer target: scan_png + read_png (stb_image) on arbitrary bytes named x.png.
+// libFuzzer target: scan_png + read_png (libpng) on arbitrary bytes named x.png.
 #include "fuzz_common.hpp"
 #include "imflow/io/png.hpp"
 

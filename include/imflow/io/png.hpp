@@ -1,5 +1,5 @@
-// PNG slices: reading 8/16-bit grayscale (RGB/RGBA/palette -> luminance) through stb_image,
-// writing 8/16-bit grayscale through libpng (atomically).
+// PNG slices through libpng: reading 8/16-bit grayscale (RGB/RGBA/palette -> luminance) and
+// writing 8/16-bit grayscale (atomically).
 #pragma once
 #include <cstdint>
 #include <filesystem>
@@ -13,11 +13,12 @@ namespace imflow {
 struct PngInfo {
   int64_t width = 0;
   int64_t height = 0;
-  int bit_depth = 8;  // 8 or 16 (stb_image's view: 1/2/4-bit samples are expanded to 8)
+  int bit_depth = 8;  // 8 or 16 (1/2/4-bit gray samples are expanded to 8)
   int channels = 1;   // 1 gray, 2 gray+alpha, 3 RGB (and palette), 4 RGBA
 };
 
-// Header only; throws InputError naming the file when it is not a readable PNG.
+// Signature and IHDR only (CRC, sizes, depth checked); throws InputError naming the file when it is
+// not a readable PNG. The rest of the file is checked by read_png.
 PngInfo scan_png(const std::filesystem::path& path);
 
 // Decode into `out` as float32 sample values (0..255 or 0..65535). Colour images become

@@ -114,7 +114,7 @@ TEST_CASE("input.extnames selects FITS image HDUs by EXTNAME (HST/JWST SCI, ERR,
 
 TEST_CASE("default patterns list every format's extensions, ignoring case; names lose the longest one", "[engine][source]") {
   test::TempDir dir("source_patterns");
-  for (const char* name : {"A.FITS", "b.Fit.Gz", "c.nii.GZ", "d.PNG", "e.txt", "f.hdr", "g.fz", "notes.fits.txt"}) {
+  for (const char* name : {"A.FITS", "b.Fit.Gz", "c.nii.GZ", "d.PNG", "e.txt", "f.hdr", "g.fz", "h.fits.bz2", "notes.fits.txt"}) {
     std::ofstream(dir / name) << "x";
   }
   InputConfig input;
@@ -122,7 +122,7 @@ TEST_CASE("default patterns list every format's extensions, ignoring case; names
   input.patterns = default_input_patterns();
   std::vector<std::string> listed;
   for (const auto& file : list_input_files(input)) listed.push_back(file.filename().string());
-  CHECK(listed == std::vector<std::string>{"A.FITS", "b.Fit.Gz", "c.nii.GZ", "d.PNG", "f.hdr", "g.fz"});
+  CHECK(listed == std::vector<std::string>{"A.FITS", "b.Fit.Gz", "c.nii.GZ", "d.PNG", "f.hdr", "g.fz", "h.fits.bz2"});
   CHECK(std::string(input_format_for("A.FITS")->name) == "fits");
   CHECK(std::string(input_format_for("b.Fit.Gz")->name) == "fits");
   CHECK(std::string(input_format_for("c.nii.GZ")->name) == "nifti");
@@ -131,6 +131,10 @@ TEST_CASE("default patterns list every format's extensions, ignoring case; names
   CHECK(input_format_for(".png") == nullptr);
   CHECK(strip_image_extension("c.nii.GZ") == "c");
   CHECK(strip_image_extension("m.fits.fz") == "m");
+  CHECK(strip_image_extension("frame-r-001.fits.bz2") == "frame-r-001");
+  CHECK(whole_file_compressed("x.FITS.GZ"));
+  CHECK(whole_file_compressed("x.fits.bz2"));
+  CHECK_FALSE(whole_file_compressed("x.fits.fz"));  // tile-compressed: read by tiles, not inflated whole
   CHECK(strip_image_extension("a.b.png") == "a.b");
   CHECK(strip_image_extension("noext") == "noext");
   CHECK(strip_image_extension(".png") == ".png");

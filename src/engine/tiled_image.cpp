@@ -1,8 +1,6 @@
 // TileRun: which planes become tiles, their item references, the pre-pass hook, unfinished images.
 #include "tiled_image.hpp"
 
-#include <algorithm>
-#include <cctype>
 #include <new>
 
 #include "stages.hpp"
@@ -19,18 +17,6 @@ void TiledImage::fail(const std::string& message) {
 
 int64_t tile_image_index(const ItemRef& tile) { return tile.tiled ? tile.tiled->image.index : tile.index; }
 
-namespace {
-// gzip/compress/zip/bzip2 files: CFITSIO inflates the whole file into memory on every open, so
-// tile reads would neither bound memory nor be fast; they are processed whole.
-bool whole_file_compressed(const fs::path& path) {
-  std::string name = path.filename().string();
-  std::transform(name.begin(), name.end(), name.begin(), [](unsigned char c) { return std::tolower(c); });
-  for (const std::string suffix : {".gz", ".z", ".zip", ".bz2"}) {
-    if (name.size() > suffix.size() && name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0) return true;
-  }
-  return false;
-}
-}  // namespace
 
 std::vector<ItemRef> TileRun::tiles_of(const ItemRef& plane, const PlaneInfo& info) {
   if (!tiles_image(plan_, info.width, info.height)) return {};

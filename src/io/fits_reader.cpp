@@ -14,6 +14,7 @@
 #include "fits_status.hpp"
 #include "imflow/errors.hpp"
 #include "imflow/io/fits.hpp"
+#include "imflow/io/input_format.hpp"
 
 namespace imflow {
 
@@ -70,15 +71,6 @@ int64_t FitsImageInfo::planes() const {
 namespace {
 constexpr int kMaxAxes = 9;
 
-bool stored_compressed(const fs::path& path) {
-  const std::string name = path.filename().string();
-  for (const char* suffix : {".gz", ".Z", ".zip", ".bz2"}) {
-    const std::string s = suffix;
-    if (name.size() > s.size() && name.compare(name.size() - s.size(), s.size(), s) == 0) return true;
-  }
-  return false;
-}
-
 FitsFile open_fits(const fs::path& path) {
   std::error_code error;
   if (!fs::is_regular_file(path, error)) throw InputError(path.string() + ": not a regular file");
@@ -126,7 +118,7 @@ bool has_pixels(const FitsImageInfo& info) {
 void check_data_fits_in_file(fitsfile* file, const fs::path& path, const FitsImageInfo& info, uintmax_t file_size) {
   int status = 0;
   int compressed = fits_is_compressed_image(file, &status);
-  if (compressed || stored_compressed(path)) return;
+  if (compressed || whole_file_compressed(path)) return;
   // gzip'd content under a plain name: CFITSIO decompressed it ("compress://"), sizes differ.
   char url_type[FLEN_FILENAME] = {0};
   if (fits_url_type(file, url_type, &status) != 0 || std::string(url_type) != "file://") return;
@@ -214,7 +206,7 @@ std::string plane_text(int hdu, int64_t plane) { return "HDU " + std::to_string(
 // The direct read's layout of the open HDU, when the read path allows it and it applies.
 std::optional<detail::DirectImageLayout> direct_layout(const OpenPlane& open, const fs::path& path,
                                                        detail::FitsReadPath read_path) {
-  if (read_path != detail::FitsReadPath::fastest || stored_compressed(path)) return std::nullopt;
+  if (read_path != detail::FitsReadPath::fastest || whole_file_compressed(path)) return std::nullopt;
   return detail::direct_image_layout(open.file.get(), open.info);
 }
 }  // namespace

@@ -31,10 +31,10 @@ int64_t read_fits(const ItemRef& ref, ImageBuffer& out, const ReadLimits& limits
   return read_fits_plane(ref.path, ref.hdu, ref.plane, out, limits);
 }
 
-// FITS: uncompressed, tile-compressed (fpack .fz) and whole-file compressed (gzip, Unix compress)
-// names that CFITSIO opens.
-constexpr std::string_view kFitsSuffixes[] = {".fits", ".fit", ".fts", ".fits.fz", ".fits.gz", ".fit.gz",
-                                              ".fts.gz", ".fz", ".fits.z", ".mt"};
+// FITS: uncompressed, tile-compressed (fpack .fz) and whole-file compressed (gzip, Unix compress,
+// bzip2 as SDSS ships its frames) names that CFITSIO opens.
+constexpr std::string_view kFitsSuffixes[] = {".fits", ".fit", ".fts", ".fits.fz", ".fits.gz", ".fit.gz", ".fts.gz",
+                                              ".fz", ".fits.z", ".fits.bz2", ".fit.bz2", ".fts.bz2", ".mt"};
 constexpr std::string_view kPngSuffixes[] = {".png"};
 // NIfTI single files, and the .hdr of .hdr/.img pairs (NIfTI-1 "ni1", Analyze 7.5).
 constexpr std::string_view kNiftiSuffixes[] = {".nii", ".nii.gz", ".hdr", ".hdr.gz"};
@@ -63,6 +63,11 @@ bool name_ends_with(const fs::path& path, std::string_view suffix) {
 }
 
 const InputFormat* input_format_for(const fs::path& path) { return longest_suffix(path.filename()).first; }
+
+bool whole_file_compressed(const fs::path& path) {
+  return name_ends_with(path, ".gz") || name_ends_with(path, ".z") || name_ends_with(path, ".zip") ||
+         name_ends_with(path, ".bz2");
+}
 
 std::vector<std::string> default_input_patterns() {
   std::vector<std::string> patterns;

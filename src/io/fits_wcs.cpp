@@ -7,18 +7,13 @@
 #include <wcslib/wcsutil.h>
 
 #include <algorithm>
-#include <cctype>
 #include <cmath>
-#include <cstdio>
-#include <cstdlib>
 #include <cstring>
 #include <limits>
-#include <map>
-#include <set>
-#include <string_view>
 #include <utility>
 
 #include "fits_status.hpp"
+#include "wcs_lookup_distortions.hpp"
 #include "imflow/io/input_format.hpp"
 #include "imflow/io/wcs.hpp"
 
@@ -59,63 +54,6 @@ constexpr size_t kRecord = 80;  // FITS header record length
 
 std::string wcslib_text(int status) {
   return status > 0 && status <= WCSERR_BAD_WORLD_COORD ? wcs_errmsg[status] : "status " + std::to_string(status);
-}
-
-std::string trimmed(std::string_view text) {
-  const size_t first = text.find_first_not_of(' ');
-  if (first == std::string_view::npos) return {};
-  return std::string(text.substr(first, text.find_last_not_of(' ') - first + 1));
-}
-
-// Paper IV lookup-table distortions (CPDISj, CQDISi, D2IMDISj = 'Lookup': HST ACS and WFC3 images)
-// take their tables from other HDUs, which WCSLIB cannot do (it rejects the whole WCS). Their
-// records are dropped so the rest of the WCS (SIP included) still gives sky positions; `note` says
-// so, with the largest correction dropped (CPERRj + CQERRi + D2IMERRj, pixels) when the header gives it.
-std::string without_lookup_distortions(const std::string& header, std::string& note) {
-  struct Family {
-    const char *dis, *record, *error;  // e.g. CPDIS1 = 'Lookup', DP1 = 'EXTVER: 1', CPERR1 = 0.06
-  };
-  static constexpr Family kFamilies[] = {{"CPDIS", "DP", "CPERR"}, {"CQDIS", "DQ", "CQERR"}, {"D2IMDIS", "D2IM", "D2IMERR"}};
-  auto key_of = [&](size_t at) { return trimmed(std::string_view(header).substr(at, 8)); };
-  auto value_of = [&](size_t at) { return std::string_view(header).substr(at + 10, kRecord - 10); };
-  std::set<std::string> dropped;  // keywords of the lookup distortions' records
-  for (size_t at = 0; at + kRecord <= header.size(); at += kRecord) {
-    const std::string key = key_of(at);
-    for (const Family& family : kFamilies) {
-      const std::string_view prefix = family.dis;
-      if (!key.starts_with(prefix) || key.size() == prefix.size()) continue;
-      const std::string axis = key.substr(prefix.size());
-      if (value_of(at).find("'Lookup") == std::string_view::npos && value_of(at).find("'LOOKUP") == std::string_view::npos) continue;
-      dropped.insert({key, family.record + axis, family.error + axis});
-      if (family.record == std::string_view("D2IM")) dropped.insert("D2IMEXT");
-    }
-  }
-  if (dropped.empty()) return header;
-  std::string kept;
-  std::map<std::string, double> error_of_axis;  // "1" -> summed CPERR1 + D2IMERR1 ...
-  for (size_t at = 0; at + kRecord <= header.size(); at += kRecord) {
-    const std::string key = key_of(at);
-    if (!dropped.contains(key)) {
-      kept.append(header, at, kRecord);
-      continue;
-    }
-    for (const Family& family : kFamilies) {
-      const std::string_view prefix = family.error;
-      if (key.starts_with(prefix) && key.size() > prefix.size() && std::isdigit(static_cast<unsigned char>(key[prefix.size()]))) {
-        error_of_axis[key.substr(prefix.size())] += std::strtod(std::string(value_of(at)).c_str(), nullptr);
-      }
-    }
-  }
-  double largest = 0.0;
-  for (const auto& [axis, error] : error_of_axis) largest = std::max(largest, error);
-  char text[160];
-  if (largest > 0.0) {
-    std::snprintf(text, sizeof text, "distortion lookup tables ('Lookup', in other HDUs) ignored: positions off by up to %.3g pixels (CPERR/D2IMERR)", largest);
-  } else {
-    std::snprintf(text, sizeof text, "distortion lookup tables ('Lookup', in other HDUs) ignored: the header gives no bound on their size");
-  }
-  note = text;
-  return kept;
 }
 
 // Every description in the header, parsed by WCSLIB; null (and `problem` set) if it cannot parse it.
@@ -165,7 +103,7 @@ std::vector<std::string> ImageWcs::image_records() const {
 
 ImageWcs ImageWcs::from_header(const std::string& header, const std::vector<int64_t>& naxes, int64_t plane) {
   ImageWcs result;
-  std::unique_ptr<Parsed> parsed = parse_header(without_lookup_distortions(header, result.note_), result.problem_);
+  std::unique_ptr<Parsed> parsed = parse_header(detail::without_lookup_distortions(header, result.note_), result.problem_);
   wcsprm* primary = parsed ? primary_of(*parsed) : nullptr;
   if (primary == nullptr) {  // no WCS keywords at all, or a problem
     result.note_.clear();

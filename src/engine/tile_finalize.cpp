@@ -54,7 +54,8 @@ double seconds_since(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
-// Write the image's outputs; returns the files written. Throws on failure. After the merge (its
+// Write the image's outputs; returns the files written. Throws on failure, having removed those it
+// had finished (all outputs or none). After the merge (its
 // sources on all threads), the label map is renumbered while the CSV and FITS catalogs are
 // written, the three at once, each spreading its own work over the threads.
 std::vector<fs::path> write_image_outputs(RunContext& run, TiledImage& image, WorkItem& record_item) {
@@ -95,20 +96,23 @@ std::vector<fs::path> write_image_outputs(RunContext& run, TiledImage& image, Wo
               write_item_catalog(stem, record_item, *record_item.catalog, wcs, output, written);
             });
     }
+    group.wait();
+    if (image.labels_out) {
+      image.labels_out->commit();
+      written.push_back(image.labels_out->final_path());
+    }
+    for (auto* out : {image.bgsub_out.get(), image.image_out.get()}) {
+      if (out == nullptr) continue;
+      out->commit();
+      written.push_back(out->final_path());
+    }
   } catch (...) {
     group.cancel();
     group.wait();
+    // All outputs or none, as for an untiled item (write_outputs).
+    std::error_code ignored;
+    for (const fs::path& path : written) fs::remove(path, ignored);
     throw;
-  }
-  group.wait();
-  if (image.labels_out) {
-    image.labels_out->commit();
-    written.push_back(image.labels_out->final_path());
-  }
-  for (auto* out : {image.bgsub_out.get(), image.image_out.get()}) {
-    if (out == nullptr) continue;
-    out->commit();
-    written.push_back(out->final_path());
   }
   spdlog::debug("{}: merge {:.3f} s: labels and catalog {:.3f}, then at once catalog files {:.3f}, label map {:.3f}",
                 item_name(image.image), seconds_since(start), merge_seconds, catalog_seconds, labels_seconds);

@@ -55,9 +55,9 @@ double seconds_since(std::chrono::steady_clock::time_point start) {
 }
 
 // Write the image's outputs; returns the files written. Throws on failure, having removed those it
-// had finished (all outputs or none). After the merge (its
-// sources on all threads), the label map is renumbered while the CSV and FITS catalogs are
-// written, the three at once, each spreading its own work over the threads.
+// had finished (all outputs or none). After the merge (its sources on all threads), the label map
+// is renumbered while the CSV and FITS catalogs are written, the three at once, each spreading its
+// own work over the threads.
 std::vector<fs::path> write_image_outputs(RunContext& run, TiledImage& image, WorkItem& record_item) {
   const OutputConfig& output = run.pipeline.output;
   std::vector<fs::path> written;

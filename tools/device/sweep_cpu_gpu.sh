@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# Real files from other instruments and scanners through both backends on the GPU machine.
+# $SWEEP/astro (FITS) goes through config/astro.yaml and $SWEEP/mri (PNG, NIfTI-1/2, Analyze)
+# through the MRI pipeline (rank 50, clipped; solver gpu on CUDA), each with --device cpu and
+# --device cuda. Checks: the same items fail with the same messages; catalogs agree
+# (compare_catalogs.py); MRI metrics agree (rank equal, relative error within 1e-3 absolute).
+# Needs build-dev (tools/device/setup.sh). Logs and summaries under $OUT.
+set -uo pipefail
+OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
+SWEEP=${SWEEP:-datasets/data/sweep}
+imflow=$PWD/build-dev/imflow
+mri_cpu=/tmp/sweep-mri-cpu.yaml mri_gpu=/tmp/sweep-mri-gpu.yaml
+patterns='patterns: ["*.png", "*.nii", "*.nii.gz", "*.hdr", "*.hdr.gz"]'
+sed -e "s/patterns: .*/$patterns/" -e 's/rank: 50,/rank: 50, clip_rank: true,/' config/mri.yaml > $mri_cpu
+sed -e "s/patterns: .*/$patterns/" -e 's/svd_reconstruct: {rank: 50, .*/svd_reconstruct: {rank: 50, clip_rank: true, solver: gpu}/' \
+  config/mri-gpu.yaml > $mri_gpu
+status=0
+for set in astro mri; do
+  for device in cpu cuda; do
+    pipeline=config/astro.yaml
+    if [ $set = mri ]; then pipeline=$mri_cpu; [ $device = cuda ] && pipeline=$mri_gpu; fi
+    rm -rf /tmp/sweep-$set-$device
+    $imflow run $pipeline --input "$SWEEP/$set" --output /tmp/sweep-$set-$device --device $device --threads 8 \
+      > "$OUT/${set}_$device.log" 2>&1
+    echo "$set $device: exit $? ($(tail -1 "$OUT/${set}_$device.log" | grep -o '[0-9]* items: .* failed'))"
+    cp /tmp/sweep-$set-$device/summary.json "$OUT/${set}_$device.summary.json"
+    # Failures without timestamps, sorted: the two backends must fail the same items alike.
+    grep ' error: ' "$OUT/${set}_$device.log" | sed -e 's/^\[[^]]*\] error: //' -e "s|/tmp/sweep-$set-$device|OUT|g" | sort \
+      > "$OUT/${set}_$device.errors"
+  done
+  if cmp -s "$OUT/${set}_cpu.errors" "$OUT/${set}_cuda.errors"; then
+    echo "$set: the same $(wc -l < "$OUT/${set}_cpu.errors") failures on both backends"
+  else
+    echo "$set: failures differ:"; diff "$OUT/${set}_cpu.errors" "$OUT/${set}_cuda.errors" | head -20; status=1
+  fi
+done
+/usr/bin/python3 tools/device/compare_catalogs.py /tmp/sweep-astro-cpu /tmp/sweep-astro-cuda || status=1
+/usr/bin/python3 - /tmp/sweep-mri-cpu/metrics.csv /tmp/sweep-mri-cuda/metrics.csv <<'EOF' || status=1
+import csv, sys
+rows = [{(r["file"], r["slice"]): r for r in csv.DictReader(open(p))} for p in sys.argv[1:]]
+bad = [k for k in rows[0] if k not in rows[1] or rows[0][k]["rank"] != rows[1][k]["rank"]
+       or abs(float(rows[0][k]["rel_frobenius_error"]) - float(rows[1][k]["rel_frobenius_error"])) > 1e-3]
+print(f"mri metrics: {len(rows[0])} cpu / {len(rows[1])} cuda slices, {len(bad)} differ", bad[:5])
+sys.exit(1 if bad or len(rows[0]) != len(rows[1]) else 0)
+EOF
+exit $status

@@ -109,9 +109,7 @@ std::vector<fs::path> write_image_outputs(RunContext& run, TiledImage& image, Wo
   } catch (...) {
     group.cancel();
     group.wait();
-    // All outputs or none, as for an untiled item (write_outputs).
-    std::error_code ignored;
-    for (const fs::path& path : written) fs::remove(path, ignored);
+    remove_outputs(written);  // all outputs or none, as for an untiled item
     throw;
   }
   spdlog::debug("{}: merge {:.3f} s: labels and catalog {:.3f}, then at once catalog files {:.3f}, label map {:.3f}",

@@ -170,6 +170,11 @@ std::vector<fs::path> write_all_outputs(WorkItem& item, const OutputConfig& outp
 }
 }  // namespace
 
+void remove_outputs(const std::vector<fs::path>& written) {
+  std::error_code ignored;
+  for (const fs::path& path : written) fs::remove(path, ignored);
+}
+
 std::vector<fs::path> write_outputs(WorkItem& item, const OutputConfig& output) {
   std::vector<fs::path> written;
   try {
@@ -177,8 +182,7 @@ std::vector<fs::path> write_outputs(WorkItem& item, const OutputConfig& output) 
   } catch (...) {
     // An item has all its outputs or none: the files this call finished go when a later one fails
     // (the failed one never replaced its final name: AtomicOutput removed its temporary file).
-    std::error_code ignored;
-    for (const fs::path& path : written) fs::remove(path, ignored);
+    remove_outputs(written);
     throw;
   }
 }

@@ -35,6 +35,9 @@ std::vector<FitsCard> image_cards(const WorkItem& item, const ImageWcs& wcs);
 // outputs or none (each file is written atomically, so none is ever half-written).
 std::vector<std::filesystem::path> write_outputs(WorkItem& item, const OutputConfig& output);
 
+// Remove an item's finished outputs (after one of its later outputs failed); errors are ignored.
+void remove_outputs(const std::vector<std::filesystem::path>& written);
+
 // The catalog files `output` asks for (stem.cat.csv, stem.cat.fits), the paths of those finished
 // appended to `written` (also when the other fails); a catalog of more than one block writes both
 // files at once. Throws OutputError.

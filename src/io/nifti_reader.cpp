@@ -86,7 +86,6 @@ NiftiPtr open_header(const fs::path& path) {
   std::error_code error;
   if (!fs::is_regular_file(path, error)) throw InputError(path.string() + ": no such NIfTI file");
   if (fs::file_size(path, error) == 0 && !error) throw InputError(path.string() + ": empty file (0 bytes), not a NIfTI image");
-  check_header_start(path);
   if (is_pair_header(path) && !has_image_file(path)) {
     throw InputError(path.string() + ": header of a .hdr/.img pair whose data file (" + path.stem().string() +
                      ".img or .img.gz) is missing");
@@ -283,6 +282,9 @@ int NiftiInfo::bit_depth() const {
 }
 
 NiftiInfo scan_nifti(const fs::path& path) {
+  // Once per file, not per slice; a missing or empty file is open_header's to name.
+  std::error_code missing;
+  if (fs::is_regular_file(path, missing) && fs::file_size(path, missing) > 0) check_header_start(path);
   const NiftiPtr image = open_header(path);
   const NiftiInfo info = info_of(*image, path);
   const double needed = data_bytes(info) + static_cast<double>(std::max<int64_t>(image->iname_offset, 0));

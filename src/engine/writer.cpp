@@ -131,7 +131,8 @@ void write_item_catalog(const fs::path& stem, const WorkItem& item, Catalog& cat
 }
 
 namespace {
-std::vector<fs::path> write_all_outputs(WorkItem& item, const OutputConfig& output, std::vector<fs::path>& written) {
+// The item's outputs, each path appended to `written` once its file is complete.
+void write_all_outputs(WorkItem& item, const OutputConfig& output, std::vector<fs::path>& written) {
   const fs::path stem = output_stem(item.ref, output.dir);
   check_output_parents(stem, output.dir);
   const ImageWcs wcs = output_wcs(item.ref, item.catalog.has_value(), output);
@@ -166,7 +167,6 @@ std::vector<fs::path> write_all_outputs(WorkItem& item, const OutputConfig& outp
     write_png_output(item, path, output.png_compression);
     written.push_back(path);
   }
-  return written;
 }
 }  // namespace
 
@@ -178,7 +178,8 @@ void remove_outputs(const std::vector<fs::path>& written) {
 std::vector<fs::path> write_outputs(WorkItem& item, const OutputConfig& output) {
   std::vector<fs::path> written;
   try {
-    return write_all_outputs(item, output, written);
+    write_all_outputs(item, output, written);
+    return written;
   } catch (...) {
     // An item has all its outputs or none: the files this call finished go when a later one fails
     // (the failed one never replaced its final name: AtomicOutput removed its temporary file).

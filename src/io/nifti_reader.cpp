@@ -20,6 +20,7 @@
 #include "imflow/errors.hpp"
 #include "imflow/io/input_format.hpp"
 #include "imflow/io/nifti.hpp"
+#include "luminance.hpp"
 #include "nifti_volume_cache.hpp"
 
 namespace imflow {
@@ -238,18 +239,6 @@ void warn_uncached(const fs::path& path, double data_bytes, bool gzip) {
                gzip ? ", inflating the gzip stream from its start (slow; raise nifti_cache_mb or gunzip the file)" : "");
 }
 
-// RGB24/RGBA32 voxels to luminance Y = 0.299 R + 0.587 G + 0.114 B, alpha ignored, as for colour
-// PNGs (in double: exact for gray voxels). Returns true when some voxel's channels differ.
-bool colour_to_gray(const unsigned char* raw, int64_t count, int channels, float* out) {
-  bool coloured = false;
-  for (int64_t i = 0; i < count; ++i) {
-    const unsigned char* p = raw + i * channels;
-    coloured = coloured || p[0] != p[1] || p[1] != p[2];
-    out[i] = static_cast<float>(0.299 * p[0] + 0.587 * p[1] + 0.114 * p[2]);
-  }
-  return coloured;
-}
-
 // Stored values (already in this machine's byte order) to float, scaled when scl_slope is set.
 template <typename T>
 void convert(const unsigned char* raw, int64_t count, bool scale, double slope, double inter, float* out) {
@@ -384,8 +373,8 @@ int64_t read_nifti_slice(const fs::path& path, int axis, int64_t plane, ImageBuf
     case DT_UINT64: convert<uint64_t>(raw, n, scale, info.slope, info.inter, out.data()); break;
     case DT_FLOAT32: convert<float>(raw, n, scale, info.slope, info.inter, out.data()); break;
     case DT_FLOAT64: convert<double>(raw, n, scale, info.slope, info.inter, out.data()); break;
-    default:  // RGB24, RGBA32: scl_slope does not apply to them (NIfTI-1 standard)
-      if (colour_to_gray(raw, n, info.bytes_per_voxel, out.data()) && first_warning(path, "colour")) {
+    default:  // RGB24, RGBA32 to luminance as colour PNGs; scl_slope does not apply to them (NIfTI-1 standard)
+      if (detail::interleaved_to_gray(raw, static_cast<int>(info.bytes_per_voxel), n, out.data()) && first_warning(path, "colour")) {
         spdlog::warn("{}: colour NIfTI ({}) converted to luminance 0.299 R + 0.587 G + 0.114 B", path.string(),
                      nifti_datatype_string(info.datatype));
       }

@@ -17,6 +17,7 @@
 
 #include "imflow/errors.hpp"
 #include "imflow/io/png.hpp"
+#include "luminance.hpp"
 #include "read_only_file.hpp"
 
 namespace imflow {
@@ -115,24 +116,6 @@ bool decode(PngBytes& source, int64_t max_pixels, Decoding& d) {
   return true;
 }
 
-// Samples of one decoded image (uint8 or uint16) -> float gray, luminance for colour images.
-// Returns true when a colour image had pixels whose channels differ.
-template <typename T>
-bool to_gray(const T* samples, int channels, int64_t count, float* out) {
-  if (channels <= 2) {  // gray or gray+alpha: take the gray channel
-    for (int64_t i = 0; i < count; ++i) out[i] = static_cast<float>(samples[i * channels]);
-    return false;
-  }
-  bool coloured = false;
-  for (int64_t i = 0; i < count; ++i) {
-    const T* p = samples + i * channels;
-    coloured = coloured || p[0] != p[1] || p[1] != p[2];
-    // ITU-R BT.601 luma in double: exact for gray pixels (the weights sum to 1).
-    out[i] = static_cast<float>(0.299 * p[0] + 0.587 * p[1] + 0.114 * p[2]);
-  }
-  return coloured;
-}
-
 // Up to `limit` bytes from the start of the file; `whole` tells whether that is all of it.
 // Throws InputError naming the file when it cannot be opened or read.
 std::vector<unsigned char> read_prefix(const detail::ReadOnlyFile& file, const std::filesystem::path& path, int64_t limit,
@@ -209,11 +192,11 @@ int64_t read_png(const std::filesystem::path& path, ImageBuffer& out, const Read
       rgb[3 * i] = colour.red, rgb[3 * i + 1] = colour.green, rgb[3 * i + 2] = colour.blue;
     }
     d.channels = 3;
-    coloured = to_gray(rgb.data(), 3, count, out.data());
+    coloured = detail::interleaved_to_gray(rgb.data(), 3, count, out.data());
   } else if (d.depth == 16) {
-    coloured = to_gray(reinterpret_cast<const uint16_t*>(d.pixels.data()), d.channels, count, out.data());
+    coloured = detail::interleaved_to_gray(reinterpret_cast<const uint16_t*>(d.pixels.data()), d.channels, count, out.data());
   } else {
-    coloured = to_gray(d.pixels.data(), d.channels, count, out.data());
+    coloured = detail::interleaved_to_gray(d.pixels.data(), d.channels, count, out.data());
   }
   if (coloured) {
     spdlog::warn("{}: colour PNG ({} channels) converted to luminance 0.299 R + 0.587 G + 0.114 B", path.string(), d.channels);

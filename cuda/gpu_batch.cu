@@ -59,14 +59,7 @@ void enqueue_batch_download(GpuBatch& batch, WorkItem* const* items, int count) 
 
 void collect_batch_item(GpuBatch& batch, int index, WorkItem& item) {
   const DeviceResults& r = batch.results_host.data()[index];
-  if (batch.has_normalization) {
-    if (item.normalization) {  // a normalize on the host before (composed as on the CPU)
-      const Normalization first = *item.normalization;
-      item.normalization = Normalization{r.norm_offset * first.scale + first.offset, r.norm_scale * first.scale};
-    } else {
-      item.normalization = Normalization{r.norm_offset, r.norm_scale};
-    }
-  }
+  if (batch.has_normalization) collect_normalization(r, item);
   if (batch.has_svd_metrics) copy_svd_metrics(r, item);
 }
 

@@ -195,6 +195,16 @@ bool remeasure_if_overflowed(GpuContext& gpu) {
   return true;
 }
 
+void collect_normalization(const DeviceResults& r, WorkItem& item) {
+  if (item.normalization) {  // a normalize the host ran before (the device composes its own)
+    const Normalization first = *item.normalization;
+    item.normalization = Normalization{r.norm_offset * first.scale + first.offset, r.norm_scale * first.scale};
+  } else {
+    item.normalization = Normalization{r.norm_offset, r.norm_scale};
+  }
+  if (r.zeroed_pixels > 0) item.metrics["zeroed_pixels"] += static_cast<double>(r.zeroed_pixels);
+}
+
 void collect_results(GpuContext& gpu, WorkItem& item) {
   DeviceGuard guard(gpu.device);
   const DeviceResults r = *gpu.results_host.data();
@@ -224,14 +234,7 @@ void collect_results(GpuContext& gpu, WorkItem& item) {
     item.background = b;
   }
   if (gpu.has_threshold) item.threshold = r.threshold;
-  if (gpu.has_normalization) {  // composed on the device when normalize ran more than once
-    if (item.normalization) {
-      const Normalization first = *item.normalization;
-      item.normalization = Normalization{r.norm_offset * first.scale + first.offset, r.norm_scale * first.scale};
-    } else {
-      item.normalization = Normalization{r.norm_offset, r.norm_scale};
-    }
-  }
+  if (gpu.has_normalization) collect_normalization(r, item);
   if (gpu.has_svd_metrics) collect_svd_metrics(gpu, item);
   if (gpu.has_mask && gpu.downloaded.mask) item.mask.assign(gpu.mask_host.data(), gpu.mask_host.data() + n);
   if (gpu.has_labels) {

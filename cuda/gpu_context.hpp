@@ -36,6 +36,7 @@ struct DeviceResults {
   // svd_reconstruct metrics (cuda/svd.hpp, SvdMetric indices), named as the CPU step's.
   double svd_metrics[8];
   long long meshes_dropped;  // background method mesh: meshes with fewer than half of their pixels valid
+  unsigned long long zeroed_pixels;  // normalize nonfinite: zero: NaN/Inf pixels set to 0
 };
 
 // A catalog row as the device writes it, straight into mapped pinned memory: imflow::Source
@@ -169,6 +170,10 @@ void enqueue_download(GpuContext& gpu, const DownloadWants& wants);
 // A catalog that overflowed the device capacity is measured on the host (and the capacity grown
 // for the next item), so results never depend on a fixed limit.
 void collect_results(GpuContext& gpu, WorkItem& item);
+
+// normalize's results into the item: the mapping (composed with one the host made before, as on
+// the CPU) and, when pixels were zeroed (nonfinite: zero), item.metrics["zeroed_pixels"].
+void collect_normalization(const DeviceResults& results, WorkItem& item);
 
 // Set the number of catalog rows measured on the device (buffers only grow; a smaller value is
 // honoured, which tests use to exercise the overflow path). May synchronize the device through

@@ -129,19 +129,25 @@ __global__ void record_mapping(const Mapping* mapping, DeviceResults* results) {
   results->norm_set += 1;
 }
 
-__global__ void apply_kernel(float* __restrict__ image, long long n, const Mapping* mapping) {
+// Apply the mapping to the finite pixels; with zero_nonfinite set the others to 0 and count them.
+__global__ void apply_kernel(float* __restrict__ image, long long n, const Mapping* mapping, bool zero_nonfinite,
+                             DeviceResults* results) {
   const Mapping m = *mapping;
-  if (m.finite == 0) return;
+  unsigned long long zeroed = 0;
   for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x) {
     const float x = image[i];
-    if (!finite(x)) continue;
+    if (!finite(x)) {
+      if (zero_nonfinite) image[i] = 0.0f, ++zeroed;
+      continue;
+    }
     image[i] = m.scale == 0.0 ? 0.0f : (float)((x - m.offset) / m.scale);  // divide, as the CPU does
   }
+  if (zeroed > 0) atomicAdd(&results->zeroed_pixels, zeroed);
 }
 
 }  // namespace
 
-void normalize(GpuContext& gpu, bool zscore) {
+void normalize(GpuContext& gpu, bool zscore, bool zero_nonfinite) {
   DeviceGuard guard(gpu.device);
   const long long n = gpu.size();
   const int blocks = static_cast<int>(std::max<long long>(1, std::min<long long>(kMaxBlocks, (n + kThreads * 8 - 1) / (kThreads * 8))));
@@ -163,7 +169,7 @@ void normalize(GpuContext& gpu, bool zscore) {
   }
   record_mapping<<<1, 1, 0, gpu.stream>>>(mapping, gpu.results.data());
   IMFLOW_CUDA_CHECK_LAUNCH();
-  apply_kernel<<<blocks, kThreads, 0, gpu.stream>>>(gpu.image.data(), n, mapping);
+  apply_kernel<<<blocks, kThreads, 0, gpu.stream>>>(gpu.image.data(), n, mapping, zero_nonfinite, gpu.results.data());
   IMFLOW_CUDA_CHECK_LAUNCH();
   gpu.has_normalization = true;
   gpu.image_modified = true;

@@ -33,7 +33,8 @@ __device__ void reduce4(double& lo, double& hi, double& sum, double& count) {
   __syncthreads();  // s may be reused by the next call
 }
 
-__global__ void normalize_batch_kernel(float* images, long long pixels, DeviceResults* results, bool zscore) {
+__global__ void normalize_batch_kernel(float* images, long long pixels, DeviceResults* results, bool zscore,
+                                       bool zero_nonfinite) {
   float* image = images + blockIdx.x * pixels;
   double lo = DBL_MAX, hi = -DBL_MAX, sum = 0.0, count = 0.0;
   for (long long i = threadIdx.x; i < pixels; i += kThreads) {
@@ -72,20 +73,24 @@ __global__ void normalize_batch_kernel(float* images, long long pixels, DeviceRe
     }
     r.norm_set += 1;
   }
-  if (count == 0.0) return;
+  unsigned long long zeroed = 0;
   for (long long i = threadIdx.x; i < pixels; i += kThreads) {
     const float x = image[i];
-    if (!isfinite(x)) continue;
+    if (!isfinite(x)) {
+      if (zero_nonfinite) image[i] = 0.0f, ++zeroed;
+      continue;
+    }
     image[i] = scale == 0.0 ? 0.0f : (float)((x - offset) / scale);  // divide, as the CPU does
   }
+  if (zeroed > 0) atomicAdd(&results[blockIdx.x].zeroed_pixels, zeroed);
 }
 
 }  // namespace
 
 void normalize_batched(float* images, long long pixels, int count, DeviceResults* results, bool zscore,
-                       cudaStream_t stream) {
+                       bool zero_nonfinite, cudaStream_t stream) {
   if (count <= 0 || pixels <= 0) return;
-  normalize_batch_kernel<<<count, kThreads, 0, stream>>>(images, pixels, results, zscore);
+  normalize_batch_kernel<<<count, kThreads, 0, stream>>>(images, pixels, results, zscore, zero_nonfinite);
   IMFLOW_CUDA_CHECK_LAUNCH();
 }
 

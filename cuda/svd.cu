@@ -13,6 +13,7 @@
 #include "cuda/svd.hpp"
 #include "cuda/svd_batched.hpp"
 #include "cuda/svd_metrics.hpp"
+#include "imflow/kernels/svd.hpp"
 
 namespace imflow::cuda {
 
@@ -314,8 +315,7 @@ void reconstruct_from_factors(GpuContext& gpu, const float* factors, int64_t k64
 
 void copy_svd_metrics(const DeviceResults& r, WorkItem& item) {
   if (r.svd_status == kSvdNonFinite) {
-    throw std::runtime_error(std::to_string(static_cast<long long>(r.svd_metrics[kRank])) +
-                             " NaN/Inf pixels: the SVD needs finite values");
+    throw std::runtime_error(kernels::nonfinite_pixels_reason(static_cast<int64_t>(r.svd_metrics[kRank])));
   }
   if (r.svd_status != 0) {
     throw std::runtime_error("the GPU SVD did not converge (solver info " + std::to_string(r.svd_status) + ")");

@@ -70,3 +70,38 @@ TEST_CASE("the normalize step records the mapping and composes when run twice", 
   }
   CHECK_THROWS_WITH(test::pipeline_from("steps: [{normalize: {method: max}}]"), Catch::Contains("not one of"));
 }
+
+TEST_CASE("nonfinite: zero sets NaN/Inf pixels to 0 after normalizing and counts them", "[normalize]") {
+  ImageBuffer image = image_of({NAN, 0, 10, INFINITY, 5, -INFINITY}, 3);
+  CHECK(kernels::zero_nonfinite(image.view()) == 3);
+  CHECK(std::vector<float>(image.begin(), image.end()) == std::vector<float>{0, 0, 10, 0, 5, 0});
+  CHECK(kernels::zero_nonfinite(image.view()) == 0);
+
+  for (const char* method : {"minmax", "zscore"}) {
+    INFO(method);
+    const auto zero = test::pipeline_from(std::string("steps: [{normalize: {method: ") + method + ", nonfinite: zero}}]");
+    WorkItem item;
+    item.pixels = image_of({NAN, 2, 4, NAN, 6, 8}, 2);
+    zero.steps[0]->run_cpu(item);
+    CHECK(item.metrics.at("zeroed_pixels") == 2.0);
+    CHECK(item.pixels.data()[0] == 0.0f);
+    CHECK(item.pixels.data()[3] == 0.0f);
+    // The finite pixels are normalized over the finite ones only, as without the option.
+    REQUIRE(item.normalization);
+    CHECK(item.normalization->offset == (std::string(method) == "minmax" ? 2.0 : 5.0));
+    CHECK(item.pixels.data()[5] * item.normalization->scale + item.normalization->offset == Approx(8.0));
+
+    const auto keep = test::pipeline_from(std::string("steps: [{normalize: {method: ") + method + "}}]");
+    WorkItem kept;
+    kept.pixels = image_of({NAN, 2, 4, NAN, 6, 8}, 2);
+    keep.steps[0]->run_cpu(kept);
+    CHECK(std::isnan(kept.pixels.data()[0]));
+    CHECK(kept.metrics.count("zeroed_pixels") == 0);
+  }
+  WorkItem all_nan;
+  all_nan.pixels = image_of({NAN, NAN}, 2);
+  test::pipeline_from("steps: [{normalize: {nonfinite: zero}}]").steps[0]->run_cpu(all_nan);
+  CHECK(std::vector<float>(all_nan.pixels.begin(), all_nan.pixels.end()) == std::vector<float>{0, 0});
+  CHECK(all_nan.metrics.at("zeroed_pixels") == 2.0);
+  CHECK_THROWS_WITH(test::pipeline_from("steps: [{normalize: {nonfinite: fill}}]"), Catch::Contains("not one of"));
+}

@@ -37,6 +37,11 @@ json svd_metrics(double rank, json psnr) {
           {"energy_kept", 0.99}, {"compression_ratio", 0.5}, {"singular_values", 3.0}, {"sigma_1", 7.0}};
 }
 
+json with_zeroed_pixels(json metrics, double zeroed) {
+  metrics["zeroed_pixels"] = zeroed;
+  return metrics;
+}
+
 // Records added out of input order, one skipped (parsed back from text, as the manifest gives it:
 // unsigned integers), one failed, one without metrics, one file name that needs CSV quoting.
 void fill(imflow::RunSummary& summary) {
@@ -44,7 +49,7 @@ void fill(imflow::RunSummary& summary) {
   summary.set("tiling", {{"size", 0}, {"halo", 0}});
   const std::vector<imflow::StageTime> times = {{"read", 0.25}};
   summary.add_record(record("b.png", 0, 0, "ok", svd_metrics(2, 30.5)), true, 100, 12, times);
-  summary.add_record(record("a.nii", 0, 1, "ok", svd_metrics(2, nullptr)), true, 100, 12, times);
+  summary.add_record(record("a.nii", 0, 1, "ok", with_zeroed_pixels(svd_metrics(2, nullptr), 5)), true, 100, 12, times);
   summary.add_record(record("c.png", 0, 0, "failed", nullptr), false, 0, 0, times);
   summary.add_record(record("a.nii", 0, 0, "ok", svd_metrics(3, 25.0)), true, 100, 12, times);
   summary.add_skipped(json::parse(record("a,b.png", 0, 0, "ok", svd_metrics(1, 20.0)).dump()));
@@ -98,11 +103,11 @@ TEST_CASE("metrics.csv: rows made as records are added equal rows made at the en
   imflow::write_metrics_csv(at_end, dir / "at_end.csv");
   imflow::write_metrics_csv(when_added, dir / "when_added.csv");
   const std::string expected =
-      "file,slice,rank,rel_frobenius_error,psnr_db,energy_kept,compression_ratio,singular_values\n"
-      "\"a,b.png\",0,1,0.0123456789,20,0.99,0.5,3\n"
-      "a.nii,0,3,0.0123456789,25,0.99,0.5,3\n"
-      "a.nii,1,2,0.0123456789,inf,0.99,0.5,3\n"
-      "b.png,0,2,0.0123456789,30.5,0.99,0.5,3\n";
+      "file,slice,rank,rel_frobenius_error,psnr_db,energy_kept,compression_ratio,singular_values,zeroed_pixels\n"
+      "\"a,b.png\",0,1,0.0123456789,20,0.99,0.5,3,0\n"
+      "a.nii,0,3,0.0123456789,25,0.99,0.5,3,0\n"
+      "a.nii,1,2,0.0123456789,inf,0.99,0.5,3,5\n"
+      "b.png,0,2,0.0123456789,30.5,0.99,0.5,3,0\n";
   CHECK(read_file(dir / "at_end.csv") == expected);
   CHECK(read_file(dir / "when_added.csv") == expected);
 }

@@ -141,7 +141,7 @@ TEST_CASE("svd_reconstruct step: metrics, replacement, rank errors and clipping"
 
   WorkItem with_nan = item_with(low_rank(4, 4, 1, 1));
   with_nan.pixels.data()[5] = NAN;
-  CHECK_THROWS_WITH(pipeline.steps[0]->run_cpu(with_nan), Catch::Contains("NaN"));
+  CHECK_THROWS_WITH(pipeline.steps[0]->run_cpu(with_nan), Catch::Contains("NaN") && Catch::Contains("nonfinite: zero"));
 }
 
 TEST_CASE("svd_reconstruct parameters are validated at pipeline load", "[svd]") {
@@ -173,7 +173,7 @@ TEST_CASE("MRI pipeline end to end: PNG slices in, PNG + metrics.csv out", "[svd
   std::ifstream csv(out / "metrics.csv");
   std::string header, line;
   std::getline(csv, header);
-  CHECK(header == "file,slice,rank,rel_frobenius_error,psnr_db,energy_kept,compression_ratio,singular_values");
+  CHECK(header == "file,slice,rank,rel_frobenius_error,psnr_db,energy_kept,compression_ratio,singular_values,zeroed_pixels");
   int rows = 0;
   while (std::getline(csv, line)) ++rows;
   CHECK(rows == 65);

@@ -2,10 +2,12 @@
 """Float64 NumPy reference for imflow's MRI pipeline (normalize + svd_reconstruct).
 
   tools/make_mri_reference.py INPUT.png|INPUT.nii[.gz] [...] (--rank K | --energy E)
-        [--normalize minmax|zscore|none] [--axis 2] [--slices FIRST:LAST] -o OUT.json [--recon-dir DIR]
+        [--normalize minmax|zscore|none] [--nonfinite keep|zero] [--axis 2] [--slices FIRST:LAST]
+        -o OUT.json [--recon-dir DIR]
 
 Per slice: the same normalization as the `normalize` step ((x - min) / (max - min) over finite
-pixels, or z-score with ddof 0; a constant slice becomes zeros), np.linalg.svd (float64,
+pixels, or z-score with ddof 0; a constant slice becomes zeros; with --nonfinite zero the NaN/Inf
+pixels then become 0, as normalize's `nonfinite: zero`), np.linalg.svd (float64,
 full_matrices=False), k = rank or the smallest k with cumsum(s^2) >= energy * sum(s^2), and
 A_k = U_k diag(s_k) V_k^T. Writes JSON with the first 10 singular values, sigma_k, relative
 Frobenius error, PSNR (peak = max(A) - min(A)), energy kept and compression ratio; with
@@ -74,6 +76,7 @@ def main():
     group.add_argument("--rank", type=int)
     group.add_argument("--energy", type=float)
     parser.add_argument("--normalize", default="minmax", choices=("minmax", "zscore", "none"))
+    parser.add_argument("--nonfinite", default="keep", choices=("keep", "zero"))
     parser.add_argument("--axis", type=int, default=2, choices=(0, 1, 2))
     parser.add_argument("--slices", default="", help="FIRST:LAST (inclusive) slices of NIfTI volumes")
     parser.add_argument("-o", "--output", required=True)
@@ -93,7 +96,11 @@ def main():
                 slices = slices[first : last + 1]
         for index, image in slices:
             a = normalize(image, args.normalize)
+            zeroed = int(np.count_nonzero(~np.isfinite(a)))
+            if args.nonfinite == "zero":
+                a[~np.isfinite(a)] = 0.0
             ak, item = reference(a, args.rank, args.energy)
+            item["zeroed_pixels"] = zeroed if args.nonfinite == "zero" else 0
             item.update({"file": os.path.basename(path), "path": os.path.abspath(path), "slice": index,
                          "bit_depth": depth})
             if args.recon_dir:
@@ -102,7 +109,8 @@ def main():
                 write_fits(stem + ".recon.fits", ak)
                 item["input_fits"], item["recon_fits"] = stem + ".input.fits", stem + ".recon.fits"
             items.append(item)
-    params = {"rank": args.rank, "energy": args.energy, "normalize": args.normalize, "axis": args.axis}
+    params = {"rank": args.rank, "energy": args.energy, "normalize": args.normalize, "nonfinite": args.nonfinite,
+              "axis": args.axis}
     with open(args.output, "w") as f:
         json.dump({"generator": "tools/make_mri_reference.py (numpy float64)", "numpy": np.__version__,
                    "params": params, "items": items}, f, indent=1)

@@ -87,6 +87,9 @@ std::string metrics_csv_row(const nlohmann::json& record) {
     row += ',';
     append_metric(row, metrics, name);
   }
+  row += ',';  // zeroed_pixels: present only when normalize's nonfinite: zero set some
+  if (metrics.contains("zeroed_pixels")) append_metric(row, metrics, "zeroed_pixels");
+  else row += '0';
   row += '\n';
   return row;
 }
@@ -116,7 +119,7 @@ void write_metrics_csv(const RunSummary& summary, const std::filesystem::path& p
     return std::tie(*a.file, a.plane) < std::tie(*b.file, b.plane);
   };
   if (!std::is_sorted(rows.begin(), rows.end(), before)) std::stable_sort(rows.begin(), rows.end(), before);
-  std::string csv = "file,slice,rank,rel_frobenius_error,psnr_db,energy_kept,compression_ratio,singular_values\n";
+  std::string csv = "file,slice,rank,rel_frobenius_error,psnr_db,energy_kept,compression_ratio,singular_values,zeroed_pixels\n";
   csv.reserve(csv.size() + bytes);
   for (const MetricsRow& row : rows) csv += *row.text;
   write_text_atomic(path, csv);

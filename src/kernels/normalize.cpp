@@ -3,6 +3,7 @@
 
 #include <cmath>
 #include <limits>
+#include <span>
 
 namespace imflow::kernels {
 
@@ -41,6 +42,16 @@ Normalization normalize(ImageView image, NormalizeMethod method) {
     if (std::isfinite(data[i])) data[i] = static_cast<float>((data[i] - mapping.offset) / mapping.scale);
   }
   return mapping;
+}
+
+int64_t zero_nonfinite(ImageView image) {
+  int64_t zeroed = 0;
+  for (float& x : std::span(image.data, static_cast<size_t>(image.size()))) {
+    if (std::isfinite(x)) continue;
+    x = 0.0f;
+    ++zeroed;
+  }
+  return zeroed;
 }
 
 }  // namespace imflow::kernels

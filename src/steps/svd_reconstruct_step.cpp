@@ -193,7 +193,7 @@ class SvdReconstructStep final : public Step {
   kernels::SvdFactors host_svd(WorkItem& item, int64_t& k) const {
     const ConstImageView a = item.pixels.view();
     const int64_t bad = std::count_if(a.data, a.data + a.size(), [](float x) { return !std::isfinite(x); });
-    if (bad > 0) throw std::runtime_error(std::to_string(bad) + " NaN/Inf pixels: the SVD needs finite values");
+    if (bad > 0) throw std::runtime_error(kernels::nonfinite_pixels_reason(bad));
     const kernels::SvdFactors f = kernels::svd_thin(a, item.scratch);
     k = rank_ > 0 ? rank_ : kernels::rank_for_energy(f.s, f.r, energy_);
     if (k > f.r) {

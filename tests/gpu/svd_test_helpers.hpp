@@ -168,7 +168,9 @@ inline std::map<std::string, std::vector<double>> read_metrics_csv(const fs::pat
     std::string cell;
     while (std::getline(ss, cell, ',')) cells.push_back(cell);
     if (cells.size() < 8) continue;
-    rows[cells[0] + "," + cells[1]] = {std::stod(cells[2]), std::stod(cells[3]), std::stod(cells[5])};
+    // rank, relative error, energy kept, zeroed pixels (normalize nonfinite: zero)
+    rows[cells[0] + "," + cells[1]] = {std::stod(cells[2]), std::stod(cells[3]), std::stod(cells[5]),
+                                       cells.size() > 8 ? std::stod(cells[8]) : 0.0};
   }
   return rows;
 }

@@ -34,39 +34,48 @@ using namespace svd_test;
 namespace icuda = imflow::cuda;
 namespace fs = std::filesystem;
 
-TEST_CASE("GPU normalize matches the CPU (minmax, zscore, NaN, constant, no finite pixel)", "[gpu][mri]") {
+TEST_CASE("GPU normalize matches the CPU (minmax, zscore, NaN, constant, no finite pixel, nonfinite: zero)",
+          "[gpu][mri]") {
   Slot slot;
   std::mt19937 rng(7);
   std::normal_distribution<float> noise(120.0f, 40.0f);
-  for (const bool zscore : {false, true}) {
-    for (int variant = 0; variant < 4; ++variant) {
-      const int64_t w = variant == 3 ? 1000 : 181, h = variant == 3 ? 700 : 217;
-      std::vector<float> px(static_cast<size_t>(w * h));
-      for (auto& x : px) x = noise(rng);
-      if (variant == 1) std::fill(px.begin(), px.end(), 42.0f);
-      if (variant == 2) std::fill(px.begin(), px.end(), NAN);
-      if (variant == 0 || variant == 3) {
-        px[5] = NAN;
-        px[77] = INFINITY;
-        px[99] = -INFINITY;
+  for (const bool zero : {false, true}) {
+    for (const bool zscore : {false, true}) {
+      for (int variant = 0; variant < 4; ++variant) {
+        INFO("zero " << zero << " zscore " << zscore << " variant " << variant);
+        const int64_t w = variant == 3 ? 1000 : 181, h = variant == 3 ? 700 : 217;
+        std::vector<float> px(static_cast<size_t>(w * h));
+        for (auto& x : px) x = noise(rng);
+        if (variant == 1) std::fill(px.begin(), px.end(), 42.0f);
+        if (variant == 2) std::fill(px.begin(), px.end(), NAN);
+        if (variant == 0 || variant == 3) {
+          px[5] = NAN;
+          px[77] = INFINITY;
+          px[99] = -INFINITY;
+        }
+        WorkItem cpu;
+        set_pixels(cpu, w, h, px);
+        const auto method =
+            zscore ? imflow::kernels::NormalizeMethod::zscore : imflow::kernels::NormalizeMethod::minmax;
+        const imflow::Normalization ref = imflow::kernels::normalize(cpu.pixels.view(), method);
+        const int64_t zeroed = zero ? imflow::kernels::zero_nonfinite(cpu.pixels.view()) : 0;
+        CHECK(zeroed == (!zero || variant == 1 ? 0 : variant == 2 ? w * h : 3));
+        WorkItem gpu;
+        set_pixels(gpu, w, h, px);
+        run_on_gpu(slot, gpu, [&](imflow::GpuContext& g) { icuda::normalize(g, zscore, zero); });
+        REQUIRE(gpu.normalization.has_value());
+        CHECK(gpu.normalization->offset == Approx(ref.offset).epsilon(1e-12).margin(1e-12));
+        CHECK(gpu.normalization->scale == Approx(ref.scale).epsilon(1e-12).margin(1e-12));
+        CHECK(gpu.metrics.count("zeroed_pixels") == (zeroed > 0 ? 1u : 0u));
+        if (zeroed > 0) CHECK(gpu.metrics.at("zeroed_pixels") == static_cast<double>(zeroed));
+        size_t mismatches = 0;
+        for (size_t i = 0; i < px.size(); ++i) {
+          const float a = gpu.pixels.data()[i], b = cpu.pixels.data()[i];
+          if (std::isnan(b) ? !std::isnan(a) : (std::isinf(b) ? a != b : std::abs(a - b) > 1e-6f * (1.0f + std::abs(b))))
+            ++mismatches;
+        }
+        CHECK(mismatches == 0);
       }
-      WorkItem cpu;
-      set_pixels(cpu, w, h, px);
-      const auto method = zscore ? imflow::kernels::NormalizeMethod::zscore : imflow::kernels::NormalizeMethod::minmax;
-      const imflow::Normalization ref = imflow::kernels::normalize(cpu.pixels.view(), method);
-      WorkItem gpu;
-      set_pixels(gpu, w, h, px);
-      run_on_gpu(slot, gpu, [&](imflow::GpuContext& g) { icuda::normalize(g, zscore); });
-      REQUIRE(gpu.normalization.has_value());
-      CHECK(gpu.normalization->offset == Approx(ref.offset).epsilon(1e-12).margin(1e-12));
-      CHECK(gpu.normalization->scale == Approx(ref.scale).epsilon(1e-12).margin(1e-12));
-      size_t mismatches = 0;
-      for (size_t i = 0; i < px.size(); ++i) {
-        const float a = gpu.pixels.data()[i], b = cpu.pixels.data()[i];
-        if (std::isnan(b) ? !std::isnan(a) : (std::isinf(b) ? a != b : std::abs(a - b) > 1e-6f * (1.0f + std::abs(b))))
-          ++mismatches;
-      }
-      CHECK(mismatches == 0);
     }
   }
 }
@@ -290,6 +299,44 @@ TEST_CASE("MRI pipeline on the GPU (full and hybrid) matches the CPU run", "[gpu
       CHECK(std::abs(g[2] - c[2]) < 1e-4);
     }
     CHECK(worst < 1e-4);
+  }
+  fs::remove_all(base);
+}
+
+TEST_CASE("A real SPM volume with NaN voxels through normalize nonfinite: zero: GPU runs match the CPU run",
+          "[gpu][mri][pipeline][real]") {
+  const fs::path samples = fs::path(IMFLOW_SOURCE_DIR) / "datasets/samples/mri-masked";
+  const fs::path base = fs::temp_directory_path() / ("imflow_gpu_masked_" + std::to_string(::getpid()));
+  auto run = [&](const std::string& name, const std::string& device, int batch, const std::string& step) {
+    const fs::path out = base / name;
+    const std::string yaml = "input: {dir: " + samples.string() + "}\noutput: {dir: " + out.string() +
+                             ", formats: [metrics]}\ndevice: " + device + "\nbatch: " + std::to_string(batch) +
+                             "\nsteps: [{normalize: {nonfinite: zero}}, {svd_reconstruct: " + step + "}]\n";
+    auto pipeline = imflow::parse_pipeline(yaml, name);
+    const auto summary = imflow::run_pipeline(pipeline, {});
+    CHECK(summary.failed() == 0);
+    CHECK(summary.succeeded() == 3);
+    return read_metrics_csv(out / "metrics.csv");
+  };
+  const auto cpu = run("cpu", "cpu", 1, "{rank: 10, clip_rank: true}");
+  REQUIRE(cpu.size() == 3);
+  std::vector<double> zeroed;
+  for (const auto& [key, c] : cpu) zeroed.push_back(c[3]);
+  CHECK(zeroed == std::vector<double>{74, 40, 39});  // the file's NaN voxels per slice (nibabel: the same)
+  for (const auto& [batch, step] : std::vector<std::pair<int, std::string>>{
+           {1, "{rank: 10, clip_rank: true, solver: gpu, svd_solver: gesvdj}"},
+           {4, "{rank: 10, clip_rank: true, solver: gpu}"},
+           {1, "{rank: 10, clip_rank: true, solver: cpu, reconstruct: gpu}"}}) {
+    INFO(step << " batch " << batch);
+    const auto gpu = run("gpu", "cuda", batch, step);
+    REQUIRE(gpu.size() == cpu.size());
+    for (const auto& [key, g] : gpu) {
+      const auto& c = cpu.at(key);
+      CHECK(g[0] == c[0]);
+      CHECK(std::abs(g[1] - c[1]) < 1e-4);
+      CHECK(std::abs(g[2] - c[2]) < 1e-4);
+      CHECK(g[3] == c[3]);
+    }
   }
   fs::remove_all(base);
 }

@@ -55,7 +55,7 @@ BatchRun run_batch(Slot& slot, const std::vector<std::vector<float>>& images, in
   if (force_fallback) icuda::force_gesvda_fallback(batch.svd, batch.stream, true);
   icuda::enqueue_batch_upload(batch, pointers.data(), count);
   if (normalize_first) {
-    icuda::normalize_batched(batch.images.data(), batch.pixels(), count, batch.results.data(), false, batch.stream);
+    icuda::normalize_batched(batch.images.data(), batch.pixels(), count, batch.results.data(), false, false, batch.stream);
     batch.has_normalization = batch.image_modified = true;
   }
   icuda::SvdBatchJob job{batch.images.data(), batch.spare.data(), static_cast<int>(m), static_cast<int>(n), count,
@@ -218,7 +218,7 @@ TEST_CASE("Batched GPU SVD: all-zero and NaN images do not poison their batch-ma
   }
 }
 
-TEST_CASE("Batched GPU normalize matches the per-item kernel", "[gpu][mri][batched]") {
+TEST_CASE("Batched GPU normalize matches the per-item kernel (nonfinite keep and zero)", "[gpu][mri][batched]") {
   Slot slot;
   std::mt19937 rng(fresh_seed());
   std::normal_distribution<float> noise(120.0f, 40.0f);
@@ -230,7 +230,8 @@ TEST_CASE("Batched GPU normalize matches the per-item kernel", "[gpu][mri][batch
   std::fill(images[2].begin(), images[2].end(), NAN);
   images[3][5] = NAN;
   images[3][77] = INFINITY;
-  for (const bool zscore : {false, true}) {
+  for (int mode = 0; mode < 4; ++mode) {
+    const bool zero = mode >= 2, zscore = mode % 2 == 1;
     std::vector<WorkItem> batch_items(images.size());
     std::vector<WorkItem*> pointers;
     for (size_t b = 0; b < images.size(); ++b) {
@@ -239,16 +240,18 @@ TEST_CASE("Batched GPU normalize matches the per-item kernel", "[gpu][mri][batch
     }
     imflow::GpuBatch batch(0, slot.stream.get());
     icuda::enqueue_batch_upload(batch, pointers.data(), 4);
-    icuda::normalize_batched(batch.images.data(), batch.pixels(), 4, batch.results.data(), zscore, batch.stream);
+    icuda::normalize_batched(batch.images.data(), batch.pixels(), 4, batch.results.data(), zscore, zero, batch.stream);
     batch.has_normalization = batch.image_modified = true;
     icuda::enqueue_batch_download(batch, pointers.data(), 4);
     slot.stream.synchronize();
     for (size_t b = 0; b < images.size(); ++b) {
-      INFO("zscore " << zscore << " image " << b);
+      INFO("zero " << zero << " zscore " << zscore << " image " << b);
       icuda::collect_batch_item(batch, static_cast<int>(b), batch_items[b]);
       WorkItem single;
       set_pixels(single, w, h, images[b]);
-      run_on_gpu(slot, single, [&](imflow::GpuContext& g) { icuda::normalize(g, zscore); });
+      run_on_gpu(slot, single, [&](imflow::GpuContext& g) { icuda::normalize(g, zscore, zero); });
+      CHECK(batch_items[b].metrics == single.metrics);  // zeroed_pixels, when any
+      CHECK(single.metrics.count("zeroed_pixels") == (zero && (b == 2 || b == 3) ? 1u : 0u));
       REQUIRE(batch_items[b].normalization.has_value());
       CHECK(batch_items[b].normalization->offset == Approx(single.normalization->offset).epsilon(1e-12).margin(1e-12));
       CHECK(batch_items[b].normalization->scale == Approx(single.normalization->scale).epsilon(1e-12).margin(1e-12));

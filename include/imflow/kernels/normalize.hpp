@@ -13,4 +13,9 @@ enum class NormalizeMethod { minmax, zscore };
 // x = x' * scale + offset (scale 0 for a constant image, {0, 1} when no pixel is finite).
 Normalization normalize(ImageView image, NormalizeMethod method);
 
+// normalize's `nonfinite: zero`: sets the NaN/Inf pixels to 0 (after normalize: the minimum for
+// minmax, the mean for zscore) so that steps needing finite values (svd_reconstruct) take masked
+// images. Returns how many pixels it set.
+int64_t zero_nonfinite(ImageView image);
+
 }  // namespace imflow::kernels

@@ -2,6 +2,7 @@
 // and the helpers of the svd_reconstruct step: the energy rule and the quality metrics.
 #pragma once
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "imflow/image.hpp"
@@ -17,6 +18,12 @@ void use_single_threaded_blas();
 // `work` receives [A copy | s | U | Vt]; the returned factors point into it. Throws
 // std::runtime_error when LAPACK reports an error or does not converge. Values must be finite.
 SvdFactors svd_thin(ConstImageView a, std::vector<float>& work);
+
+// The reason a slice with `count` NaN/Inf pixels fails svd_reconstruct (CPU and GPU alike).
+inline std::string nonfinite_pixels_reason(int64_t count) {
+  return std::to_string(count) +
+         " NaN/Inf pixels: the SVD needs finite values (normalize's `nonfinite: zero` sets them to 0)";
+}
 
 // Smallest k with sum_{l<k} s_l^2 >= energy * sum s^2 (sums in double); 0 when all s are 0.
 int64_t rank_for_energy(const float* s, int64_t r, double energy);

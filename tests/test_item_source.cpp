@@ -4,6 +4,7 @@
 #include <tbb/task_arena.h>
 
 #include <fstream>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -75,6 +76,39 @@ TEST_CASE("files whose outputs would have the same names: the first keeps them, 
   CHECK(errors[2].empty());
   CHECK(errors[3].empty());  // another directory: other output names
   CHECK_THAT(errors[4], Catch::Contains("m.fits.fz") && Catch::Contains("same names"));
+}
+
+TEST_CASE("a file named as another's HDU or plane outputs fails, only when that HDU or plane exists", "[engine][source]") {
+  test::TempDir dir("item_source_plane_clash");
+  // m.fits: primary + HDU 1 (outputs m.* and m.hdu1.*); c.fits: a cube of 3 planes (c.p0 .. c.p2);
+  // s.fits: one plane (s.*, no suffix).
+  test::write_fits(dir / "m.fits", -32, {5, 4}, std::vector<double>(20, 2.0));
+  test::write_fits(dir / "m.fits", -32, {5, 4}, std::vector<double>(20, 3.0), 1.0, 0.0, nullptr, false);
+  test::write_fits(dir / "c.fits", -32, {4, 3, 3}, std::vector<double>(36, 1.0));
+  test::write_fits(dir / "s.fits", -32, {5, 4}, std::vector<double>(20, 2.0));
+  const std::vector<std::string> names = {"c.p1.fits", "c.p3.fits", "m.hdu1.fits", "m.hdu1.fits.gz",
+                                          "m.hdu2.fits", "m.hdu1.p0.fits", "s.p0.fits", "m.fits", "c.fits", "s.fits"};
+  std::vector<fs::path> files;
+  for (const std::string& name : names) {
+    files.push_back(dir / name);
+    if (!fs::exists(files.back())) test::write_fits(files.back(), -32, {5, 4}, std::vector<double>(20, 2.0));
+  }
+  ItemSource source(files, dir.path());
+  ItemRef ref;
+  std::map<std::string, std::string> error_of;  // first item's error per file
+  while (source.next(ref)) error_of.emplace(ref.path.filename().string(), ref.error);
+  REQUIRE(error_of.size() == names.size());
+  CHECK_THAT(error_of["c.p1.fits"], Catch::Contains("same names (c.p1.*)") && Catch::Contains("plane 1 of " + (dir / "c.fits").string()));
+  CHECK(error_of["c.p3.fits"].empty());  // c.fits has planes 0-2
+  CHECK_THAT(error_of["m.hdu1.fits"], Catch::Contains("same names (m.hdu1.*)") && Catch::Contains("HDU 1 of " + (dir / "m.fits").string()));
+  // m.hdu1.fits.gz has the same name as m.hdu1.fits: that clash is reported first.
+  CHECK_THAT(error_of["m.hdu1.fits.gz"], Catch::Contains("same names") && Catch::Contains((dir / "m.hdu1.fits").string()));
+  CHECK(error_of["m.hdu2.fits"].empty());     // m.fits has no HDU 2
+  CHECK(error_of["m.hdu1.p0.fits"].empty());  // HDU 1 of m.fits is one plane: m.hdu1.*, no .p0
+  CHECK(error_of["s.p0.fits"].empty());       // s.fits is one plane: s.*
+  CHECK(error_of["m.fits"].empty());
+  CHECK(error_of["c.fits"].empty());
+  CHECK(error_of["s.fits"].empty());
 }
 
 

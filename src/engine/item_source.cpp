@@ -27,6 +27,25 @@ std::string normalized_extname(std::string name) {
   return name;
 }
 
+// "m.hdu1.p2" -> {"m.hdu1", "m"}, "m.p3" -> {"m"}, "m.hdu1" -> {"m"}: the names whose outputs
+// could be called `stem` (output_name adds .hduH and .pP).
+std::vector<std::string> generated_from(const std::string& stem) {
+  std::vector<std::string> bases;
+  auto strip = [](const std::string& name, std::string_view marker) -> std::optional<std::string> {
+    const size_t dot = name.rfind(marker);
+    if (dot == std::string::npos || dot == 0 || dot + marker.size() == name.size()) return std::nullopt;
+    const std::string digits = name.substr(dot + marker.size());
+    if (!std::all_of(digits.begin(), digits.end(), [](unsigned char c) { return std::isdigit(c) != 0; })) return std::nullopt;
+    return name.substr(0, dot);
+  };
+  if (const auto without_plane = strip(stem, ".p")) {
+    bases.push_back(*without_plane);
+    if (const auto without_hdu = strip(*without_plane, ".hdu")) bases.push_back(*without_hdu);
+  }
+  if (const auto without_hdu = strip(stem, ".hdu")) bases.push_back(*without_hdu);
+  return bases;
+}
+
 std::string joined(const std::vector<std::string>& names) {
   std::string text;
   for (const auto& name : names) text += (text.empty() ? "" : ", ") + name;
@@ -51,6 +70,46 @@ ItemSource::ItemSource(std::vector<fs::path> files, fs::path input_root)
     const auto [it, inserted] = first_of_stem.emplace(stem.string(), i);
     if (!inserted) clashes_with_[i] = files_[it->second];
   }
+  // A file may also be named as another's HDU or plane outputs are (m.hdu1.fits beside m.fits);
+  // whether they clash depends on that file's HDUs and planes, known when this one is scanned.
+  named_like_.assign(files_.size(), std::nullopt);
+  for (size_t i = 0; i < files_.size(); ++i) {
+    const std::string stem = strip_image_extension(files_[i].filename().string());
+    for (const std::string& base : generated_from(stem)) {
+      const auto found = first_of_stem.find((files_[i].parent_path() / base).string());
+      if (found == first_of_stem.end() || found->second == i) continue;
+      named_like_[i] = found->second;
+      break;
+    }
+  }
+}
+
+bool ItemSource::selected(const InputFormat& format, const PlaneInfo& plane) const {
+  return extnames_.empty() || std::string_view(format.name) != "fits" ||
+         std::find(extnames_.begin(), extnames_.end(), normalized_extname(plane.extname)) != extnames_.end();
+}
+
+std::optional<std::string> ItemSource::plane_name_clash(size_t index, size_t other) const {
+  const fs::path& path = files_[other];
+  const InputFormat* format = input_format_for(path);
+  if (format == nullptr) return std::nullopt;
+  std::vector<PlaneInfo> planes;
+  try {
+    planes = format->scan(path);
+  } catch (const std::exception&) {
+    return std::nullopt;  // that file fails on its own and writes nothing
+  }
+  const std::string name = strip_image_extension(files_[index].filename().string());
+  for (const PlaneInfo& plane : planes) {
+    if (!selected(*format, plane) || output_name(path.filename().string(), plane.hdu, plane.plane, plane.planes) != name) {
+      continue;
+    }
+    std::string which = plane.hdu > 0 ? "HDU " + std::to_string(plane.hdu) : "";
+    if (plane.planes > 1) which += (which.empty() ? "plane " : " plane ") + std::to_string(plane.plane);
+    return files_[index].string() + ": its outputs would have the same names (" + name + ".*) as those of " + which +
+           " of " + path.string() + "; rename one of them";
+  }
+  return std::nullopt;
 }
 
 std::vector<ItemRef> ItemSource::scan_file(size_t file_index) const {
@@ -70,14 +129,16 @@ std::vector<ItemRef> ItemSource::scan_file(size_t file_index) const {
       throw std::runtime_error(base.path.string() + ": its outputs would have the same names as those of " +
                                clashes_with_[file_index].string() + " (same name without the image extension); rename one of them");
     }
+    if (named_like_[file_index]) {
+      if (auto clash = plane_name_clash(file_index, *named_like_[file_index])) throw std::runtime_error(*clash);
+    }
     check_input_file(base.path, max_file_bytes_, true);
     const InputFormat* format = input_format_for(base.path);
     if (format == nullptr) throw std::runtime_error(base.path.string() + ": unknown file format (by name)");
     const std::vector<PlaneInfo> planes = format->scan(base.path);
     std::vector<std::string> passed_over;  // image HDUs not selected by extnames_, for the error below
     for (const PlaneInfo& plane : planes) {
-      if (!extnames_.empty() && std::string_view(format->name) == "fits" &&
-          std::find(extnames_.begin(), extnames_.end(), normalized_extname(plane.extname)) == extnames_.end()) {
+      if (!selected(*format, plane)) {
         if (plane.plane == 0) passed_over.push_back(std::to_string(plane.hdu) + (plane.extname.empty() ? " (no EXTNAME)" : " " + plane.extname));
         continue;
       }

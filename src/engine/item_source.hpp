@@ -52,6 +52,13 @@ class ItemSource {
   std::filesystem::path root_;
   // Per file: the earlier file whose outputs would have the same names (empty: none).
   std::vector<std::filesystem::path> clashes_with_;
+  // Per file named like an HDU or plane of another listed file ("m.hdu1.fits", "m.p3.fits" beside
+  // "m.fits"): that file, whose planes scan_file checks (a clash only if it has that HDU/plane).
+  std::vector<std::optional<size_t>> named_like_;
+  // The error for file `index` when one of file `other`'s selected planes has its output name.
+  std::optional<std::string> plane_name_clash(size_t index, size_t other) const;
+  // Whether input.extnames selects this plane of a file in `format`.
+  bool selected(const InputFormat& format, const PlaneInfo& plane) const;
   size_t next_file_ = 0;
   int64_t next_index_ = 0;
   std::deque<ItemRef> pending_;

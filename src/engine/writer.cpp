@@ -27,10 +27,7 @@ fs::path output_stem(const ItemRef& ref, const fs::path& output_dir) {
     throw OutputError(ref.path.string() + ": relative path '" + ref.relative.string() +
                       "' would place outputs outside the output directory");
   }
-  std::string name = strip_image_extension(ref.relative.filename().string());
-  if (ref.hdu > 0) name += ".hdu" + std::to_string(ref.hdu);
-  if (ref.planes > 1) name += ".p" + std::to_string(ref.plane);
-  return output_dir / ref.relative.parent_path() / name;
+  return output_dir / ref.relative.parent_path() / output_name(ref.relative.filename().string(), ref.hdu, ref.plane, ref.planes);
 }
 
 std::vector<FitsCard> provenance_cards(const WorkItem& item) {

@@ -81,4 +81,11 @@ std::string strip_image_extension(const std::string& filename) {
   return filename.substr(0, filename.size() - longest_suffix(fs::path(filename)).second);
 }
 
+std::string output_name(const std::string& filename, int hdu, int64_t plane, int64_t planes) {
+  std::string name = strip_image_extension(filename);
+  if (hdu > 0) name += ".hdu" + std::to_string(hdu);
+  if (planes > 1) name += ".p" + std::to_string(plane);
+  return name;
+}
+
 }  // namespace imflow

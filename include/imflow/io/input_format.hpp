@@ -51,4 +51,8 @@ bool name_ends_with(const std::filesystem::path& path, std::string_view suffix);
 // "name.fits.fz" -> "name": the file name without its longest registered suffix (unchanged when none).
 std::string strip_image_extension(const std::string& filename);
 
+// The name an item's outputs start with: strip_image_extension(filename), then ".hduH" for an
+// HDU after the primary and ".pP" for a plane of a cube or volume ("m.fits", HDU 1 -> "m.hdu1").
+std::string output_name(const std::string& filename, int hdu, int64_t plane, int64_t planes);
+
 }  // namespace imflow

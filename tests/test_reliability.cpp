@@ -112,6 +112,42 @@ TEST_CASE("manifest: resume skips only unchanged items with intact outputs", "[r
   CHECK_THROWS(Manifest(dir / "out", "key2", true, false));  // another pipeline
 }
 
+TEST_CASE("manifest: a .hdr/.img pair is redone when its .img changes", "[reliability]") {
+  test::TempDir dir("reliability_pair");
+  fs::create_directories(dir / "in");
+  fs::create_directories(dir / "out");
+  // Only names and bytes matter here: the manifest stats the .hdr and the .img beside it.
+  write_file(dir / "in" / "v.hdr", "header");
+  write_file(dir / "in" / "v.img", "voxels 1");
+  write_file(dir / "out" / "v.p0.image.png", "png");
+  const ItemRef v = ref_for(dir / "in" / "v.hdr", "v.hdr");
+  {
+    Manifest manifest(dir / "out", "key", false, true);
+    manifest.append(v, {dir / "out" / "v.p0.image.png"}, {{"status", "ok"}, {"rank", 5}});
+  }
+  {
+    Manifest manifest(dir / "out", "key", true, false);
+    CHECK(manifest.done_before(v).value("rank", 0) == 5);
+  }
+  write_file(dir / "in" / "v.img", "voxels 22");  // new voxels, the header untouched
+  {
+    Manifest manifest(dir / "out", "key", true, false);
+    CHECK(manifest.done_before(v).is_null());
+  }
+  {  // the manifest line holds the .img's fingerprint beside the .hdr's
+    Manifest manifest(dir / "out", "key", false, true);
+    manifest.append(v, {dir / "out" / "v.p0.image.png"}, {{"status", "ok"}, {"rank", 5}});
+  }
+  std::ifstream lines(dir / "out" / "manifest.jsonl");
+  std::string line, last;
+  while (std::getline(lines, line)) last = line;
+  const Fingerprint pair = Fingerprint::from_json(nlohmann::json::parse(last).at("input"));
+  REQUIRE(pair.data_files.size() == 1);
+  CHECK(pair.data_files[0].size == 9);
+  CHECK(pair.size == 6);
+  CHECK_FALSE(stat_fingerprint(v.path).same_content(pair));  // an entry without the .img differs
+}
+
 TEST_CASE("output directory checks at the start of a run", "[reliability]") {
   test::TempDir dir("reliability_outdir");
   fs::create_directories(dir / "in");

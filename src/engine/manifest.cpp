@@ -16,6 +16,7 @@
 #include "crc32_fast.hpp"
 #include "imflow/errors.hpp"
 #include "imflow/io/atomic_file.hpp"
+#include "imflow/io/input_format.hpp"
 
 namespace imflow {
 
@@ -41,6 +42,7 @@ nlohmann::json Fingerprint::to_json() const {
     json["ctime_ns"] = ctime_ns;
     json["inode"] = inode;
   }
+  for (const Fingerprint& data : data_files) json["data_files"].push_back(data.to_json());
   return json;
 }
 
@@ -52,7 +54,21 @@ Fingerprint Fingerprint::from_json(const nlohmann::json& json) {
   f.inode = json.value("inode", uint64_t{0});
   f.has_crc = json.contains("crc32");
   if (f.has_crc) f.crc32 = static_cast<uint32_t>(std::stoul(json.at("crc32").get<std::string>(), nullptr, 16));
+  if (const auto data = json.find("data_files"); data != json.end()) {
+    for (const auto& file : *data) f.data_files.push_back(from_json(file));
+  }
   return f;
+}
+
+bool Fingerprint::same_content(const Fingerprint& other) const {
+  const bool same = has_crc && other.has_crc ? size == other.size && crc32 == other.crc32
+                                             : size == other.size && mtime_ns == other.mtime_ns &&
+                                                   ctime_ns == other.ctime_ns && inode == other.inode;
+  if (!same || data_files.size() != other.data_files.size()) return false;
+  for (size_t i = 0; i < data_files.size(); ++i) {
+    if (!data_files[i].same_content(other.data_files[i])) return false;
+  }
+  return true;
 }
 
 Fingerprint stat_fingerprint(const fs::path& path) {
@@ -182,6 +198,9 @@ Fingerprint Manifest::input_fingerprint(const fs::path& path) {
   }
   // Taken outside the lock; two planes of one file racing here just stat it twice.
   cached = std::make_shared<Fingerprint>(stat_fingerprint(path));
+  if (const InputFormat* format = input_format_for(path); format != nullptr && format->data_files != nullptr) {
+    for (const fs::path& data : format->data_files(path)) cached->data_files.push_back(stat_fingerprint(data));
+  }
   std::lock_guard lock(mutex_);
   inputs_.emplace(path.string(), cached);
   return *cached;

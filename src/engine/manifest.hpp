@@ -27,12 +27,11 @@ struct Fingerprint {
   uint64_t inode = 0;
   bool has_crc = false;
   uint32_t crc32 = 0;
+  // An input's other files (InputFormat::data_files: the .img of a .hdr), each stat'ed.
+  std::vector<Fingerprint> data_files;
   nlohmann::json to_json() const;
   static Fingerprint from_json(const nlohmann::json& json);
-  bool same_content(const Fingerprint& other) const {
-    if (has_crc && other.has_crc) return size == other.size && crc32 == other.crc32;
-    return size == other.size && mtime_ns == other.mtime_ns && ctime_ns == other.ctime_ns && inode == other.inode;
-  }
+  bool same_content(const Fingerprint& other) const;
 };
 // Size and CRC-32 of the whole file. Throws std::runtime_error when the file cannot be read.
 Fingerprint fingerprint_file(const std::filesystem::path& path);

@@ -42,7 +42,7 @@ constexpr std::string_view kNiftiSuffixes[] = {".nii", ".nii.gz", ".hdr", ".hdr.
 const InputFormat kFormats[] = {
     {"fits", kFitsSuffixes, scan_fits_planes, read_fits},
     {"png", kPngSuffixes, scan_png_planes, read_png_plane},
-    {"nifti", kNiftiSuffixes, scan_nifti_planes, read_nifti_plane},
+    {"nifti", kNiftiSuffixes, scan_nifti_planes, read_nifti_plane, nifti_data_files},
 };
 
 // The longest registered suffix that `filename` ends with (after a non-empty stem), and its format.

@@ -37,4 +37,9 @@ int64_t read_nifti_plane(const ItemRef& ref, ImageBuffer& out, const ReadLimits&
   return read_nifti_slice(ref.path, nifti_slice_axis(), ref.plane, out, limits);
 }
 
+std::vector<std::filesystem::path> nifti_data_files(const std::filesystem::path& path) {
+  if (auto image = nifti_pair_image(path)) return {*image};
+  return {};
+}
+
 }  // namespace imflow

@@ -40,16 +40,6 @@ bool is_gzip(const fs::path& path) { return name_ends_with(path, ".gz"); }
 // NIfTI-1 pairs ("ni1") and Analyze 7.5 keep the header in X.hdr and the voxels in X.img.
 bool is_pair_header(const fs::path& path) { return name_ends_with(path, ".hdr") || name_ends_with(path, ".hdr.gz"); }
 
-bool has_image_file(const fs::path& header) {
-  const char* const names[] = {".img", ".img.gz", ".IMG", ".IMG.GZ"};
-  fs::path stem = header;
-  if (name_ends_with(stem, ".gz")) stem.replace_extension();
-  std::error_code error;
-  return std::any_of(std::begin(names), std::end(names), [&](const char* suffix) {
-    return fs::is_regular_file(fs::path(stem).replace_extension(suffix), error);
-  });
-}
-
 // The header's first fields, read before nifticlib sees the file: nifticlib prints bare messages
 // ("bad dim[0]") to stderr for a file that is no NIfTI at all (a FITS header saved as X.hdr, say).
 // sizeof_hdr must be 348 (NIfTI-1, Analyze 7.5) or 540 (NIfTI-2) in either byte order, and dim[0]
@@ -87,7 +77,7 @@ NiftiPtr open_header(const fs::path& path) {
   std::error_code error;
   if (!fs::is_regular_file(path, error)) throw InputError(path.string() + ": no such NIfTI file");
   if (fs::file_size(path, error) == 0 && !error) throw InputError(path.string() + ": empty file (0 bytes), not a NIfTI image");
-  if (is_pair_header(path) && !has_image_file(path)) {
+  if (is_pair_header(path) && !nifti_pair_image(path)) {
     throw InputError(path.string() + ": header of a .hdr/.img pair whose data file (" + path.stem().string() +
                      ".img or .img.gz) is missing");
   }
@@ -268,6 +258,18 @@ int NiftiInfo::bit_depth() const {
   if (datatype == DT_UINT8) return 8;
   if (datatype == DT_INT16 || datatype == DT_UINT16) return 16;
   return 0;
+}
+
+std::optional<fs::path> nifti_pair_image(const fs::path& path) {
+  if (!is_pair_header(path)) return std::nullopt;
+  fs::path stem = path;
+  if (name_ends_with(stem, ".gz")) stem.replace_extension();
+  std::error_code error;
+  for (const char* suffix : {".img", ".img.gz", ".IMG", ".IMG.GZ"}) {
+    fs::path image = fs::path(stem).replace_extension(suffix);
+    if (fs::is_regular_file(image, error)) return image;
+  }
+  return std::nullopt;
 }
 
 NiftiInfo scan_nifti(const fs::path& path) {

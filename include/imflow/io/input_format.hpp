@@ -32,6 +32,9 @@ struct InputFormat {
   std::vector<PlaneInfo> (*scan)(const std::filesystem::path& path);
   // Read one plane into `out`; returns the bytes the plane occupies as stored.
   int64_t (*read)(const ItemRef& ref, ImageBuffer& out, const ReadLimits& limits);
+  // The other files the planes are read from (the .img of a .hdr/.img pair), which --resume
+  // fingerprints with the listed file; nullptr: none.
+  std::vector<std::filesystem::path> (*data_files)(const std::filesystem::path& path) = nullptr;
 };
 
 // The format for a path (by suffix, ignoring case), or nullptr when none claims it.

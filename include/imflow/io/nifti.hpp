@@ -3,6 +3,7 @@
 #pragma once
 #include <cstdint>
 #include <filesystem>
+#include <optional>
 #include <vector>
 
 #include "imflow/image.hpp"
@@ -35,6 +36,10 @@ struct NiftiInfo {
   // 8 or 16 for unscaled uint8 / (u)int16 data, 0 otherwise (PlaneInfo::bit_depth).
   int bit_depth() const;
 };
+
+// The voxel file of a .hdr/.img pair (X.img, X.img.gz or their upper-case names, the first that
+// exists); nullopt for a single file (.nii, .nii.gz) or when none exists.
+std::optional<std::filesystem::path> nifti_pair_image(const std::filesystem::path& path);
 
 // Read and validate the header: dimensions, datatype, and the data size against the file size
 // (for .nii.gz against what deflate can expand to). Throws InputError naming the file.

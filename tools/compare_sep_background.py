@@ -2,11 +2,15 @@
 """SEP's mesh background (sep.Background: .back(), .rms(), globalback, globalrms) on real FITS
 images and synthetic fields, written as raw float32 files for tests/test_background_mesh.cpp,
 which runs imflow's kernels::mesh_background on the same pixels and compares (ctest sep_background).
+With --extract NSIGMA also SEP's catalog per image, sep.extract(data - back, NSIGMA, err=rms,
+mask, minarea=1, filter_kernel=None, deblend_cont=1.0 (no deblending), clean=False), as
+NAME.sep_catalog.json for tests/test_measure_sep.cpp (imflow's background + segment + label +
+measure on the same pixels).
 
 Runs with the PATH python3 and installs what it needs there (pip: sep==1.4.1, numpy, astropy).
 If the install fails it exits 2 saying so: the test then fails, it never skips.
 
-  python3 tools/compare_sep_background.py -o DIR [--mesh 64] [--filter 3] FILE.fits ...
+  python3 tools/compare_sep_background.py -o DIR [--mesh 64] [--filter 3] [--extract 1.5] FILE.fits ...
 """
 import argparse
 import importlib
@@ -89,6 +93,19 @@ def fits_images(np, fits, path):
     return images
 
 
+# sep.extract's fields written per object (SEP 1.4: float64 positions and moments; cxx, cyy, cxy
+# and the fluxes as float32).
+CATALOG_FIELDS = ("xmin", "xmax", "ymin", "ymax", "npix", "x", "y", "x2", "y2", "xy", "a", "b", "theta",
+                  "cxx", "cyy", "cxy", "flux", "peak", "flag")
+
+
+def extract_catalog(sep, np, clean, valid, back, rms, nsigma):
+    objects = sep.extract(clean - back, nsigma, err=rms, mask=~valid, minarea=1, filter_kernel=None,
+                          deblend_cont=1.0, clean=False)
+    return [{field: (int(obj[field]) if field in ("xmin", "xmax", "ymin", "ymax", "npix", "flag") else float(obj[field]))
+             for field in CATALOG_FIELDS} for obj in objects]
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("images", nargs="*", help="FITS files")
@@ -96,6 +113,7 @@ def main():
     parser.add_argument("--mesh", type=int, default=64)
     parser.add_argument("--filter", type=int, default=3)
     parser.add_argument("--no-synthetic", action="store_true")
+    parser.add_argument("--extract", type=float, default=0.0, help="also sep.extract at NSIGMA x rms")
     args = parser.parse_args()
 
     np = ensure("numpy", "numpy")
@@ -116,8 +134,14 @@ def main():
         h, w = data.shape
         for suffix, array in (("image", data), ("back", back), ("rms", rms)):
             array.astype("<f4").tofile(os.path.join(args.output, f"{name}.{suffix}.f32"))
-        cases.append({"name": name, "width": w, "height": h, "mesh": args.mesh, "filter": args.filter,
-                      "globalback": float(bkg.globalback), "globalrms": float(bkg.globalrms)})
+        case = {"name": name, "width": w, "height": h, "mesh": args.mesh, "filter": args.filter,
+                "globalback": float(bkg.globalback), "globalrms": float(bkg.globalrms)}
+        if args.extract > 0:
+            catalog = extract_catalog(sep, np, clean, valid, back, rms, args.extract)
+            with open(os.path.join(args.output, f"{name}.sep_catalog.json"), "w") as out:
+                json.dump(catalog, out)
+            case.update({"extract_nsigma": args.extract, "sep_objects": len(catalog)})
+        cases.append(case)
         print(f"{name}: {w}x{h} globalback {bkg.globalback:.6g} globalrms {bkg.globalrms:.6g}")
     with open(os.path.join(args.output, "cases.json"), "w") as out:
         json.dump({"sep_version": sep.__version__, "cases": cases}, out, indent=1)

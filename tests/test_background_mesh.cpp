@@ -12,6 +12,7 @@
 
 #include "imflow/kernels/background_mesh.hpp"
 #include "imflow/kernels/segment_map.hpp"
+#include "test_helpers.hpp"
 
 using imflow::kernels::MeshParams;
 using imflow::kernels::mesh_background;
@@ -32,15 +33,6 @@ MeshParams mesh(int64_t size, int64_t filter) {
   p.mesh_width = p.mesh_height = size;
   p.filter_width = p.filter_height = filter;
   return p;
-}
-
-std::vector<float> read_f32(const std::filesystem::path& path, size_t n) {
-  std::vector<float> values(n);
-  std::ifstream in(path, std::ios::binary);
-  REQUIRE(in.good());
-  in.read(reinterpret_cast<char*>(values.data()), static_cast<std::streamsize>(n * sizeof(float)));
-  REQUIRE(in.gcount() == static_cast<std::streamsize>(n * sizeof(float)));
-  return values;
 }
 
 }  // namespace
@@ -147,9 +139,9 @@ TEST_CASE("the mesh background matches sep.Background", "[sep]") {
     INFO(name);
     const int64_t w = c["width"], h = c["height"];
     const size_t n = static_cast<size_t>(w * h);
-    const auto image = read_f32(dir / (name + ".image.f32"), n);
-    const auto sep_back = read_f32(dir / (name + ".back.f32"), n);
-    const auto sep_rms = read_f32(dir / (name + ".rms.f32"), n);
+    const auto image = test::read_f32(dir / (name + ".image.f32"), n);
+    const auto sep_back = test::read_f32(dir / (name + ".back.f32"), n);
+    const auto sep_rms = test::read_f32(dir / (name + ".rms.f32"), n);
     std::vector<float> back, rms;
     const auto stats = mesh_background({image.data(), w, h}, mesh(c["mesh"], c["filter"]), back, rms);
     const double global_back = c["globalback"], global_rms = c["globalrms"];

@@ -3,7 +3,9 @@
 #include <fitsio.h>
 
 #include <filesystem>
+#include <fstream>
 #include <random>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -105,5 +107,16 @@ inline std::vector<double> star_field(int width, int height, unsigned seed, int 
 
 // A pipeline from YAML text (steps and settings), for tests.
 inline imflow::Pipeline pipeline_from(const std::string& yaml) { return imflow::parse_pipeline(yaml, "test.yaml"); }
+
+// `n` native float32 values from a raw file (the reference scripts' .f32 outputs); throws when short.
+inline std::vector<float> read_f32(const std::filesystem::path& path, size_t n) {
+  std::vector<float> values(n);
+  std::ifstream in(path, std::ios::binary);
+  in.read(reinterpret_cast<char*>(values.data()), static_cast<std::streamsize>(n * sizeof(float)));
+  if (in.gcount() != static_cast<std::streamsize>(n * sizeof(float))) {
+    throw std::runtime_error(path.string() + ": fewer than " + std::to_string(n) + " float32 values");
+  }
+  return values;
+}
 
 }  // namespace test

@@ -21,15 +21,6 @@
 namespace fs = std::filesystem;
 
 namespace {
-std::vector<float> read_f32(const fs::path& path, size_t n) {
-  std::vector<float> values(n);
-  std::ifstream in(path, std::ios::binary);
-  REQUIRE(in.good());
-  in.read(reinterpret_cast<char*>(values.data()), static_cast<std::streamsize>(n * sizeof(float)));
-  REQUIRE(in.gcount() == static_cast<std::streamsize>(n * sizeof(float)));
-  return values;
-}
-
 using SegmentKey = std::tuple<int64_t, int64_t, int64_t, int64_t, int64_t>;  // bounding box, npix
 
 double relative(double ours, double theirs, double scale) {
@@ -51,7 +42,7 @@ TEST_CASE("segments and measurements match sep.extract", "[sep]") {
     const int64_t w = c["width"], h = c["height"];
     imflow::WorkItem item;
     item.pixels.resize(w, h);
-    const auto image = read_f32(dir / (name + ".image.f32"), static_cast<size_t>(w * h));
+    const auto image = test::read_f32(dir / (name + ".image.f32"), static_cast<size_t>(w * h));
     std::copy(image.begin(), image.end(), item.pixels.data());
     const auto pipeline = test::pipeline_from(
         "steps: [{background: {method: mesh, size: " + std::to_string(c["mesh"].get<int>()) +

@@ -266,6 +266,16 @@ TEST_CASE("compressed FITS files are read by CFITSIO, not directly", "[fits][dir
     check_identical(image, region);
   }
 
+  // Below a directory whose name holds ".Z": CFITSIO searches the whole path for ".Z" to choose
+  // Unix compress, which failed every gzip file there (a CI clone in /tmp/ci.Z2xa did).
+  std::filesystem::create_directories(dir / "run.Zeta");
+  const auto below = dir / "run.Zeta" / "plain.fits.gz";
+  REQUIRE(std::system(("gzip -c '" + plain.string() + "' > '" + below.string() + "'").c_str()) == 0);
+  REQUIRE(scan_fits(below).size() == 1);
+  ImageBuffer from_below;
+  read_fits_plane(below, 0, 0, from_below);
+  check_identical(from_below, expected);
+
   // Tile-compressed.
   const auto packed = dir / "packed.fits.fz";
   fitsfile *in = nullptr, *out = nullptr;

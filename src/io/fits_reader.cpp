@@ -1,6 +1,8 @@
 // FITS reading: scan a file's image HDUs through CFITSIO, read one plane or a region of it as
 // float32, directly where the data is uncompressed (fits_direct_read.hpp), else through CFITSIO.
+#include <fcntl.h>
 #include <fitsio.h>
+#include <unistd.h>
 
 #include <cmath>
 #include <cstdio>
@@ -60,6 +62,20 @@ std::string fits_error_text(const fs::path& path, const std::string& what, int s
   fits_clear_errmsg();  // CFITSIO is initialized here: a call has failed
   return message;
 }
+
+int open_fits_readonly(FitsFile& file, const fs::path& path, int* status) {
+  const std::string directory = path.parent_path().string();
+  if (!whole_file_compressed(path) || directory.find(".Z") == std::string::npos) {
+    return fits_open_diskfile(file.out(), path.c_str(), READONLY, status);
+  }
+  const int dir = ::open(directory.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dir < 0) return fits_open_diskfile(file.out(), path.c_str(), READONLY, status);
+  const std::string via_fd = "/proc/self/fd/" + std::to_string(dir) + "/" + path.filename().string();
+  // CFITSIO inflates the whole file into memory while opening: the directory is not needed after.
+  fits_open_diskfile(file.out(), via_fd.c_str(), READONLY, status);
+  ::close(dir);
+  return *status;
+}
 }  // namespace detail
 
 int64_t FitsImageInfo::planes() const {
@@ -77,9 +93,8 @@ FitsFile open_fits(const fs::path& path) {
   if (fs::file_size(path, error) == 0) throw InputError(path.string() + ": empty file (0 bytes)");
   FitsFile file;
   int status = 0;
-  // fits_open_diskfile: the name is a plain path (no CFITSIO extended syntax such as "[1]").
   detail::clear_fits_errors();
-  if (fits_open_diskfile(file.out(), path.c_str(), READONLY, &status) != 0) {
+  if (detail::open_fits_readonly(file, path, &status) != 0) {
     throw InputError(fits_error_text(path, "not a readable FITS file", status));
   }
   return file;

@@ -16,6 +16,15 @@ void clear_fits_errors();
 // "FILE: what: CFITSIO error N (text)" plus the messages the failed call left on CFITSIO's error stack.
 std::string fits_error_text(const std::filesystem::path& path, const std::string& what, int status);
 
+class FitsFile;
+
+// fits_open_diskfile(path, READONLY) (a plain path: no CFITSIO extended syntax such as "[1]").
+// CFITSIO picks the decompressor of a whole-file-compressed input by searching the whole path for
+// ".Z" (Unix compress) or ".bz2" (bzip2), else gzip: a gzip file below a directory such as
+// "/data/run.Zeta" went to the LZW decoder and failed. Such a file is opened as
+// /proc/self/fd/DIR/NAME (its directory opened here), which keeps the name's own suffix.
+int open_fits_readonly(FitsFile& file, const std::filesystem::path& path, int* status);
+
 // RAII for an open fitsfile*: closes it (ignoring errors) when it goes out of scope.
 class FitsFile {
  public:

@@ -148,7 +148,7 @@ ImageWcs ImageWcs::read_fits(const fs::path& path, int hdu, int64_t plane) {
   char* header = nullptr;
   int keys = 0;
   detail::clear_fits_errors();  // what fits_error_text reports must be this call's (fits_reader.cpp)
-  if (fits_open_diskfile(file.out(), path.c_str(), READONLY, &status) == 0 &&
+  if (detail::open_fits_readonly(file, path, &status) == 0 &&
       fits_movabs_hdu(file.get(), hdu + 1, &type, &status) == 0 &&
       fits_get_img_paramll(file.get(), 9, &bitpix, &naxis, lengths, &status) == 0) {
     // A tile-compressed image's header as the image's (ZNAXISn as NAXISn, ...).

@@ -268,13 +268,19 @@ TEST_CASE("compressed FITS files are read by CFITSIO, not directly", "[fits][dir
 
   // Below a directory whose name holds ".Z": CFITSIO searches the whole path for ".Z" to choose
   // Unix compress, which failed every gzip file there (a CI clone in /tmp/ci.Z2xa did).
+  // The same for gzip content under a plain name (CFITSIO finds it by its first bytes) and for an
+  // uncompressed file there, read through the same /proc/self/fd route.
   std::filesystem::create_directories(dir / "run.Zeta");
-  const auto below = dir / "run.Zeta" / "plain.fits.gz";
-  REQUIRE(std::system(("gzip -c '" + plain.string() + "' > '" + below.string() + "'").c_str()) == 0);
-  REQUIRE(scan_fits(below).size() == 1);
-  ImageBuffer from_below;
-  read_fits_plane(below, 0, 0, from_below);
-  check_identical(from_below, expected);
+  for (const char* name : {"plain.fits.gz", "gzipped_content.fits", "uncompressed.fits"}) {
+    INFO(name);
+    const auto below = dir / "run.Zeta" / name;
+    const std::string command = std::string(name) == "uncompressed.fits" ? "cat '" : "gzip -c '";
+    REQUIRE(std::system((command + plain.string() + "' > '" + below.string() + "'").c_str()) == 0);
+    REQUIRE(scan_fits(below).size() == 1);
+    ImageBuffer from_below;
+    read_fits_plane(below, 0, 0, from_below);
+    check_identical(from_below, expected);
+  }
 
   // Tile-compressed.
   const auto packed = dir / "packed.fits.fz";

@@ -65,16 +65,17 @@ std::string fits_error_text(const fs::path& path, const std::string& what, int s
 
 int open_fits_readonly(FitsFile& file, const fs::path& path, int* status) {
   const std::string directory = path.parent_path().string();
-  if (!whole_file_compressed(path) || directory.find(".Z") == std::string::npos) {
-    return fits_open_diskfile(file.out(), path.c_str(), READONLY, status);
-  }
+  if (directory.find(".Z") == std::string::npos) return fits_open_diskfile(file.out(), path.c_str(), READONLY, status);
   const int dir = ::open(directory.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (dir < 0) return fits_open_diskfile(file.out(), path.c_str(), READONLY, status);
+  file.hold_directory(dir);
   const std::string via_fd = "/proc/self/fd/" + std::to_string(dir) + "/" + path.filename().string();
-  // CFITSIO inflates the whole file into memory while opening: the directory is not needed after.
-  fits_open_diskfile(file.out(), via_fd.c_str(), READONLY, status);
-  ::close(dir);
-  return *status;
+  return fits_open_diskfile(file.out(), via_fd.c_str(), READONLY, status);
+}
+
+void FitsFile::release_directory() {
+  if (directory_fd_ >= 0) ::close(directory_fd_);
+  directory_fd_ = -1;
 }
 }  // namespace detail
 

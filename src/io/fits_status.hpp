@@ -19,10 +19,12 @@ std::string fits_error_text(const std::filesystem::path& path, const std::string
 class FitsFile;
 
 // fits_open_diskfile(path, READONLY) (a plain path: no CFITSIO extended syntax such as "[1]").
-// CFITSIO picks the decompressor of a whole-file-compressed input by searching the whole path for
-// ".Z" (Unix compress) or ".bz2" (bzip2), else gzip: a gzip file below a directory such as
-// "/data/run.Zeta" went to the LZW decoder and failed. Such a file is opened as
-// /proc/self/fd/DIR/NAME (its directory opened here), which keeps the name's own suffix.
+// CFITSIO picks the decompressor of a compressed file (found by its first bytes, whatever its
+// name) by searching the whole path for ".Z" (Unix compress) or ".bz2" (bzip2), else gzip: a gzip
+// file below a directory such as "/data/run.Zeta" went to the LZW decoder and failed. A file
+// below such a directory is opened as /proc/self/fd/DIR/NAME, which keeps the name's own suffix;
+// `file` holds DIR open while it is open (a reused descriptor number would make another
+// directory's file look "already open" to CFITSIO, which shares handles by name).
 int open_fits_readonly(FitsFile& file, const std::filesystem::path& path, int* status);
 
 // RAII for an open fitsfile*: closes it (ignoring errors) when it goes out of scope.
@@ -33,34 +35,41 @@ class FitsFile {
   ~FitsFile() { close(); }
   FitsFile(const FitsFile&) = delete;
   FitsFile& operator=(const FitsFile&) = delete;
-  FitsFile(FitsFile&& other) noexcept : file_(other.file_) { other.file_ = nullptr; }
+  FitsFile(FitsFile&& other) noexcept : file_(other.file_), directory_fd_(other.directory_fd_) {
+    other.file_ = nullptr;
+    other.directory_fd_ = -1;
+  }
   FitsFile& operator=(FitsFile&& other) noexcept {
     if (this != &other) {
       close();
       file_ = other.file_;
+      directory_fd_ = other.directory_fd_;
       other.file_ = nullptr;
+      other.directory_fd_ = -1;
     }
     return *this;
   }
   fitsfile* get() const { return file_; }
   fitsfile** out() { return &file_; }
-  void close() {
-    if (file_ != nullptr) {
-      int status = 0;
-      fits_close_file(file_, &status);
-      file_ = nullptr;
-    }
-  }
+  void close() { close_checked(); }
   // Close and report the status (for writers, where a failed close means a failed write).
   int close_checked() {
     int status = 0;
     if (file_ != nullptr) fits_close_file(file_, &status);
     file_ = nullptr;
+    release_directory();
     return status;
+  }
+  // The directory descriptor a /proc/self/fd/DIR/NAME open goes through (open_fits_readonly).
+  void hold_directory(int fd) {
+    release_directory();
+    directory_fd_ = fd;
   }
 
  private:
+  void release_directory();
   fitsfile* file_ = nullptr;
+  int directory_fd_ = -1;
 };
 
 }  // namespace imflow::detail

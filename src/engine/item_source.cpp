@@ -64,18 +64,18 @@ ItemSource::ItemSource(std::vector<fs::path> files, fs::path input_root)
   // m.fit, m.fits.fz and m.fits.gz in one directory would all write m.cat.csv, each overwriting
   // the last. The first file in list order keeps the name; the others fail, naming it.
   clashes_with_.assign(files_.size(), {});
+  std::vector<std::string> stems(files_.size());
   std::unordered_map<std::string, size_t> first_of_stem;
   for (size_t i = 0; i < files_.size(); ++i) {
-    const fs::path stem = files_[i].parent_path() / strip_image_extension(files_[i].filename().string());
-    const auto [it, inserted] = first_of_stem.emplace(stem.string(), i);
+    stems[i] = strip_image_extension(files_[i].filename().string());
+    const auto [it, inserted] = first_of_stem.emplace((files_[i].parent_path() / stems[i]).string(), i);
     if (!inserted) clashes_with_[i] = files_[it->second];
   }
   // A file may also be named as another's HDU or plane outputs are (m.hdu1.fits beside m.fits);
   // whether they clash depends on that file's HDUs and planes, known when this one is scanned.
   named_like_.assign(files_.size(), std::nullopt);
   for (size_t i = 0; i < files_.size(); ++i) {
-    const std::string stem = strip_image_extension(files_[i].filename().string());
-    for (const std::string& base : generated_from(stem)) {
+    for (const std::string& base : generated_from(stems[i])) {
       const auto found = first_of_stem.find((files_[i].parent_path() / base).string());
       if (found == first_of_stem.end() || found->second == i) continue;
       named_like_[i] = found->second;

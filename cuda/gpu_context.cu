@@ -46,6 +46,7 @@ void CatalogAccumulators::reserve(size_t rows) {
   sum_wxx.reserve(rows);
   sum_wyy.reserve(rows);
   sum_wxy.reserve(rows);
+  for (DeviceBuffer<double>* sums : {&sum_v, &sum_vx, &sum_vy, &sum_vxx, &sum_vyy, &sum_vxy}) sums->reserve(rows);
   flags.reserve(rows);
   first.reserve(rows);
 }
@@ -151,7 +152,7 @@ void copy_now(GpuContext& gpu, std::vector<T>& out, const T* device, size_t n) {
 
 // The catalog measured on the host from the device's labels and image, for more labels than
 // the device catalog holds; grows the capacity so the next such item stays on the device.
-Catalog host_catalog(GpuContext& gpu, const WorkItem& item, int32_t nlabels, double background_level) {
+Catalog host_catalog(GpuContext& gpu, const WorkItem& item, int32_t nlabels, const DeviceResults& results) {
   const size_t n = static_cast<size_t>(gpu.size());
   std::vector<int32_t> labels_copy;
   const int32_t* labels = gpu.labels_host.data();
@@ -167,13 +168,17 @@ Catalog host_catalog(GpuContext& gpu, const WorkItem& item, int32_t nlabels, dou
   } else if (gpu.downloaded.pixels) {
     image = gpu.pixels_host.data();
   }
-  kernels::MeasureBackground background;  // what cuda::measure subtracted
-  std::vector<float> map_copy;
+  kernels::MeasureBackground background;  // what cuda::measure subtracted, and its noise
+  background.gain = gpu.measure_gain;
+  std::vector<float> map_copy, rms_copy;
   if (gpu.has_background_maps) {
     copy_now(gpu, map_copy, gpu.mesh_background->back_map.data(), n);
+    copy_now(gpu, rms_copy, gpu.mesh_background->rms_map.data(), n);
     background.map = map_copy.data();
+    background.rms_map = rms_copy.data();
   } else if (gpu.has_background) {
-    background.level = background_level;
+    background.level = results.median;
+    background.rms = results.std;
   }
   Catalog catalog = kernels::measure_sources(ConstImageView{image, gpu.width, gpu.height}, labels, nlabels, background);
   set_catalog_capacity(gpu, next_power_of_two(static_cast<int64_t>(nlabels)));
@@ -189,7 +194,7 @@ bool remeasure_if_overflowed(GpuContext& gpu) {
   set_catalog_capacity(gpu, next_power_of_two(static_cast<int64_t>(r.nlabels)));
   IMFLOW_CUDA_CHECK(cudaMemsetAsync(reinterpret_cast<char*>(gpu.results.data()) + offsetof(DeviceResults, catalog_overflow),
                                     0, sizeof(int), gpu.stream));
-  measure(gpu);
+  measure(gpu, gpu.measure_gain);
   enqueue_download(gpu, gpu.downloaded);
   IMFLOW_CUDA_CHECK(cudaStreamSynchronize(gpu.stream));
   return true;
@@ -243,7 +248,7 @@ void collect_results(GpuContext& gpu, WorkItem& item) {
   }
   if (gpu.has_catalog) {
     if (r.catalog_overflow != 0 || r.nlabels > gpu.catalog_capacity) {
-      item.catalog = host_catalog(gpu, item, r.nlabels, r.median);
+      item.catalog = host_catalog(gpu, item, r.nlabels, r);
     } else {
       const DeviceSource* rows = gpu.catalog_host.data();
       Catalog catalog;

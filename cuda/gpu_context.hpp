@@ -51,8 +51,10 @@ struct CatalogAccumulators {
   DeviceBuffer<unsigned long long> peak;  // ordered value << 32 | ~index (or value only, see measure.cu)
   DeviceBuffer<unsigned long long> peak_index;
   DeviceBuffer<unsigned int> xmin, xmax, ymin, ymax;
-  // Moments of w = value - background about the image centre (cuda/measure.cu), and flags.
+  // Moments of w = value - background and of the pixel variances about each source's first pixel
+  // (cuda/measure.cu), and flags.
   DeviceBuffer<double> flux_iso, sum_wx, sum_wy, sum_wxx, sum_wyy, sum_wxy;
+  DeviceBuffer<double> sum_v, sum_vx, sum_vy, sum_vxx, sum_vyy, sum_vxy;  // the pixel variances' moments
   DeviceBuffer<int> flags;
   DeviceBuffer<unsigned long long> first;  // raster index of each label's first pixel: the moments' origin
   void reserve(size_t rows);
@@ -108,6 +110,7 @@ struct GpuContext {
   cuda::DeviceBuffer<cuda::DeviceResults> results;
   cuda::CatalogAccumulators accumulators;
   int64_t catalog_capacity = cuda::kInitialCatalogCapacity;
+  double measure_gain = 0.0;  // the measure step's gain (e-/ADU), for the host fallback of host_catalog
   std::vector<std::unique_ptr<cuda::ConvolveWeights>> convolve_weights;
 
   // Pinned host mirrors (grow-only). catalog_host is written directly by the device.

@@ -6,6 +6,7 @@
 #include "cuda/background_mesh.hpp"
 #include "cuda/device_common.cuh"
 #include "cuda/measure.hpp"
+#include "imflow/kernels/pixel_moments.hpp"
 #include "imflow/kernels/source_shape.hpp"
 
 namespace imflow::cuda {
@@ -13,6 +14,21 @@ namespace {
 
 constexpr int kThreads = 256;
 constexpr int kRun = 8;  // pixels per thread
+
+// Per-label arrays of kernels::PixelMoments' six sums.
+struct MomentArrays {
+  double *s, *sx, *sy, *sxx, *syy, *sxy;
+
+  __device__ void reset(int64_t r) const { s[r] = sx[r] = sy[r] = sxx[r] = syy[r] = sxy[r] = 0.0; }
+  __device__ void flush(int64_t r, const kernels::PixelMoments& m) const {
+    atomicAdd(s + r, m.s);
+    atomicAdd(sx + r, m.sx);
+    atomicAdd(sy + r, m.sy);
+    atomicAdd(sxx + r, m.sxx);
+    atomicAdd(syy + r, m.syy);
+    atomicAdd(sxy + r, m.sxy);
+  }
+};
 
 struct Accumulators {
   unsigned long long* npix;
@@ -25,30 +41,32 @@ struct Accumulators {
   unsigned int* xmax;
   unsigned int* ymin;
   unsigned int* ymax;
-  double* flux_iso;  // moments of w = value - background about the source's first pixel
-  double* sum_wx;
-  double* sum_wy;
-  double* sum_wxx;
-  double* sum_wyy;
-  double* sum_wxy;
+  MomentArrays weights;    // moments of w = value - background about the source's first pixel
+  MomentArrays variances;  // the same of the pixel variances (kernels::pixel_variance)
   int* flags;
   unsigned long long* first;  // raster index of the label's first pixel (first_pixel_kernel)
   int64_t capacity;
 };
 
 // What measure subtracts (kernels::MeasureBackground): the mesh map from every value, or the
-// global median (results->median) for flux_iso and the moments only.
+// global median (results->median) for flux_iso and the moments only; and the noise of the error
+// columns: the mesh RMS map, or the global std (results->std), or none (NaN errors).
 struct Background {
   const float* map;     // null: none
   bool level;           // subtract results->median for w
+  const float* rms_map; // null: the global std when `level`, else no noise estimate
+  double gain;          // e-/ADU, 0: no Poisson term
 };
 
 Accumulators accumulators_of(GpuContext& gpu) {
   auto& a = gpu.accumulators;
-  return {a.npix.data(),     a.flux.data(),   a.sum_x.data(),   a.sum_y.data(),   a.peak.data(),
-          a.peak_index.data(), a.xmin.data(),   a.xmax.data(),    a.ymin.data(),    a.ymax.data(),
-          a.flux_iso.data(), a.sum_wx.data(), a.sum_wy.data(),  a.sum_wxx.data(), a.sum_wyy.data(),
-          a.sum_wxy.data(),  a.flags.data(),  a.first.data(), gpu.catalog_capacity};
+  const MomentArrays weights{a.flux_iso.data(), a.sum_wx.data(),  a.sum_wy.data(),
+                             a.sum_wxx.data(),  a.sum_wyy.data(), a.sum_wxy.data()};
+  const MomentArrays variances{a.sum_v.data(),   a.sum_vx.data(),  a.sum_vy.data(),
+                               a.sum_vxx.data(), a.sum_vyy.data(), a.sum_vxy.data()};
+  return {a.npix.data(), a.flux.data(), a.sum_x.data(), a.sum_y.data(), a.peak.data(), a.peak_index.data(),
+          a.xmin.data(), a.xmax.data(), a.ymin.data(),  a.ymax.data(),  weights,       variances,
+          a.flags.data(), a.first.data(), gpu.catalog_capacity};
 }
 
 __device__ __forceinline__ int64_t valid_rows(const DeviceResults* results, int64_t capacity) {
@@ -70,7 +88,8 @@ __global__ void reset_kernel(Accumulators a, const DeviceResults* results) {
     a.ymin[r] = UINT_MAX;
     a.xmax[r] = 0;
     a.ymax[r] = 0;
-    a.flux_iso[r] = a.sum_wx[r] = a.sum_wy[r] = a.sum_wxx[r] = a.sum_wyy[r] = a.sum_wxy[r] = 0.0;
+    a.weights.reset(r);
+    a.variances.reset(r);
     a.flags[r] = 0;
     a.first[r] = ULLONG_MAX;
   }
@@ -97,7 +116,7 @@ struct Run {
   double flux = 0.0, sx = 0.0, sy = 0.0;
   unsigned long long peak = 0;
   unsigned int xmin = UINT_MAX, xmax = 0, ymin = UINT_MAX, ymax = 0;
-  double w = 0.0, wx = 0.0, wy = 0.0, wxx = 0.0, wyy = 0.0, wxy = 0.0;
+  kernels::PixelMoments w, v;  // of the weights and of the variances
   int flags = 0;
 };
 
@@ -120,12 +139,8 @@ __device__ void flush(const Run& r, const Accumulators& a, DeviceResults* result
   atomicMax(a.xmax + row, r.xmax);
   atomicMin(a.ymin + row, r.ymin);
   atomicMax(a.ymax + row, r.ymax);
-  atomicAdd(a.flux_iso + row, r.w);
-  atomicAdd(a.sum_wx + row, r.wx);
-  atomicAdd(a.sum_wy + row, r.wy);
-  atomicAdd(a.sum_wxx + row, r.wxx);
-  atomicAdd(a.sum_wyy + row, r.wyy);
-  atomicAdd(a.sum_wxy + row, r.wxy);
+  a.weights.flush(row, r.w);
+  a.variances.flush(row, r.v);
   if (r.flags != 0) atomicOr(a.flags + row, r.flags);
 }
 
@@ -150,6 +165,7 @@ __global__ void __launch_bounds__(kThreads)
   // large image's sources lost ~8 digits to cancellation).
   int64_t cx = 0, cy = 0;
   const double level = background.level ? results->median : 0.0;
+  const double global_rms = background.level ? results->std : NAN;
   for (int64_t t = static_cast<int64_t>(blockIdx.x) * kThreads + threadIdx.x; t < runs;
        t += static_cast<int64_t>(gridDim.x) * kThreads) {
     const int64_t begin = t * kRun;
@@ -174,12 +190,9 @@ __global__ void __launch_bounds__(kThreads)
         const float v = background.map != nullptr ? image[i] - background.map[i] : image[i];
         const double d = v;
         const double w = d - level, dx = static_cast<double>(x - cx), dy = static_cast<double>(y - cy);
-        r.w += w;
-        r.wx += w * dx;
-        r.wy += w * dy;
-        r.wxx += w * dx * dx;
-        r.wyy += w * dy * dy;
-        r.wxy += w * dx * dy;
+        r.w.add(w, dx, dy);
+        const double rms = background.rms_map != nullptr ? static_cast<double>(background.rms_map[i]) : global_rms;
+        r.v.add(kernels::pixel_variance(rms, w, background.gain), dx, dy);
         if (masked_neighbour(image, width, height, x, y)) r.flags |= kFlagMaskedNeighbour;
         r.npix += 1;
         r.flux += d;
@@ -240,15 +253,25 @@ __global__ void rows_kernel(Accumulators a, const DeviceResults* results, int64_
     s.xmax = a.xmax[r];
     s.ymin = a.ymin[r];
     s.ymax = a.ymax[r];
-    s.flux_iso = a.flux_iso[r];
-    const kernels::SourceShape shape =
-        kernels::source_shape(a.flux_iso[r], a.sum_wx[r], a.sum_wy[r], a.sum_wxx[r], a.sum_wyy[r], a.sum_wxy[r]);
+    const MomentArrays& w = a.weights;
+    const MomentArrays& v = a.variances;
+    s.flux_iso = w.s[r];
+    const kernels::SourceShape shape = kernels::source_shape(w.s[r], w.sx[r], w.sy[r], w.sxx[r], w.syy[r], w.sxy[r]);
     s.x2 = shape.x2;
     s.y2 = shape.y2;
     s.xy = shape.xy;
     s.a = shape.a;
     s.b = shape.b;
     s.theta = shape.theta;
+    s.cxx = shape.cxx;
+    s.cyy = shape.cyy;
+    s.cxy = shape.cxy;
+    const kernels::SourceErrors errors =
+        kernels::source_errors(shape, w.s[r], w.sx[r], w.sy[r], v.s[r], v.sx[r], v.sy[r], v.sxx[r], v.syy[r], v.sxy[r]);
+    s.flux_iso_err = errors.flux_err;
+    s.errx2 = errors.errx2;
+    s.erry2 = errors.erry2;
+    s.errxy = errors.errxy;
     if (s.npix > 0 && (s.xmin == 0 || s.ymin == 0 || s.xmax == width - 1 || s.ymax == height - 1)) s.flags |= kFlagEdge;
     out[r] = s;
   }
@@ -258,7 +281,7 @@ bool wide_peak(const GpuContext& gpu) { return gpu.force_wide_peak || gpu.size()
 
 }  // namespace
 
-void measure(GpuContext& gpu) {
+void measure(GpuContext& gpu, double gain) {
   if (!gpu.has_labels) throw std::logic_error("cuda::measure: the label step has not run on the GPU");
   DeviceGuard guard(gpu.device);
   const int64_t n = gpu.size();
@@ -270,8 +293,10 @@ void measure(GpuContext& gpu) {
   gpu.has_catalog = true;
   if (n == 0) return;
   const int blocks = detail::blocks_for((n + kRun - 1) / kRun, kThreads, static_cast<int64_t>(gpu.sm_count) * 32);
+  gpu.measure_gain = gain;
   const Background background{gpu.has_background_maps ? gpu.mesh_background->back_map.data() : nullptr,
-                              gpu.has_background && !gpu.has_background_maps};
+                              gpu.has_background && !gpu.has_background_maps,
+                              gpu.has_background_maps ? gpu.mesh_background->rms_map.data() : nullptr, gain};
   first_pixel_kernel<<<detail::blocks_for(n, kThreads, static_cast<int64_t>(gpu.sm_count) * 32), kThreads, 0, gpu.stream>>>(
       gpu.labels.data(), gpu.width, n, a);
   IMFLOW_CUDA_CHECK_LAUNCH();

@@ -6,10 +6,11 @@ namespace imflow::cuda {
 
 // For labels 1..min(nlabels, catalog_capacity) of gpu.labels (label must have been enqueued):
 // npix, flux, centroid, peak (first maximum in raster order), bbox, flux_iso, second moments,
-// ellipse and flags, measured on gpu.image with float64 sums, background-subtracted as
-// kernels::MeasureBackground says (the mesh map when has_background_maps, else the median). More labels than the capacity set results.catalog_overflow; collect_results
-// then measures on the host.
-void measure(GpuContext& gpu);
+// ellipse, the errors and flags, measured on gpu.image with float64 sums, background-subtracted
+// as kernels::MeasureBackground says (the mesh maps when has_background_maps, else the median
+// and std; `gain` in e-/ADU, 0 none). More labels than the capacity set
+// results.catalog_overflow; collect_results then measures on the host.
+void measure(GpuContext& gpu, double gain = 0.0);
 
 namespace detail {
 // Write the catalog rows (only the valid ones) into the mapped pinned gpu.catalog_host.

@@ -60,6 +60,13 @@ Catalog random_catalog(size_t n, unsigned seed) {
     s.a = real();
     s.b = real();
     s.theta = real();
+    s.flux_iso_err = real();
+    s.errx2 = real();
+    s.erry2 = real();
+    s.errxy = real();
+    s.cxx = real();
+    s.cyy = real();
+    s.cxy = real();
     s.flags = static_cast<int32_t>(i % 4);
   }
   return catalog;
@@ -70,7 +77,9 @@ bool same_source(const Source& a, const Source& b) {
   return a.id == b.id && same(a.x, b.x) && same(a.y, b.y) && same(a.flux, b.flux) && a.npix == b.npix &&
          same(a.peak, b.peak) && a.peak_x == b.peak_x && a.peak_y == b.peak_y && a.xmin == b.xmin && a.xmax == b.xmax &&
          a.ymin == b.ymin && a.ymax == b.ymax && same(a.flux_iso, b.flux_iso) && same(a.x2, b.x2) && same(a.y2, b.y2) &&
-         same(a.xy, b.xy) && same(a.a, b.a) && same(a.b, b.b) && same(a.theta, b.theta) && a.flags == b.flags;
+         same(a.xy, b.xy) && same(a.a, b.a) && same(a.b, b.b) && same(a.theta, b.theta) && same(a.flux_iso_err, b.flux_iso_err) &&
+         same(a.errx2, b.errx2) && same(a.erry2, b.erry2) && same(a.errxy, b.errxy) && same(a.cxx, b.cxx) &&
+         same(a.cyy, b.cyy) && same(a.cxy, b.cxy) && a.flags == b.flags;
 }
 }  // namespace
 
@@ -94,12 +103,20 @@ TEST_CASE("a catalog's CSV row has the columns in order, shortest float64 text, 
   s.y2 = std::numeric_limits<double>::infinity();
   s.xy = -std::numeric_limits<double>::infinity();
   s.theta = -1.5707963267948966;
+  s.flux_iso_err = std::numeric_limits<double>::quiet_NaN();
+  s.errx2 = 2.5e-7;
+  s.erry2 = 1.0;
+  s.errxy = -0.0;
+  s.cxx = 4.0;
+  s.cyy = 0.1;
+  s.cxy = -12.0;
   s.flags = 3;
   const std::string text = catalog_csv(catalog);
   CHECK(text ==
-        "id,x,y,X_IMAGE,Y_IMAGE,ra,dec,flux,npix,peak,peak_x,peak_y,xmin,xmax,ymin,ymax,flux_iso,x2,y2,xy,a,b,theta,flags\n"
-        "7,1.25,-0.1,2.25,0.9,NaN,NaN,1e-300,12,3,1,2,0,4,5,6,123456789.125,0.3333333333333333,Infinity,-Infinity,0,0,"
-        "-1.5707963267948966,3\n");
+        "id,x,y,X_IMAGE,Y_IMAGE,ra,dec,flux,npix,peak,peak_x,peak_y,xmin,xmax,ymin,ymax,flux_iso,flux_iso_err,x2,y2,xy,"
+        "errx2,erry2,errxy,a,b,theta,cxx,cyy,cxy,flags\n"
+        "7,1.25,-0.1,2.25,0.9,NaN,NaN,1e-300,12,3,1,2,0,4,5,6,123456789.125,NaN,0.3333333333333333,Infinity,-Infinity,"
+        "2.5e-07,1,-0,0,0,-1.5707963267948966,4,0.1,-12,3\n");
 }
 
 TEST_CASE("the CSV streamed in blocks on many threads is catalog_csv's text", "[catalog][parallel]") {

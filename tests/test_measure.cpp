@@ -1,10 +1,14 @@
 // Source measurements on hand-made label maps with known centroids, fluxes, peaks, moments and flags.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
+#include <random>
 #include <vector>
 
+#include "imflow/kernels/background_mesh.hpp"
 #include "imflow/kernels/measure.hpp"
+#include "imflow/kernels/mesh_rows.hpp"
 
 TEST_CASE("isolated deltas and a weighted pair", "[measure]") {
   // 5x4 image: a delta of 3 at (1,1); a pair (3,2)=1, (4,2)=3 -> centroid x = (3*1+4*3)/4 = 3.75.
@@ -131,6 +135,8 @@ TEST_CASE("merging the parts of a source cut by a tile border gives the whole", 
   for (int64_t i = 0; i < w * h; ++i) labels[i] = image[i] > 12.0f ? 1 : 0;
   imflow::kernels::MeasureBackground background;
   background.level = 10.0;
+  background.rms = 0.7;
+  background.gain = 2.5;
   const auto whole = imflow::kernels::measure_sources({image.data(), w, h}, labels.data(), 1, background)[0];
   REQUIRE(whole.npix > 100);
   // Four tiles of 32 x 24 (the source spans all four), accumulated in image coordinates.
@@ -160,6 +166,13 @@ TEST_CASE("merging the parts of a source cut by a tile border gives the whole", 
   CHECK(s.a == Approx(whole.a).epsilon(1e-11));
   CHECK(s.b == Approx(whole.b).epsilon(1e-11));
   CHECK(s.theta == Approx(whole.theta).epsilon(1e-11));
+  CHECK(s.flux_iso_err == Approx(whole.flux_iso_err).epsilon(1e-12));
+  CHECK(s.errx2 == Approx(whole.errx2).epsilon(1e-11));
+  CHECK(s.erry2 == Approx(whole.erry2).epsilon(1e-11));
+  CHECK(s.errxy == Approx(whole.errxy).margin(1e-11 * (whole.errx2 + whole.erry2)));
+  CHECK(s.cxx == Approx(whole.cxx).epsilon(1e-11));
+  CHECK(s.cyy == Approx(whole.cyy).epsilon(1e-11));
+  CHECK(s.cxy == Approx(whole.cxy).margin(1e-11 * (whole.cxx + whole.cyy)));
   CHECK(s.peak == whole.peak);
   CHECK(s.peak_x == whole.peak_x);
   CHECK(s.peak_y == whole.peak_y);
@@ -179,4 +192,127 @@ TEST_CASE("with a background map every measurement uses value - map (float32, as
   CHECK(s.flux_iso == 10.0);
   CHECK(s.peak == 10.0);
   CHECK(s.x == 1.0);
+}
+
+TEST_CASE("flux and centroid errors from the background rms and the gain (SEP's analyse.c rules)", "[measure]") {
+  // A 4x3 source on a level of 10 with a global rms of 2 and a gain of 4 e-/ADU; one pixel below
+  // the level adds no Poisson term. Expected values from the definitions, summed directly.
+  const int64_t w = 6, h = 5;
+  std::vector<float> image(static_cast<size_t>(w * h), 10.f);
+  std::vector<int32_t> labels(image.size(), 0);
+  const float values[3][4] = {{12, 15, 11, 9}, {14, 30, 22, 13}, {11, 18, 16, 12}};
+  for (int64_t y = 0; y < 3; ++y)
+    for (int64_t x = 0; x < 4; ++x) {
+      image[(y + 1) * w + x + 1] = values[y][x];
+      labels[(y + 1) * w + x + 1] = 1;
+    }
+  const double level = 10.0, rms = 2.0, gain = 4.0;
+  double s0 = 0, sx = 0, sy = 0, v = 0;
+  for (int64_t y = 0; y < 3; ++y)
+    for (int64_t x = 0; x < 4; ++x) {
+      const double wv = values[y][x] - level;
+      s0 += wv;
+      sx += wv * double(x + 1);
+      sy += wv * double(y + 1);
+      v += rms * rms + std::max(wv, 0.0) / gain;
+    }
+  const double xm = sx / s0, ym = sy / s0;
+  double ex2 = 0, ey2 = 0, exy = 0, x2 = 0, y2 = 0, xy = 0;
+  for (int64_t y = 0; y < 3; ++y)
+    for (int64_t x = 0; x < 4; ++x) {
+      const double wv = values[y][x] - level, var = rms * rms + std::max(wv, 0.0) / gain;
+      const double dx = double(x + 1) - xm, dy = double(y + 1) - ym;
+      ex2 += var * dx * dx / (s0 * s0);
+      ey2 += var * dy * dy / (s0 * s0);
+      exy += var * dx * dy / (s0 * s0);
+      x2 += wv * dx * dx / s0;
+      y2 += wv * dy * dy / s0;
+      xy += wv * dx * dy / s0;
+    }
+  imflow::kernels::MeasureBackground background;
+  background.level = level;
+  background.rms = rms;
+  background.gain = gain;
+  const auto s = imflow::kernels::measure_sources({image.data(), w, h}, labels.data(), 1, background)[0];
+  CHECK(s.flux_iso == Approx(s0).epsilon(1e-14));
+  CHECK(s.flux_iso_err == Approx(std::sqrt(v)).epsilon(1e-14));
+  CHECK(s.errx2 == Approx(ex2).epsilon(1e-12));
+  CHECK(s.erry2 == Approx(ey2).epsilon(1e-12));
+  CHECK(s.errxy == Approx(exy).margin(1e-12 * (ex2 + ey2)));
+  // The ellipse parameters are the inverse of the moment matrix: [[cxx, cxy/2], [cxy/2, cyy]].
+  const double det = x2 * y2 - xy * xy;
+  REQUIRE(det > 0.00694);  // not singular: the moments are the plain ones
+  CHECK(s.cxx == Approx(y2 / det).epsilon(1e-12));
+  CHECK(s.cyy == Approx(x2 / det).epsilon(1e-12));
+  CHECK(s.cxy == Approx(-2 * xy / det).epsilon(1e-12));
+  CHECK(s.cxx * s.x2 + 0.5 * s.cxy * s.xy == Approx(1.0).epsilon(1e-12));
+
+  // Without a gain only the background noise counts.
+  background.gain = 0.0;
+  const auto no_gain = imflow::kernels::measure_sources({image.data(), w, h}, labels.data(), 1, background)[0];
+  CHECK(no_gain.flux_iso_err == Approx(rms * std::sqrt(12.0)).epsilon(1e-14));
+}
+
+TEST_CASE("a one-pixel source gets SEP's singular-case errors; no noise estimate gives NaN errors", "[measure]") {
+  const std::vector<float> image = {0, 0, 0, 0, 9, 0, 0, 0, 0};
+  const std::vector<int32_t> labels = {0, 0, 0, 0, 1, 0, 0, 0, 0};
+  imflow::kernels::MeasureBackground background;
+  background.rms = 3.0;
+  const auto s = imflow::kernels::measure_sources({image.data(), 3, 3}, labels.data(), 1, background)[0];
+  CHECK(s.flux_iso_err == 3.0);
+  // errx2 = erry2 = 0 plus SEP's c = var * 0.08333 / flux^2 (errxy 0).
+  CHECK(s.errx2 == Approx(9.0 * 0.08333 / 81.0).epsilon(1e-15));
+  CHECK(s.erry2 == s.errx2);
+  CHECK(s.errxy == 0.0);
+  CHECK(s.x2 == 0.0833333);
+  CHECK(s.cxx == Approx(1.0 / 0.0833333).epsilon(1e-15));
+  CHECK(s.cyy == s.cxx);
+  CHECK(s.cxy == 0.0);
+
+  const auto no_noise = imflow::kernels::measure_sources({image.data(), 3, 3}, labels.data(), 1)[0];
+  CHECK(std::isnan(no_noise.flux_iso_err));
+  CHECK(std::isnan(no_noise.errx2));
+  CHECK(std::isnan(no_noise.errxy));
+  CHECK(no_noise.flux_iso == 9.0);  // the rest is measured as before
+}
+
+TEST_CASE("errors from the mesh grid's RMS rows equal those from the whole RMS map", "[measure]") {
+  const int64_t w = 150, h = 90;
+  std::mt19937 rng(7);
+  std::normal_distribution<float> noise(100.f, 5.f);
+  std::vector<float> image(static_cast<size_t>(w * h));
+  for (int64_t y = 0; y < h; ++y)
+    for (int64_t x = 0; x < w; ++x) image[y * w + x] = noise(rng) + 0.2f * float(x);  // a sloped sky
+  std::vector<int32_t> labels(image.size(), 0);
+  for (int64_t y = 40; y < 46; ++y)
+    for (int64_t x = 100; x < 109; ++x) {
+      image[y * w + x] += 80.f;
+      labels[y * w + x] = 1;
+    }
+  imflow::kernels::MeshParams params;
+  params.mesh_width = params.mesh_height = 32;
+  std::vector<float> back;
+  imflow::kernels::MeshGrid grid;
+  imflow::kernels::mesh_background({image.data(), w, h}, params, back, grid);
+  std::vector<float> rms(image.size());
+  imflow::kernels::MeshRows rows(grid);
+  for (int64_t y = 0; y < h; ++y) rows.rms(y, rms.data() + y * w);
+  imflow::kernels::MeasureBackground with_map;
+  with_map.map = back.data();
+  with_map.rms_map = rms.data();
+  with_map.gain = 1.5;
+  imflow::kernels::MeasureBackground with_grid = with_map;
+  with_grid.rms_map = nullptr;
+  with_grid.rms_grid = &grid;
+  const auto a = imflow::kernels::measure_sources({image.data(), w, h}, labels.data(), 1, with_map)[0];
+  const auto b = imflow::kernels::measure_sources({image.data(), w, h}, labels.data(), 1, with_grid)[0];
+  CHECK(a.flux_iso_err == b.flux_iso_err);
+  CHECK(a.errx2 == b.errx2);
+  CHECK(a.erry2 == b.erry2);
+  CHECK(a.errxy == b.errxy);
+  // The local rms (~5 at x ~ 104) sets the error: sqrt(54 rms^2 + flux_iso / gain) with every
+  // pixel ~80 above the sky.
+  const double rms_here = rms[43 * w + 104];
+  CHECK(rms_here == Approx(5.0).epsilon(0.25));
+  CHECK(a.flux_iso_err == Approx(std::sqrt(54 * rms_here * rms_here + a.flux_iso / 1.5)).epsilon(0.02));
 }

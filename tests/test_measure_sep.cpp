@@ -1,7 +1,8 @@
 // imflow's mesh background + segment (relative_to: rms_map) + 8-connected label + measure against
 // sep.extract on the same pixels (tools/compare_sep_background.py --extract, ctest fixture
-// make_sep_background): the same segments (bounding box and area), and flux_iso, centroid, second
-// moments, ellipse and edge flag per segment.
+// make_sep_background): the same segments (bounding box and area), and flux_iso and its error,
+// centroid and its errors, second moments, ellipse (a, b, theta; cxx, cyy, cxy) and edge flag per
+// segment.
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
@@ -47,7 +48,8 @@ TEST_CASE("segments and measurements match sep.extract", "[sep]") {
     const auto pipeline = test::pipeline_from(
         "steps: [{background: {method: mesh, size: " + std::to_string(c["mesh"].get<int>()) +
         ", filter_size: " + std::to_string(c["filter"].get<int>()) + "}}, {segment: {nsigma: " +
-        std::to_string(c["extract_nsigma"].get<double>()) + ", relative_to: rms_map}}, {label: {connectivity: 8}}, measure]");
+        std::to_string(c["extract_nsigma"].get<double>()) + ", relative_to: rms_map}}, {label: {connectivity: 8}}, {measure: {gain: " +
+        std::to_string(c["extract_gain"].get<double>()) + "}}]");
     for (const auto& step : pipeline.steps) step->run_cpu(item);
     REQUIRE(item.catalog);
 
@@ -61,6 +63,7 @@ TEST_CASE("segments and measurements match sep.extract", "[sep]") {
     CHECK(item.catalog->size() == sep.size());
     int64_t unmatched = 0, theta_diagonal = 0;
     double worst_flux = 0, worst_position = 0, worst_moment = 0, worst_axis = 0, worst_theta = 0;
+    double worst_flux_err = 0, worst_position_err = 0, worst_ellipse = 0;
     for (const imflow::Source& s : *item.catalog) {
       const auto found = by_segment.find({s.xmin, s.xmax, s.ymin, s.ymax, s.npix});
       if (found == by_segment.end()) {
@@ -76,6 +79,16 @@ TEST_CASE("segments and measurements match sep.extract", "[sep]") {
       worst_moment = std::max({worst_moment, relative(s.x2, o["x2"], scale), relative(s.y2, o["y2"], scale),
                                relative(s.xy, o["xy"], scale)});
       worst_axis = std::max({worst_axis, relative(s.a, o["a"], 0.0), relative(s.b, o["b"], 0.0)});
+      worst_flux_err = std::max(worst_flux_err, relative(s.flux_iso_err, o["flux_err"], 0.0));
+      // The centroid's (co)variances, relative to errx2 + erry2 as the moments are.
+      const double error_scale = std::fabs(o["errx2"].get<double>()) + std::fabs(o["erry2"].get<double>());
+      worst_position_err = std::max({worst_position_err, relative(s.errx2, o["errx2"], error_scale),
+                                     relative(s.erry2, o["erry2"], error_scale), relative(s.errxy, o["errxy"], error_scale)});
+      // SEP stores cxx, cyy, cxy as float32 and they inherit the moments' differences (their inverse):
+      // relative to cxx + cyy.
+      const double ellipse_scale = std::fabs(o["cxx"].get<double>()) + std::fabs(o["cyy"].get<double>());
+      worst_ellipse = std::max({worst_ellipse, relative(s.cxx, o["cxx"], ellipse_scale),
+                                relative(s.cyy, o["cyy"], ellipse_scale), relative(s.cxy, o["cxy"], ellipse_scale)});
       // SEP takes pi/4 whenever x2 == y2, also for a diagonal pair with xy < 0 (at -pi/4; docs/astronomy.md).
       const double theta_sep = o["theta"];
       if (s.x2 == s.y2 && s.xy < 0 && std::fabs(theta_sep - std::numbers::pi / 4) < 1e-6) {
@@ -94,15 +107,20 @@ TEST_CASE("segments and measurements match sep.extract", "[sep]") {
       CHECK(((s.flags & imflow::kFlagEdge) != 0) == sep_truncated);
     }
     std::printf("sep.extract %-20s %6zu segments (SEP %zu), unmatched %lld; worst: flux_iso %.2g rel, centroid %.2g px, "
-                "moments %.2g, a/b %.2g rel, theta %.2g (as a moment error; %lld diagonal pairs)\n",
+                "moments %.2g, a/b %.2g rel, theta %.2g (as a moment error; %lld diagonal pairs), flux_iso_err %.2g rel, "
+                "errx2/erry2/errxy %.2g, cxx/cyy/cxy %.2g\n",
                 name.c_str(), item.catalog->size(), sep.size(), static_cast<long long>(unmatched), worst_flux,
-                worst_position, worst_moment, worst_axis, worst_theta, static_cast<long long>(theta_diagonal));
+                worst_position, worst_moment, worst_axis, worst_theta, static_cast<long long>(theta_diagonal),
+                worst_flux_err, worst_position_err, worst_ellipse);
     CHECK(unmatched == 0);
     CHECK(worst_flux < 1e-6);
     CHECK(worst_position < 1e-5);
     CHECK(worst_moment < 1e-5);
     CHECK(worst_axis < 1e-5);
     CHECK(worst_theta < 1e-5);
+    CHECK(worst_flux_err < 1e-6);
+    CHECK(worst_position_err < 1e-5);
+    CHECK(worst_ellipse < 1e-5);
   }
   CHECK(compared_cases >= 2);
 }

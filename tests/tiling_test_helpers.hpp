@@ -73,13 +73,17 @@ inline void check_same_catalog(const fs::path& whole, const fs::path& tiled, dou
     ++rows;
     const auto fa = split(row_a), fb = split(row_b);
     REQUIRE(fa.size() == fb.size());
-    const double moment_scale = [&] {
+    // Moments (and their errors, and the ellipse parameters) can be ~0 while their terms are
+    // large: compared at the scale of their group's diagonal (x2 + y2, errx2 + erry2, cxx + cyy).
+    auto group_scale = [&](const char* first, const char* second) {
       double scale = 0.0;
       for (size_t c = 0; c < columns.size(); ++c) {
-        if (columns[c] == "x2" || columns[c] == "y2") scale += std::abs(std::stod(fa[c]));
+        if (columns[c] == first || columns[c] == second) scale += std::abs(std::stod(fa[c]));
       }
       return scale;
-    }();
+    };
+    const double moment_scale = group_scale("x2", "y2"), error_scale = group_scale("errx2", "erry2"),
+                 ellipse_scale = group_scale("cxx", "cyy");
     for (size_t c = 0; c < columns.size(); ++c) {
       const std::string& name = columns[c];
       INFO(tiled.filename().string() << " row " << rows << " column " << name << ": whole " << fa[c] << " tiled " << fb[c]);
@@ -90,6 +94,8 @@ inline void check_same_catalog(const fs::path& whole, const fs::path& tiled, dou
         CHECK((x == y || (std::isnan(x) && std::isnan(y))));
       } else {
         const double scale = (name == "x2" || name == "y2" || name == "xy" || name == "a" || name == "b") ? moment_scale
+                             : (name == "errx2" || name == "erry2" || name == "errxy")                  ? error_scale
+                             : (name == "cxx" || name == "cyy" || name == "cxy")                        ? ellipse_scale
                              : name == "theta"                                                          ? 1.0
                                                                                                         : 0.0;
         CHECK(((std::isnan(x) && std::isnan(y)) || std::abs(x - y) <= rtol * std::max({std::abs(x), std::abs(y), scale})));

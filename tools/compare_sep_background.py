@@ -2,7 +2,7 @@
 """SEP's mesh background (sep.Background: .back(), .rms(), globalback, globalrms) on real FITS
 images and synthetic fields, written as raw float32 files for tests/test_background_mesh.cpp,
 which runs imflow's kernels::mesh_background on the same pixels and compares (ctest sep_background).
-With --extract NSIGMA also SEP's catalog per image, sep.extract(data - back, NSIGMA, err=rms,
+With --extract NSIGMA also SEP's catalog per image, sep.extract(data - back, NSIGMA, err=rms, gain=2.5,
 mask, minarea=1, filter_kernel=None, deblend_cont=1.0 (no deblending), clean=False), as
 NAME.sep_catalog.json for tests/test_measure_sep.cpp (imflow's background + segment + label +
 measure on the same pixels).
@@ -93,17 +93,29 @@ def fits_images(np, fits, path):
     return images
 
 
-# sep.extract's fields written per object (SEP 1.4: float64 positions and moments; cxx, cyy, cxy
-# and the fluxes as float32).
-CATALOG_FIELDS = ("xmin", "xmax", "ymin", "ymax", "npix", "x", "y", "x2", "y2", "xy", "a", "b", "theta",
-                  "cxx", "cyy", "cxy", "flux", "peak", "flag")
+# sep.extract's fields written per object (SEP 1.4: float64 positions, moments and their
+# errors; cxx, cyy, cxy and the fluxes as float32), and flux_err (not a SEP field): the flux_iso
+# error from SEP's segmentation map, sqrt(sum over the segment of rms^2 + max(data - back, 0) /
+# gain) in float64 (SExtractor's FLUXERR_ISO with SEP's per-pixel Poisson term).
+CATALOG_FIELDS = ("xmin", "xmax", "ymin", "ymax", "npix", "x", "y", "x2", "y2", "xy", "errx2", "erry2", "errxy",
+                  "a", "b", "theta", "cxx", "cyy", "cxy", "flux", "peak", "flag")
+GAIN = 2.5  # e-/ADU for the extraction's Poisson term (any positive value tests the rule)
 
 
 def extract_catalog(sep, np, clean, valid, back, rms, nsigma):
-    objects = sep.extract(clean - back, nsigma, err=rms, mask=~valid, minarea=1, filter_kernel=None,
-                          deblend_cont=1.0, clean=False)
-    return [{field: (int(obj[field]) if field in ("xmin", "xmax", "ymin", "ymax", "npix", "flag") else float(obj[field]))
-             for field in CATALOG_FIELDS} for obj in objects]
+    subtracted = clean - back
+    objects, segmap = sep.extract(subtracted, nsigma, err=rms, gain=GAIN, mask=~valid, minarea=1, filter_kernel=None,
+                                  deblend_cont=1.0, clean=False, segmentation_map=True)
+    variance = rms.astype(np.float64) ** 2 + np.maximum(subtracted.astype(np.float64), 0.0) / GAIN
+    labels = segmap.ravel()
+    sums = np.bincount(labels, weights=variance.ravel(), minlength=len(objects) + 1)
+    catalog = []
+    for index, obj in enumerate(objects):
+        row = {field: (int(obj[field]) if field in ("xmin", "xmax", "ymin", "ymax", "npix", "flag") else float(obj[field]))
+               for field in CATALOG_FIELDS}
+        row["flux_err"] = float(np.sqrt(sums[index + 1]))
+        catalog.append(row)
+    return catalog
 
 
 def main():
@@ -140,7 +152,7 @@ def main():
             catalog = extract_catalog(sep, np, clean, valid, back, rms, args.extract)
             with open(os.path.join(args.output, f"{name}.sep_catalog.json"), "w") as out:
                 json.dump(catalog, out)
-            case.update({"extract_nsigma": args.extract, "sep_objects": len(catalog)})
+            case.update({"extract_nsigma": args.extract, "extract_gain": GAIN, "sep_objects": len(catalog)})
         cases.append(case)
         print(f"{name}: {w}x{h} globalback {bkg.globalback:.6g} globalrms {bkg.globalrms:.6g}")
     with open(os.path.join(args.output, "cases.json"), "w") as out:

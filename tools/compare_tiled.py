@@ -40,8 +40,14 @@ def compare_catalog(path_a, path_b, rtol, problems):
     for ra, rb in zip(rows_a, rows_b):
         if set(ra) != set(rb):
             problems.append(f"{path_b}: columns differ"); return 0
-        # Moments can be ~0 while their terms are large: compare them at the scale of x2 + y2.
-        moment_scale = abs(float(ra.get("x2", 0) or 0)) + abs(float(ra.get("y2", 0) or 0))
+        # Moments (their errors, the ellipse parameters) can be ~0 while their terms are large:
+        # compared at the scale of their group's diagonal (x2 + y2, errx2 + erry2, cxx + cyy).
+        def diagonal(first, second):
+            return abs(float(ra.get(first, 0) or 0)) + abs(float(ra.get(second, 0) or 0))
+        group_scale = {}
+        for group in (("x2", "y2", "xy", "a", "b"), ("errx2", "erry2", "errxy"), ("cxx", "cyy", "cxy")):
+            for key in group:
+                group_scale[key] = diagonal(group[0], group[1])
         for key, va in ra.items():
             vb = rb[key]
             if key in INTEGER or key in EXACT_FLOAT:
@@ -49,7 +55,7 @@ def compare_catalog(path_a, path_b, rtol, problems):
                     problems.append(f"{path_b.name}: source {ra['id']}: {key} {vb}, whole image {va}")
                 continue
             a, b = float(va), float(vb)
-            scale = moment_scale if key in ("x2", "y2", "xy", "a", "b") else (1.0 if key == "theta" else 0.0)
+            scale = group_scale.get(key, 1.0 if key == "theta" else 0.0)
             if not close(a, b, rtol, scale):
                 problems.append(f"{path_b.name}: source {ra['id']}: {key} {vb}, whole image {va}")
             elif a != b:

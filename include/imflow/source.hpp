@@ -40,9 +40,14 @@ struct Source {
   int64_t xmin = 0, xmax = 0, ymin = 0, ymax = 0;  // inclusive bounding box
   // SEP/SExtractor measurements on the background-subtracted values w (value - background):
   double flux_iso = 0.0;   // sum of w (FLUX_ISO)
+  // Errors from the per-pixel variance rms^2 (+ w / gain for w > 0 with a gain): NaN without a
+  // background noise estimate (kernels::pixel_variance).
+  double flux_iso_err = 0.0;  // sqrt(sum of the variances) (FLUXERR_ISO)
   double x2 = 0.0, y2 = 0.0, xy = 0.0;  // w-weighted central second moments (X2, Y2, XY), pix^2
+  double errx2 = 0.0, erry2 = 0.0, errxy = 0.0;  // variances of the centroid (ERRX2, ERRY2, ERRXY), pix^2
   double a = 0.0, b = 0.0; // ellipse semi-axes (A, B), pix
   double theta = 0.0;      // ellipse angle from +x towards +y, radians in [-pi/2, pi/2] (SEP's theta; +-pi/2 alike)
+  double cxx = 0.0, cyy = 0.0, cxy = 0.0;  // ellipse parameters (CXX, CYY, CXY), pix^-2
   int32_t flags = 0;       // kFlagEdge | kFlagMaskedNeighbour
 };
 

@@ -84,6 +84,7 @@ struct WorkItem {
   std::vector<int32_t> labels;   // 0 background, 1..nlabels sources
   std::optional<int32_t> nlabels;
   std::optional<Catalog> catalog;
+  std::optional<double> gain;    // e-/ADU the catalog's error columns used (0: none), set by measure
 
   // Free-form numeric results for the summary (e.g. metrics of other workloads).
   std::map<std::string, double> metrics;
@@ -114,6 +115,7 @@ struct WorkItem {
     labels.clear();
     nlabels.reset();
     catalog.reset();
+    gain.reset();
     metrics.clear();
     normalization.reset();
     times.clear();

@@ -31,7 +31,8 @@ void tile_run_cuda(const Step& step, WorkItem& item, GpuContext& gpu) {
 void tile_after_gpu(RunContext& run, WorkItem& item) {
   if (item.status == ItemStatus::failed || !item.nlabels) return;
   const auto& steps = run.pipeline.steps;
-  const bool measure = std::any_of(steps.begin(), steps.end(), [](const auto& step) { return step->name() == "measure"; });
+  const auto found = std::find_if(steps.begin(), steps.end(), [](const auto& step) { return step->name() == "measure"; });
+  const Step* measure = found == steps.end() ? nullptr : found->get();
   StageTimer timer(run, item, measure ? "measure (host)" : "tile labels", worker_track("collect"));
   try {
     record_tile_labels(run, item, measure);

@@ -6,6 +6,7 @@
 
 #include "imflow/kernels/measure.hpp"
 #include "stages.hpp"
+#include "steps/measure_gain.hpp"
 #include "tiled_image.hpp"
 #include "writer.hpp"
 
@@ -28,16 +29,22 @@ void clear_mask_outside_core(WorkItem& item) {
   }
 }
 
-void record_tile_labels(RunContext&, WorkItem& item, bool measure) {
+void record_tile_labels(RunContext&, WorkItem& item, const Step* measure) {
   TiledImage& image = *item.ref.tiled;
   kernels::TileLabels& tile = image.tiles[static_cast<size_t>(item.ref.tile)];
   const int32_t count = item.nlabels.value();
   kernels::describe_tile_labels(item.labels.data(), item.ref.halo, item.ref.core, count, image.grid.width, tile);
   if (measure) {
-    // As the measure step does with the global background: flux_iso and moments on value - median.
-    // The masked-neighbour flag looks one pixel around each pixel: the halo has that pixel.
+    // As the measure step does with the global background: flux_iso and moments on value - median,
+    // errors from its std (and the step's gain). The masked-neighbour flag looks one pixel around
+    // each pixel: the halo has that pixel.
     kernels::MeasureBackground background;
-    if (item.background) background.level = item.background->median;
+    if (item.background) {
+      background.level = item.background->median;
+      background.rms = item.background->std;
+    }
+    background.gain = GainSetting::from_resolved(measure->params()).for_item(item.ref);
+    item.gain = background.gain;
     tile.sums = kernels::accumulate_sources(item.pixels.view(), item.labels.data(), count, item.ref.halo.x,
                                             item.ref.halo.y, background);
   }
@@ -58,7 +65,7 @@ void tile_cpu_process_stage(RunContext& run, WorkItem& item) {
       if (name == "background") {
         item.background = image.background.value();  // the whole image's, from the pre-pass
       } else if (name == "measure") {
-        record_tile_labels(run, item, true);
+        record_tile_labels(run, item, step.get());
         recorded = true;
       } else {
         if (name == "label") clear_mask_outside_core(item);
@@ -74,7 +81,7 @@ void tile_cpu_process_stage(RunContext& run, WorkItem& item) {
   }
   if (!recorded && item.nlabels) {
     StageTimer timer(run, item, "tile labels", worker_track("cpu"));
-    record_tile_labels(run, item, false);
+    record_tile_labels(run, item, nullptr);
   }
 }
 

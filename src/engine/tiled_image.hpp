@@ -89,9 +89,10 @@ void finalize_tiled_image(RunContext& run, TiledImage& image);
 // Host stages of a tile item (stages.cpp dispatches to them).
 void tile_cpu_process_stage(RunContext& run, WorkItem& item);
 void tile_finish_stage(RunContext& run, WorkItem& item);
-// After the steps: keep the tile's labels (borders, first pixels) and, with `measure`, its
-// partial sums in image coordinates, for the merge. The CUDA graph calls it after download.
-void record_tile_labels(RunContext& run, WorkItem& item, bool measure);
+// After the steps: keep the tile's labels (borders, first pixels) and, with `measure` (the
+// pipeline's measure step, or null), its partial sums in image coordinates, for the merge. The
+// CUDA graph calls it after download.
+void record_tile_labels(RunContext& run, WorkItem& item, const Step* measure);
 #ifdef IMFLOW_HAVE_CUDA
 // The CUDA graph's tile hooks (tile_gpu.cpp): enqueue one step for a tile (the background from the
 // pre-pass, the mask cut to the core before label, measure left to the host), and after download

@@ -53,6 +53,7 @@ std::vector<FitsCard> provenance_cards(const WorkItem& item) {
                                                  : "kappa-sigma clipped std (ddof 0)");
   }
   if (item.threshold) number("THRESH", *item.threshold, "segmentation threshold");
+  if (item.gain) number("GAIN", *item.gain, "e-/ADU of the error columns' Poisson term (0: none)");
   return cards;
 }
 

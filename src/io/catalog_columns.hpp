@@ -17,8 +17,8 @@ struct CatalogColumn {
   const char* description;
 };
 
-inline const std::array<CatalogColumn, 24>& catalog_columns() {
-  static const std::array<CatalogColumn, 24> columns = {{
+inline const std::array<CatalogColumn, 31>& catalog_columns() {
+  static const std::array<CatalogColumn, 31> columns = {{
       {"id", "", true, [](const Source& s) { return double(s.id); }, "label, in raster order of first pixel"},
       {"x", "pix", false, [](const Source& s) { return s.x; }, "centroid x, 0-based"},
       {"y", "pix", false, [](const Source& s) { return s.y; }, "centroid y, 0-based"},
@@ -36,12 +36,19 @@ inline const std::array<CatalogColumn, 24>& catalog_columns() {
       {"ymin", "pix", true, [](const Source& s) { return double(s.ymin); }, ""},
       {"ymax", "pix", true, [](const Source& s) { return double(s.ymax); }, ""},
       {"flux_iso", "adu", false, [](const Source& s) { return s.flux_iso; }, "sum of background-subtracted values (FLUX_ISO)"},
+      {"flux_iso_err", "adu", false, [](const Source& s) { return s.flux_iso_err; }, "error of flux_iso from the background rms and gain (FLUXERR_ISO)"},
       {"x2", "pix**2", false, [](const Source& s) { return s.x2; }, "second moment x (X2_IMAGE)"},
       {"y2", "pix**2", false, [](const Source& s) { return s.y2; }, "second moment y (Y2_IMAGE)"},
       {"xy", "pix**2", false, [](const Source& s) { return s.xy; }, "second moment xy (XY_IMAGE)"},
+      {"errx2", "pix**2", false, [](const Source& s) { return s.errx2; }, "variance of the centroid x (ERRX2_IMAGE)"},
+      {"erry2", "pix**2", false, [](const Source& s) { return s.erry2; }, "variance of the centroid y (ERRY2_IMAGE)"},
+      {"errxy", "pix**2", false, [](const Source& s) { return s.errxy; }, "covariance of the centroid (ERRXY_IMAGE)"},
       {"a", "pix", false, [](const Source& s) { return s.a; }, "semi-major axis (A_IMAGE)"},
       {"b", "pix", false, [](const Source& s) { return s.b; }, "semi-minor axis (B_IMAGE)"},
       {"theta", "rad", false, [](const Source& s) { return s.theta; }, "position angle from +x to +y (SEP theta)"},
+      {"cxx", "pix**(-2)", false, [](const Source& s) { return s.cxx; }, "ellipse parameter (CXX_IMAGE)"},
+      {"cyy", "pix**(-2)", false, [](const Source& s) { return s.cyy; }, "ellipse parameter (CYY_IMAGE)"},
+      {"cxy", "pix**(-2)", false, [](const Source& s) { return s.cxy; }, "ellipse parameter (CXY_IMAGE)"},
       {"flags", "", true, [](const Source& s) { return double(s.flags); }, "1 touches the image edge, 2 masked neighbour"},
   }};
   return columns;

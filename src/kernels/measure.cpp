@@ -2,12 +2,16 @@
 // (runs of background labels skipped eight at a time).
 #include "imflow/kernels/measure.hpp"
 
+#include "imflow/kernels/mesh_rows.hpp"
+
 #include <tbb/blocked_range.h>
 #include <tbb/parallel_for.h>
 #include <tbb/task_arena.h>
 
 #include <cmath>
 #include <cstring>
+#include <optional>
+#include <stdexcept>
 
 namespace imflow::kernels {
 
@@ -41,19 +45,38 @@ int64_t next_labelled(const int32_t* row, int64_t from, int64_t width) {
 std::vector<SourceSums> accumulate_sources(ConstImageView image, const int32_t* labels, int32_t nlabels,
                                            int64_t x0, int64_t y0, MeasureBackground background) {
   std::vector<SourceSums> sums(static_cast<size_t>(nlabels));
+  std::optional<MeshRows> grid_rows;
+  std::vector<float> grid_rms;  // row y of the grid's RMS map, evaluated at the row's first source pixel
+  if (background.rms_grid != nullptr) {
+    if (background.rms_grid->width != image.width || background.rms_grid->height != image.height)
+      throw std::invalid_argument("accumulate_sources: the RMS mesh grid is not the image's size");
+    grid_rows.emplace(*background.rms_grid);
+    grid_rms.resize(static_cast<size_t>(image.width));
+  }
   for (int64_t y = 0; y < image.height; ++y) {
     const int64_t row = y * image.width;
+    bool grid_row_ready = false;
     for (int64_t x = 0; x < image.width; ++x) {
       x = next_labelled(labels + row, x, image.width);
       if (x == image.width) break;
       const int32_t label = labels[row + x];
       if (label <= 0) continue;
       SourceSums& s = sums[label - 1];
+      double rms = background.rms;
+      if (background.rms_map != nullptr) {
+        rms = background.rms_map[row + x];
+      } else if (grid_rows) {
+        if (!grid_row_ready) grid_rows->rms(y, grid_rms.data());
+        grid_row_ready = true;
+        rms = grid_rms[static_cast<size_t>(x)];
+      }
       if (background.map != nullptr) {  // in float32, as SEP's data - bkg (and the GPU)
         const float subtracted = image.data[row + x] - background.map[row + x];
-        s.add(x0 + x, y0 + y, subtracted);
+        s.add(x0 + x, y0 + y, subtracted, 0.0, pixel_variance(rms, subtracted, background.gain));
       } else {
-        s.add(x0 + x, y0 + y, image.data[row + x], background.level);
+        const double value = image.data[row + x];
+        s.add(x0 + x, y0 + y, value, background.level,
+              pixel_variance(rms, value - background.level, background.gain));
       }
       if (masked_neighbour(image, x, y)) s.flags |= kFlagMaskedNeighbour;
     }

@@ -1,8 +1,11 @@
-// Step `measure`: per-source centroid, flux, npix, peak, bounding box, flux_iso, second moments,
-// ellipse and flags on the (unfiltered) image, background-subtracted as kernels::MeasureBackground says.
+// Step `measure`: per-source centroid, flux, npix, peak, bounding box, flux_iso and its error,
+// second moments, centroid errors, ellipse and flags on the (unfiltered) image,
+// background-subtracted as kernels::MeasureBackground says; the errors use the background's RMS
+// (the mesh map, or the global std) and, with a gain (measure_gain.hpp), the sources' Poisson noise.
 #include "imflow/kernels/measure.hpp"
 #include "imflow/params.hpp"
 #include "steps.hpp"
+#include "steps/measure_gain.hpp"
 
 #ifdef IMFLOW_HAVE_CUDA
 #include "cuda/measure.hpp"
@@ -13,14 +16,22 @@ namespace imflow {
 namespace {
 class MeasureStep final : public Step {
  public:
-  explicit MeasureStep(ParamReader&) {}
+  explicit MeasureStep(ParamReader& params) : gain_(GainSetting::from_params(params)) {}
 
   void run_cpu(WorkItem& item) const override {
     kernels::MeasureBackground background;
+    background.gain = gain_.for_item(item.ref);
+    item.gain = background.gain;
     if (!item.background_map.empty() && static_cast<int64_t>(item.background_map.size()) == item.pixels.size()) {
       background.map = item.background_map.data();
+      if (static_cast<int64_t>(item.rms_map.size()) == item.pixels.size()) {
+        background.rms_map = item.rms_map.data();
+      } else if (item.mesh_grid) {
+        background.rms_grid = item.mesh_grid.get();
+      }
     } else if (item.background) {
       background.level = item.background->median;
+      background.rms = item.background->std;
     }
     item.catalog =
         kernels::measure_sources(item.pixels.view(), item.labels.data(), item.nlabels.value(), background);
@@ -28,8 +39,14 @@ class MeasureStep final : public Step {
 
 #ifdef IMFLOW_HAVE_CUDA
   bool has_cuda() const override { return true; }
-  void run_cuda(WorkItem&, GpuContext& gpu) const override { cuda::measure(gpu); }
+  void run_cuda(WorkItem& item, GpuContext& gpu) const override {
+    item.gain = gain_.for_item(item.ref);  // a header read on this host thread when gain_keyword is set
+    cuda::measure(gpu, *item.gain);
+  }
 #endif
+
+ private:
+  GainSetting gain_;
 };
 }  // namespace
 

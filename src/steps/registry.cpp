@@ -14,7 +14,7 @@ const std::vector<StepInfo>& step_registry() {
       {"background", "kappa-sigma clipped median and std, or SExtractor/SEP mesh background maps (method: mesh)", make_background_step, {}, {"background"}},
       {"segment", "threshold at median + nsigma * std (or nsigma * std; mesh: back + nsigma * rms)", make_segment_step, {"background"}, {"mask"}},
       {"label", "connected components, 4- or 8-connected, SciPy's numbering", make_label_step, {"mask"}, {"labels"}},
-      {"measure", "per-source centroid, flux, npix, peak, bbox, flux_iso, moments, ellipse, flags", make_measure_step, {"labels"}, {"catalog"}},
+      {"measure", "per-source centroid, flux, npix, peak, bbox, flux_iso and its error, moments, centroid errors, ellipse, flags", make_measure_step, {"labels"}, {"catalog"}},
       {"normalize", "min-max to [0, 1] or z-score (nonfinite: zero for NaN-masked pixels), kept to undo it on output", make_normalize_step, {}, {"normalized"}},
       {"svd_reconstruct", "rank-k SVD reconstruction (rank: k or energy: fraction) and its quality metrics", make_svd_reconstruct_step, {}, {"reconstruction"}},
   };

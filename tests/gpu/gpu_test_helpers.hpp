@@ -99,6 +99,7 @@ inline CpuResult cpu_pipeline(imflow::ConstImageView image, imflow::ConstImageVi
                                                 r.labels.data());
   imflow::kernels::MeasureBackground level;  // as cuda::measure after cuda::background: w = value - median
   level.level = r.background.median;
+  level.rms = r.background.std;  // the error columns' noise
   r.catalog = imflow::kernels::measure_sources(image, r.labels.data(), r.nlabels, level);
   return r;
 }
@@ -145,6 +146,21 @@ inline void check_catalog(const imflow::Catalog& gpu, const imflow::Catalog& cpu
     CHECK(close(g.x2, c.x2));
     CHECK(close(g.y2, c.y2));
     CHECK(close(g.xy, c.xy));
+    // The error columns: the GPU's std (or RMS map) may differ from the CPU's in the last float
+    // digits; the centroid covariance and cxy at the scale of their diagonals.
+    const auto near = [](double a, double b, double scale) {
+      return (std::isnan(a) && std::isnan(b)) || std::abs(a - b) <= 1e-5 * std::max({std::abs(a), std::abs(b), scale});
+    };
+    CHECK(std::isnan(c.flux_iso_err) == false);
+    CHECK(near(g.flux_iso_err, c.flux_iso_err, 0.0));
+    const double error_scale = std::abs(c.errx2) + std::abs(c.erry2);
+    CHECK(near(g.errx2, c.errx2, error_scale));
+    CHECK(near(g.erry2, c.erry2, error_scale));
+    CHECK(near(g.errxy, c.errxy, error_scale));
+    const double ellipse_scale = std::abs(c.cxx) + std::abs(c.cyy);
+    CHECK(near(g.cxx, c.cxx, ellipse_scale));
+    CHECK(near(g.cyy, c.cyy, ellipse_scale));
+    CHECK(near(g.cxy, c.cxy, ellipse_scale));
   }
 }
 

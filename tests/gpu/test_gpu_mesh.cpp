@@ -79,7 +79,7 @@ void check_mesh_pipeline(Slot& slot, WorkItem& item, const imflow::kernels::Mesh
     imflow::cuda::background_mesh(gpu, params);
     imflow::cuda::segment(gpu, nsigma, relative_to);
     imflow::cuda::label(gpu, 8);
-    imflow::cuda::measure(gpu);
+    imflow::cuda::measure(gpu, 2.0);
   });
   const auto view = item.pixels.view();
   const size_t n = static_cast<size_t>(view.size());
@@ -109,6 +109,8 @@ void check_mesh_pipeline(Slot& slot, WorkItem& item, const imflow::kernels::Mesh
   CHECK(item.labels == labels);
   imflow::kernels::MeasureBackground background;
   background.map = back.data();
+  background.rms_map = rms.data();
+  background.gain = 2.0;
   const auto cpu_catalog = imflow::kernels::measure_sources(view, labels.data(), nlabels, background);
   REQUIRE(item.catalog.has_value());
   check_catalog(*item.catalog, cpu_catalog);
@@ -143,10 +145,12 @@ TEST_CASE("GPU measure: the new columns with the global background", "[gpu][mesh
     imflow::cuda::background(gpu, 3.0, 100);
     imflow::cuda::segment(gpu, 3.0, false);
     imflow::cuda::label(gpu, 4);
-    imflow::cuda::measure(gpu);
+    imflow::cuda::measure(gpu, 0.5);
   });
   imflow::kernels::MeasureBackground background;
   background.level = item.background->median;
+  background.rms = item.background->std;
+  background.gain = 0.5;
   const auto cpu = imflow::kernels::measure_sources(item.pixels.view(), item.labels.data(), *item.nlabels, background);
   REQUIRE(item.catalog.has_value());
   REQUIRE(cpu.size() > 10);
@@ -154,7 +158,7 @@ TEST_CASE("GPU measure: the new columns with the global background", "[gpu][mesh
   check_new_columns(*item.catalog, cpu);
 }
 
-TEST_CASE("GPU measure overflow with the mesh background: the host fallback subtracts the map", "[gpu][mesh]") {
+TEST_CASE("GPU measure overflow with the mesh background: the host fallback subtracts the map, errors from its RMS map and gain", "[gpu][mesh]") {
   Slot slot;
   WorkItem item;
   fill_gradient_sky(item, 600, 500, fresh_seed("gpu mesh overflow"), false);
@@ -164,13 +168,16 @@ TEST_CASE("GPU measure overflow with the mesh background: the host fallback subt
     imflow::cuda::background_mesh(gpu, params);
     imflow::cuda::segment(gpu, 1.5, imflow::cuda::Threshold::rms_map);
     imflow::cuda::label(gpu, 8);
-    imflow::cuda::measure(gpu);
+    imflow::cuda::measure(gpu, 4.0);
   });
   REQUIRE(*item.nlabels > 2);
   const size_t n = static_cast<size_t>(item.pixels.size());
   const auto back = device_map(slot, slot.gpu.mesh_background->back_map.data(), n);
-  imflow::kernels::MeasureBackground background;
+  const auto rms = device_map(slot, slot.gpu.mesh_background->rms_map.data(), n);
+  imflow::kernels::MeasureBackground background;  // the fallback's map, RMS map and gain
   background.map = back.data();
+  background.rms_map = rms.data();
+  background.gain = 4.0;
   const auto cpu = imflow::kernels::measure_sources(item.pixels.view(), item.labels.data(), *item.nlabels, background);
   check_catalog(*item.catalog, cpu);
   check_new_columns(*item.catalog, cpu);

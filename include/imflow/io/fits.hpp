@@ -4,6 +4,7 @@
 #pragma once
 #include <cstdint>
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -47,6 +48,11 @@ int64_t read_fits_plane(const std::filesystem::path& path, int hdu, int64_t plan
 // region's bytes as stored.
 int64_t read_fits_region(const std::filesystem::path& path, int hdu, int64_t plane, const TileRect& region,
                          ImageBuffer& out, const ReadLimits& limits = {});
+
+// The numeric value of header keyword `keyword` in HDU `hdu`, else in the primary header; nullopt
+// when neither has it. Throws InputError naming the file when it cannot be read or the keyword's
+// value is not a number.
+std::optional<double> read_fits_number_keyword(const std::filesystem::path& path, int hdu, const std::string& keyword);
 
 // A header card to copy into an output file.
 struct FitsCard {

@@ -1,9 +1,11 @@
 // Per-source measurements from a label map, CPU kernel.
 #pragma once
 #include <cstdint>
+#include <limits>
 #include <vector>
 
 #include "imflow/image.hpp"
+#include "imflow/kernels/background_mesh.hpp"
 #include "imflow/kernels/source_sums.hpp"
 #include "imflow/source.hpp"
 
@@ -14,9 +16,17 @@ namespace imflow::kernels {
 //   SEP's measurements of data - bkg); `map` is laid out like the image view.
 // - else `level` (the global method's median): flux, centroid and peak stay on the raw values
 //   (SciPy's, the lesson's), flux_iso and the moments use value - level.
+// The noise the error columns use (kernels::pixel_variance): the RMS map (`rms_map`, laid out
+// like the image view, or `rms_grid`, the CPU mesh background's grid, evaluated row by row for the
+// rows that hold sources; the whole image's rows, so tiles do not use it), else the global `rms`
+// (NaN: no noise estimate, NaN errors); `gain` (e-/ADU, 0: none) adds the sources' Poisson noise.
 struct MeasureBackground {
   const float* map = nullptr;
   double level = 0.0;
+  const float* rms_map = nullptr;
+  const MeshGrid* rms_grid = nullptr;
+  double rms = std::numeric_limits<double>::quiet_NaN();
+  double gain = 0.0;
 };
 
 // One raster pass: the accumulators of labels 1..nlabels (index label-1). (x0, y0) is the

@@ -1,5 +1,5 @@
-// SEP's second moments and ellipse (analyse.c) from weighted sums about a reference point; one
-// definition compiled for the host (SourceSums::finish) and the device (cuda/measure.cu).
+// SEP's second moments, ellipse and their errors (analyse.c) from weighted sums about a reference
+// point; one definition compiled for the host (SourceSums::finish) and the device (cuda/measure.cu).
 #pragma once
 #include <math.h>
 
@@ -11,6 +11,8 @@ struct SourceShape {
   double x2, y2, xy;  // central second moments, pix^2 (with SEP's 1/12 added when singular)
   double a, b;        // ellipse semi-axes, pix
   double theta;       // radians, atan2(2 xy, x2 - y2) / 2 (pi/4 when x2 == y2)
+  double cxx, cyy, cxy;  // ellipse parameters: cxx dx^2 + cyy dy^2 + cxy dx dy = 1 on the a/b ellipse, pix^-2
+  bool singular;      // the 1/12 pix^2 was added (SEP's OBJ_SINGU)
 };
 
 // s0 = sum w, sx = sum w dx, sy = sum w dy, sxx = sum w dx^2, syy, sxy: the sums of the weights
@@ -22,14 +24,16 @@ IMFLOW_HOST_DEVICE inline SourceShape source_shape(double s0, double sx, double 
   SourceShape s;
   if (!(s0 > 0.0)) {
     const double nan = NAN;
-    s.x2 = s.y2 = s.xy = s.a = s.b = s.theta = nan;
+    s.x2 = s.y2 = s.xy = s.a = s.b = s.theta = s.cxx = s.cyy = s.cxy = nan;
+    s.singular = false;
     return s;
   }
   const double xm = sx / s0, ym = sy / s0;
   double x2 = sxx / s0 - xm * xm;
   double y2 = syy / s0 - ym * ym;
   const double xy = sxy / s0 - xm * ym;
-  if (x2 * y2 - xy * xy < 0.00694) {
+  s.singular = x2 * y2 - xy * xy < 0.00694;
+  if (s.singular) {
     x2 += 0.0833333;
     y2 += 0.0833333;
   }
@@ -45,7 +49,52 @@ IMFLOW_HOST_DEVICE inline SourceShape source_shape(double s0, double sx, double 
   s.xy = xy;
   s.a = sqrt(mid + root);
   s.b = sqrt(mid - root);
+  const double det = x2 * y2 - xy * xy;
+  s.cxx = y2 / det;
+  s.cyy = x2 / det;
+  s.cxy = -2.0 * xy / det;
   return s;
+}
+
+// The variance of one pixel for the error columns: the background noise rms^2 plus, with a gain
+// (e-/ADU, > 0), the Poisson noise of a positive background-subtracted value w (SEP's cvar;
+// photutils' calc_total_error). A NaN rms (no noise estimate) makes every error NaN.
+IMFLOW_HOST_DEVICE inline double pixel_variance(double rms, double w, double gain) {
+  double variance = rms * rms;
+  if (gain > 0.0 && w > 0.0) variance += w / gain;
+  return variance;
+}
+
+struct SourceErrors {
+  double flux_err;              // sqrt(sum of the variances): FLUXERR_ISO
+  double errx2, erry2, errxy;   // variances of the centroid (SEP's errx2, erry2, errxy), pix^2
+};
+
+// s0, sx, sy: the weight sums of source_shape; v = sum var, vx = sum var dx, vy, vxx, vyy, vxy
+// over the same pixels and reference. SEP's rules: errx2 = sum var (x - xm)^2 / s0^2 (xm the
+// w-weighted centroid), likewise erry2 and errxy; for a singular source (shape.singular), where
+// errx2 erry2 - errxy^2 < c^2 with c = v / 12 / s0^2, c is added to errx2 and erry2.
+IMFLOW_HOST_DEVICE inline SourceErrors source_errors(const SourceShape& shape, double s0, double sx, double sy,
+                                                     double v, double vx, double vy, double vxx, double vyy,
+                                                     double vxy) {
+  SourceErrors e;
+  e.flux_err = sqrt(v);
+  if (!(s0 > 0.0)) {
+    e.errx2 = e.erry2 = e.errxy = NAN;
+    return e;
+  }
+  const double xm = sx / s0, ym = sy / s0, s02 = s0 * s0;
+  e.errx2 = (vxx - 2.0 * xm * vx + xm * xm * v) / s02;
+  e.erry2 = (vyy - 2.0 * ym * vy + ym * ym * v) / s02;
+  e.errxy = (vxy - xm * vy - ym * vx + xm * ym * v) / s02;
+  if (shape.singular) {
+    const double c = v * 0.08333 / s02;
+    if (e.errx2 * e.erry2 - e.errxy * e.errxy < c * c) {
+      e.errx2 += c;
+      e.erry2 += c;
+    }
+  }
+  return e;
 }
 
 }  // namespace imflow::kernels

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <limits>
 
+#include "imflow/kernels/pixel_moments.hpp"
 #include "imflow/kernels/source_shape.hpp"
 #include "imflow/source.hpp"
 
@@ -20,20 +21,18 @@ struct SourceSums {
   int64_t peak_x = 0, peak_y = 0;
   int64_t xmin = std::numeric_limits<int64_t>::max(), xmax = std::numeric_limits<int64_t>::min();
   int64_t ymin = std::numeric_limits<int64_t>::max(), ymax = std::numeric_limits<int64_t>::min();
-  // Moments of the background-subtracted weights w = value - background about the reference
-  // pixel (ref_x, ref_y), the first pixel added: sum w, sum w dx, sum w dy, sum w dx^2, ... with
-  // dx = x - ref_x. Keeping them about a pixel of the source (not the image origin) avoids the
-  // cancellation of x^2 sums on big images; merge() shifts one part's sums to the other's
-  // reference with the exact binomial identities (float64 rounding of terms of the source's size).
-  double flux_iso = 0.0;
+  // Moments about the reference pixel (ref_x, ref_y), the first pixel added, of the
+  // background-subtracted weights w = value - background (weights.s is flux_iso) and of the
+  // pixel variances (kernels::pixel_variance), for the error columns. merge() shifts one part's
+  // sums to the other's reference (float64 rounding of terms of the source's size).
   int64_t ref_x = 0, ref_y = 0;
-  double sum_wx = 0.0, sum_wy = 0.0, sum_wxx = 0.0, sum_wyy = 0.0, sum_wxy = 0.0;
+  PixelMoments weights, variances;
   int32_t flags = 0;   // kFlagMaskedNeighbour as found by the pass; finish() adds kFlagEdge
 
   // Add one pixel. Pixels of one accumulator must come in raster order for the peak tie rule
   // (merge() restores the rule between accumulators). `background` is subtracted for the
-  // moments and flux_iso only (flux, x, y and peak use `value`).
-  void add(int64_t x, int64_t y, double value, double background = 0.0) {
+  // moments and flux_iso only (flux, x, y and peak use `value`); `variance` is the pixel's.
+  void add(int64_t x, int64_t y, double value, double background = 0.0, double variance = 0.0) {
     if (npix == 0 || value > peak) {
       peak = value;
       peak_x = x;
@@ -51,14 +50,9 @@ struct SourceSums {
     xmax = std::max(xmax, x);
     ymin = std::min(ymin, y);
     ymax = std::max(ymax, y);
-    const double w = value - background;
     const double dx = static_cast<double>(x - ref_x), dy = static_cast<double>(y - ref_y);
-    flux_iso += w;
-    sum_wx += w * dx;
-    sum_wy += w * dy;
-    sum_wxx += w * dx * dx;
-    sum_wyy += w * dy * dy;
-    sum_wxy += w * dx * dy;
+    weights.add(value - background, dx, dy);
+    variances.add(variance, dx, dy);
   }
 
   // Fold another part of the same source in. Ties of the peak go to the first pixel in raster order.
@@ -81,14 +75,9 @@ struct SourceSums {
     xmax = std::max(xmax, o.xmax);
     ymin = std::min(ymin, o.ymin);
     ymax = std::max(ymax, o.ymax);
-    // o's sums about (ref_x, ref_y): sum w (dx + d) = sum w dx + d sum w, and so on.
     const double dx = static_cast<double>(o.ref_x - ref_x), dy = static_cast<double>(o.ref_y - ref_y);
-    sum_wxx += o.sum_wxx + 2.0 * dx * o.sum_wx + dx * dx * o.flux_iso;
-    sum_wyy += o.sum_wyy + 2.0 * dy * o.sum_wy + dy * dy * o.flux_iso;
-    sum_wxy += o.sum_wxy + dx * o.sum_wy + dy * o.sum_wx + dx * dy * o.flux_iso;
-    sum_wx += o.sum_wx + dx * o.flux_iso;
-    sum_wy += o.sum_wy + dy * o.flux_iso;
-    flux_iso += o.flux_iso;
+    weights.merge(o.weights, dx, dy);
+    variances.merge(o.variances, dx, dy);
     flags |= o.flags;
   }
 
@@ -107,14 +96,24 @@ struct SourceSums {
     s.xmax = xmax;
     s.ymin = ymin;
     s.ymax = ymax;
-    s.flux_iso = flux_iso;
-    const SourceShape shape = source_shape(flux_iso, sum_wx, sum_wy, sum_wxx, sum_wyy, sum_wxy);
+    s.flux_iso = weights.s;
+    const PixelMoments& w = weights;
+    const PixelMoments& v = variances;
+    const SourceShape shape = source_shape(w.s, w.sx, w.sy, w.sxx, w.syy, w.sxy);
     s.x2 = shape.x2;
     s.y2 = shape.y2;
     s.xy = shape.xy;
     s.a = shape.a;
     s.b = shape.b;
     s.theta = shape.theta;
+    s.cxx = shape.cxx;
+    s.cyy = shape.cyy;
+    s.cxy = shape.cxy;
+    const SourceErrors errors = source_errors(shape, w.s, w.sx, w.sy, v.s, v.sx, v.sy, v.sxx, v.syy, v.sxy);
+    s.flux_iso_err = errors.flux_err;
+    s.errx2 = errors.errx2;
+    s.erry2 = errors.erry2;
+    s.errxy = errors.errxy;
     s.flags = flags;
     if (npix > 0 && (xmin == 0 || ymin == 0 || xmax == width - 1 || ymax == height - 1)) s.flags |= kFlagEdge;
     return s;

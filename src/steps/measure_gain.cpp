@@ -1,0 +1,46 @@
+// GainSetting (measure_gain.hpp).
+#include "steps/measure_gain.hpp"
+
+#include <cctype>
+#include <cstring>
+
+#include "imflow/io/fits.hpp"
+#include "imflow/io/input_format.hpp"
+#include "imflow/params.hpp"
+
+namespace imflow {
+
+GainSetting GainSetting::from_params(ParamReader& params) {
+  GainSetting setting;
+  setting.gain = params.number("gain", 0.0, 0.0, 1e30);
+  setting.keyword = params.text("gain_keyword", "");
+  // A FITS keyword: up to 8 of A-Z, 0-9, '-' and '_' (CFITSIO matches names case-insensitively).
+  const bool valid = setting.keyword.size() <= 8 && [&] {
+    for (const char c : setting.keyword) {
+      if (!std::isalnum(static_cast<unsigned char>(c)) && c != '-' && c != '_') return false;
+    }
+    return true;
+  }();
+  if (!valid) {
+    params.fail(YAML::Node(), "gain_keyword",
+                "'" + setting.keyword + "' is not a FITS keyword (up to 8 letters, digits, '-' or '_')");
+  }
+  return setting;
+}
+
+GainSetting GainSetting::from_resolved(const YAML::Node& params) {
+  GainSetting setting;
+  setting.gain = params["gain"].as<double>(0.0);
+  setting.keyword = params["gain_keyword"].as<std::string>("");
+  return setting;
+}
+
+double GainSetting::for_item(const ItemRef& ref) const {
+  if (keyword.empty()) return gain;
+  const InputFormat* format = input_format_for(ref.path);
+  if (format == nullptr || std::strcmp(format->name, "fits") != 0) return gain;
+  const std::optional<double> value = read_fits_number_keyword(ref.path, ref.hdu, keyword);
+  return value && *value > 0.0 ? *value : gain;
+}
+
+}  // namespace imflow

@@ -1,0 +1,27 @@
+// The gain (e-/ADU) of the measure step's error columns for one item: the step's `gain`, or with
+// `gain_keyword` that FITS header keyword's value where the item's HDU (else the primary header)
+// has a positive one. Shared by the step and the tiled engine, which measures tiles itself.
+#pragma once
+#include <yaml-cpp/yaml.h>
+
+#include <string>
+
+#include "imflow/work_item.hpp"
+
+namespace imflow {
+
+class ParamReader;
+
+struct GainSetting {
+  double gain = 0.0;    // e-/ADU; 0: no Poisson term
+  std::string keyword;  // empty: always `gain`
+
+  static GainSetting from_params(ParamReader& params);        // validates and fills defaults
+  static GainSetting from_resolved(const YAML::Node& params);  // Step::params() of a measure step
+
+  // The gain for `ref`; reads the file's header when `keyword` is set and the item is FITS.
+  // Throws InputError when the keyword's value is not a number.
+  double for_item(const ItemRef& ref) const;
+};
+
+}  // namespace imflow

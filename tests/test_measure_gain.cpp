@@ -1,0 +1,135 @@
+// The measure step's gain: `gain`, or a FITS header keyword (`gain_keyword`: the item's HDU, else
+// the primary header), used for the error columns and recorded as the catalog's GAIN card; a
+// keyword that is not a number fails that item only, naming the file.
+#include <catch2/catch.hpp>
+#include <fitsio.h>
+#include <nlohmann/json.hpp>
+
+#include <fstream>
+#include <sstream>
+
+#include "imflow/engine.hpp"
+#include "imflow/errors.hpp"
+#include "imflow/io/fits.hpp"
+#include "test_helpers.hpp"
+
+using namespace imflow;
+namespace fs = std::filesystem;
+
+namespace {
+// Write KEY = value (a number, or a string when `text` is set) into HDU `hdu` (0-based).
+void write_key(const fs::path& path, int hdu, const char* key, double value, const char* text = nullptr) {
+  fitsfile* file = nullptr;
+  int status = 0;
+  fits_open_file(&file, path.c_str(), READWRITE, &status);
+  fits_movabs_hdu(file, hdu + 1, nullptr, &status);
+  if (text != nullptr) {
+    fits_update_key(file, TSTRING, key, const_cast<char*>(text), nullptr, &status);
+  } else {
+    fits_update_key(file, TDOUBLE, key, &value, nullptr, &status);
+  }
+  fits_close_file(file, &status);
+  if (status != 0) throw std::runtime_error("test write_key failed: " + std::to_string(status));
+}
+
+double catalog_gain(const fs::path& catalog) {
+  fitsfile* file = nullptr;
+  int status = 0;
+  double gain = -1.0;
+  fits_open_file(&file, catalog.c_str(), READONLY, &status);
+  fits_movabs_hdu(file, 2, nullptr, &status);
+  fits_read_key(file, TDOUBLE, "GAIN", &gain, nullptr, &status);
+  fits_close_file(file, &status);
+  CHECK(status == 0);
+  return gain;
+}
+
+std::string read_text(const fs::path& path) {
+  std::ifstream stream(path);
+  std::ostringstream text;
+  text << stream.rdbuf();
+  return text.str();
+}
+
+RunSummary run(const fs::path& in, const fs::path& out, const std::string& measure) {
+  Pipeline pipeline = test::pipeline_from("output: {formats: [csv, fits]}\ndevice: cpu\n"
+                                          "steps: [background, segment, label, {measure: " + measure + "}]\n");
+  pipeline.input.dir = in;
+  pipeline.output.dir = out;
+  return run_pipeline(pipeline, {});
+}
+}  // namespace
+
+TEST_CASE("a numeric header keyword is read from the HDU, else the primary header", "[fits][gain]") {
+  test::TempDir dir("gain_keyword");
+  const fs::path mef = dir / "mef.fits";
+  test::write_empty_primary(mef);
+  test::write_fits(mef, -32, {8, 6}, std::vector<double>(48, 1.0), 1, 0, nullptr, false);
+  test::write_fits(mef, -32, {8, 6}, std::vector<double>(48, 1.0), 1, 0, nullptr, false);
+  write_key(mef, 0, "GAIN", 3.0);
+  write_key(mef, 1, "GAIN", 5.5);
+  write_key(mef, 2, "RDNOISE", 4.0);
+  CHECK(read_fits_number_keyword(mef, 1, "GAIN") == 5.5);
+  CHECK(read_fits_number_keyword(mef, 2, "GAIN") == 3.0);
+  CHECK(read_fits_number_keyword(mef, 2, "gain") == 3.0);  // FITS names match in any case
+  CHECK(read_fits_number_keyword(mef, 2, "RDNOISE") == 4.0);
+  CHECK_FALSE(read_fits_number_keyword(mef, 1, "RDNOISE").has_value());  // HDU 2's card is not HDU 1's
+  CHECK_FALSE(read_fits_number_keyword(mef, 1, "EGAIN").has_value());
+  write_key(mef, 1, "GAIN", 0.0, "unknown");
+  try {
+    read_fits_number_keyword(mef, 1, "GAIN");
+    FAIL("a text GAIN was read as a number");
+  } catch (const InputError& error) {
+    const std::string what = error.what();
+    CHECK(what.find("mef.fits") != std::string::npos);
+    CHECK(what.find("GAIN is not a number") != std::string::npos);
+  }
+  CHECK_THROWS_AS(read_fits_number_keyword(dir / "missing.fits", 0, "GAIN"), InputError);
+}
+
+TEST_CASE("measure's gain_keyword sets each item's gain; the catalogs record it", "[engine][gain]") {
+  test::TempDir dir("gain_engine");
+  fs::create_directories(dir / "in");
+  const fs::path mef = dir / "in" / "mef.fits";
+  test::write_empty_primary(mef);
+  test::write_fits(mef, -32, {96, 80}, test::star_field(96, 80, 3), 1, 0, nullptr, false);
+  test::write_fits(mef, -32, {96, 80}, test::star_field(96, 80, 4), 1, 0, nullptr, false);
+  write_key(mef, 0, "GAIN", 3.0);  // HDU 2 inherits the primary's
+  write_key(mef, 1, "GAIN", 5.5);
+  test::write_fits(dir / "in" / "plain.fits", -32, {96, 80}, test::star_field(96, 80, 5));
+  test::write_fits(dir / "in" / "text.fits", -32, {96, 80}, test::star_field(96, 80, 6));
+  write_key(dir / "in" / "text.fits", 0, "GAIN", 0.0, "high");
+
+  const RunSummary summary = run(dir / "in", dir / "out", "{gain: 1.25, gain_keyword: GAIN}");
+  CHECK(summary.succeeded() == 3);
+  REQUIRE(summary.failed() == 1);
+  const auto json = nlohmann::json::parse(read_text(dir / "out" / "summary.json"));
+  for (const auto& item : json["items"]) {
+    if (item["status"] != "failed") continue;
+    const std::string error = item["error"];
+    CHECK(error.find("text.fits") != std::string::npos);
+    CHECK(error.find("GAIN is not a number") != std::string::npos);
+  }
+  CHECK_FALSE(fs::exists(dir / "out" / "text.cat.csv"));
+  CHECK(catalog_gain(dir / "out" / "mef.hdu1.cat.fits") == 5.5);
+  CHECK(catalog_gain(dir / "out" / "mef.hdu2.cat.fits") == 3.0);
+  CHECK(catalog_gain(dir / "out" / "plain.cat.fits") == 1.25);  // no keyword: `gain`
+
+  // The same catalogs as with those gains given directly; another gain, other errors.
+  fs::remove(dir / "in" / "text.fits");
+  for (const auto& [gain, name] : {std::pair{"5.5", "mef.hdu1.cat.csv"}, std::pair{"3", "mef.hdu2.cat.csv"},
+                                   std::pair{"1.25", "plain.cat.csv"}}) {
+    INFO(name);
+    const fs::path out = dir / ("out_" + std::string(gain));
+    CHECK(run(dir / "in", out, std::string("{gain: ") + gain + "}").failed() == 0);
+    CHECK(read_text(out / name) == read_text(dir / "out" / name));
+  }
+  CHECK(read_text(dir / "out_1.25" / "mef.hdu1.cat.csv") != read_text(dir / "out" / "mef.hdu1.cat.csv"));
+}
+
+TEST_CASE("gain_keyword must be a FITS keyword name", "[config][gain]") {
+  CHECK_THROWS_AS(test::pipeline_from("steps: [background, segment, label, {measure: {gain_keyword: DETECTOR_GAIN}}]"),
+                  ConfigError);
+  CHECK_THROWS_AS(test::pipeline_from("steps: [background, segment, label, {measure: {gain: -1}}]"), ConfigError);
+  CHECK_NOTHROW(test::pipeline_from("steps: [background, segment, label, {measure: {gain: 2, gain_keyword: CCDGAIN}}]"));
+}

@@ -282,6 +282,24 @@ TEST_CASE("compressed FITS files are read by CFITSIO, not directly", "[fits][dir
     check_identical(from_below, expected);
   }
 
+  // The same searches misled by the file's own name ("run.Zband.fits.gz", a name holding ".bz2")
+  // and by a directory holding ".bz2": read through /proc/self/fd too (the file's own descriptor,
+  // or its directory's).
+  std::filesystem::create_directories(dir / "x.bz2data");
+  for (const std::string name : {"run.Zband.fits.gz", "gzipped.Zband.fits", "uncompressed.Zband.fits", "a.bz2x.fits.gz",
+                                 "x.bz2data/b.fits.gz", "x.bz2data/c.Zband.fits.gz"}) {
+    INFO(name);
+    const auto path = dir / name;
+    const std::string command = name.rfind("uncompressed", 0) == 0 ? "cat '" : "gzip -c '";
+    REQUIRE(std::system((command + plain.string() + "' > '" + path.string() + "'").c_str()) == 0);
+    REQUIRE(scan_fits(path).size() == 1);
+    ImageBuffer image;
+    read_fits_plane(path, 0, 0, image);
+    check_identical(image, expected);
+    read_fits_region(path, 0, 0, {3, 4, 20, 10}, image);
+    CHECK(image.width() == 20);
+  }
+
   // Tile-compressed.
   const auto packed = dir / "packed.fits.fz";
   fitsfile *in = nullptr, *out = nullptr;

@@ -10,6 +10,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include "fits_direct_read.hpp"
 #include "fits_read_paths.hpp"
@@ -63,19 +64,41 @@ std::string fits_error_text(const fs::path& path, const std::string& what, int s
   return message;
 }
 
-int open_fits_readonly(FitsFile& file, const fs::path& path, int* status) {
-  const std::string directory = path.parent_path().string();
-  if (directory.find(".Z") == std::string::npos) return fits_open_diskfile(file.out(), path.c_str(), READONLY, status);
-  const int dir = ::open(directory.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (dir < 0) return fits_open_diskfile(file.out(), path.c_str(), READONLY, status);
-  file.hold_directory(dir);
-  const std::string via_fd = "/proc/self/fd/" + std::to_string(dir) + "/" + path.filename().string();
-  return fits_open_diskfile(file.out(), via_fd.c_str(), READONLY, status);
+namespace {
+// Text in which CFITSIO's whole-path search for ".Z" or ".bz2" (its choice of decompressor for a
+// compressed file) would find one.
+bool misleads_decompressor(std::string_view text) {
+  return text.find(".Z") != std::string_view::npos || text.find(".bz2") != std::string_view::npos;
 }
 
-void FitsFile::release_directory() {
-  if (directory_fd_ >= 0) ::close(directory_fd_);
-  directory_fd_ = -1;
+bool ends_with(std::string_view text, std::string_view suffix) {
+  return text.size() >= suffix.size() && text.substr(text.size() - suffix.size()) == suffix;
+}
+
+int open_via_descriptor(FitsFile& file, int fd, const std::string& rest, int* status) {
+  file.hold_descriptor(fd);
+  const std::string via_fd = "/proc/self/fd/" + std::to_string(fd) + rest;
+  return fits_open_diskfile(file.out(), via_fd.c_str(), READONLY, status);
+}
+}  // namespace
+
+int open_fits_readonly(FitsFile& file, const fs::path& path, int* status) {
+  const std::string directory = path.parent_path().string(), name = path.filename().string();
+  // A ".Z" or ".bz2" suffix is the name's own and must stay (it is what picks that decompressor).
+  const bool compress_suffix = ends_with(name, ".Z") || ends_with(name, ".bz2");
+  if (!compress_suffix && misleads_decompressor(name)) {  // e.g. "run.Zband.fits.gz": the file itself
+    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd >= 0) return open_via_descriptor(file, fd, "", status);
+  } else if (misleads_decompressor(directory)) {  // e.g. "/data/run.Zeta/img.fits.gz": its directory
+    const int dir = ::open(directory.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dir >= 0) return open_via_descriptor(file, dir, "/" + name, status);
+  }
+  return fits_open_diskfile(file.out(), path.c_str(), READONLY, status);  // also reports a failed open
+}
+
+void FitsFile::release_descriptor() {
+  if (descriptor_ >= 0) ::close(descriptor_);
+  descriptor_ = -1;
 }
 }  // namespace detail
 

@@ -22,9 +22,10 @@ class FitsFile;
 // CFITSIO picks the decompressor of a compressed file (found by its first bytes, whatever its
 // name) by searching the whole path for ".Z" (Unix compress) or ".bz2" (bzip2), else gzip: a gzip
 // file below a directory such as "/data/run.Zeta" went to the LZW decoder and failed. A file
-// below such a directory is opened as /proc/self/fd/DIR/NAME, which keeps the name's own suffix;
-// `file` holds DIR open while it is open (a reused descriptor number would make another
-// directory's file look "already open" to CFITSIO, which shares handles by name).
+// whose name holds one (not as its suffix) is opened as /proc/self/fd/FILE; one below such a
+// directory as /proc/self/fd/DIR/NAME, which keeps the name's own suffix. `file` holds that
+// descriptor open while it is open (a reused descriptor number would make another file look
+// "already open" to CFITSIO, which shares handles by name).
 int open_fits_readonly(FitsFile& file, const std::filesystem::path& path, int* status);
 
 // RAII for an open fitsfile*: closes it (ignoring errors) when it goes out of scope.
@@ -35,17 +36,17 @@ class FitsFile {
   ~FitsFile() { close(); }
   FitsFile(const FitsFile&) = delete;
   FitsFile& operator=(const FitsFile&) = delete;
-  FitsFile(FitsFile&& other) noexcept : file_(other.file_), directory_fd_(other.directory_fd_) {
+  FitsFile(FitsFile&& other) noexcept : file_(other.file_), descriptor_(other.descriptor_) {
     other.file_ = nullptr;
-    other.directory_fd_ = -1;
+    other.descriptor_ = -1;
   }
   FitsFile& operator=(FitsFile&& other) noexcept {
     if (this != &other) {
       close();
       file_ = other.file_;
-      directory_fd_ = other.directory_fd_;
+      descriptor_ = other.descriptor_;
       other.file_ = nullptr;
-      other.directory_fd_ = -1;
+      other.descriptor_ = -1;
     }
     return *this;
   }
@@ -57,19 +58,19 @@ class FitsFile {
     int status = 0;
     if (file_ != nullptr) fits_close_file(file_, &status);
     file_ = nullptr;
-    release_directory();
+    release_descriptor();
     return status;
   }
-  // The directory descriptor a /proc/self/fd/DIR/NAME open goes through (open_fits_readonly).
-  void hold_directory(int fd) {
-    release_directory();
-    directory_fd_ = fd;
+  // The descriptor a /proc/self/fd/... open goes through (open_fits_readonly).
+  void hold_descriptor(int fd) {
+    release_descriptor();
+    descriptor_ = fd;
   }
 
  private:
-  void release_directory();
+  void release_descriptor();
   fitsfile* file_ = nullptr;
-  int directory_fd_ = -1;
+  int descriptor_ = -1;
 };
 
 }  // namespace imflow::detail

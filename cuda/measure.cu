@@ -20,6 +20,7 @@ struct MomentArrays {
   double *s, *sx, *sy, *sxx, *syy, *sxy;
 
   __device__ void reset(int64_t r) const { s[r] = sx[r] = sy[r] = sxx[r] = syy[r] = sxy[r] = 0.0; }
+  __device__ kernels::PixelMoments at(int64_t r) const { return {s[r], sx[r], sy[r], sxx[r], syy[r], sxy[r]}; }
   __device__ void flush(int64_t r, const kernels::PixelMoments& m) const {
     atomicAdd(s + r, m.s);
     atomicAdd(sx + r, m.sx);
@@ -253,25 +254,7 @@ __global__ void rows_kernel(Accumulators a, const DeviceResults* results, int64_
     s.xmax = a.xmax[r];
     s.ymin = a.ymin[r];
     s.ymax = a.ymax[r];
-    const MomentArrays& w = a.weights;
-    const MomentArrays& v = a.variances;
-    s.flux_iso = w.s[r];
-    const kernels::SourceShape shape = kernels::source_shape(w.s[r], w.sx[r], w.sy[r], w.sxx[r], w.syy[r], w.sxy[r]);
-    s.x2 = shape.x2;
-    s.y2 = shape.y2;
-    s.xy = shape.xy;
-    s.a = shape.a;
-    s.b = shape.b;
-    s.theta = shape.theta;
-    s.cxx = shape.cxx;
-    s.cyy = shape.cyy;
-    s.cxy = shape.cxy;
-    const kernels::SourceErrors errors =
-        kernels::source_errors(shape, w.s[r], w.sx[r], w.sy[r], v.s[r], v.sx[r], v.sy[r], v.sxx[r], v.syy[r], v.sxy[r]);
-    s.flux_iso_err = errors.flux_err;
-    s.errx2 = errors.errx2;
-    s.erry2 = errors.erry2;
-    s.errxy = errors.errxy;
+    kernels::set_shape_columns(s, a.weights.at(r), a.variances.at(r));
     if (s.npix > 0 && (s.xmin == 0 || s.ymin == 0 || s.xmax == width - 1 || s.ymax == height - 1)) s.flags |= kFlagEdge;
     out[r] = s;
   }

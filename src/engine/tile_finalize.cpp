@@ -15,7 +15,6 @@
 #include "imflow/io/catalog.hpp"
 #include "manifest.hpp"
 #include "stages.hpp"
-#include "steps/measure_gain.hpp"
 #include "tiled_image.hpp"
 #include "writer.hpp"
 
@@ -135,7 +134,7 @@ void finalize_tiled_image(RunContext& run, TiledImage& image) {
     const auto start = std::chrono::steady_clock::now();
     try {
       for (const auto& step : run.pipeline.steps) {  // the gain the tiles' error columns used (GAIN card)
-        if (step->name() == "measure") record_item.gain = GainSetting::from_resolved(step->params()).for_item(image.image);
+        if (step->name() == "measure") record_item.gain = image.measure_gain(*step);
       }
       // Isolated: while it waits for its parallel parts, this thread takes no other task of the graph.
       tbb::this_task_arena::isolate([&] { outputs = write_image_outputs(run, image, record_item); });

@@ -6,7 +6,6 @@
 
 #include "imflow/kernels/measure.hpp"
 #include "stages.hpp"
-#include "steps/measure_gain.hpp"
 #include "tiled_image.hpp"
 #include "writer.hpp"
 
@@ -43,8 +42,8 @@ void record_tile_labels(RunContext&, WorkItem& item, const Step* measure) {
       background.level = item.background->median;
       background.rms = item.background->std;
     }
-    background.gain = GainSetting::from_resolved(measure->params()).for_item(item.ref);
-    item.gain = background.gain;
+    background.gain = image.measure_gain(*measure);
+    item.gain = background.gain;  // the GAIN card of the tile's share of the image outputs
     tile.sums = kernels::accumulate_sources(item.pixels.view(), item.labels.data(), count, item.ref.halo.x,
                                             item.ref.halo.y, background);
   }

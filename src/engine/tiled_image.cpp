@@ -4,6 +4,7 @@
 #include <new>
 
 #include "stages.hpp"
+#include "steps/measure_gain.hpp"
 
 namespace imflow {
 
@@ -13,6 +14,11 @@ void TiledImage::fail(const std::string& message) {
   std::lock_guard lock(mutex);
   if (error.empty()) error = message;
   failed = true;
+}
+
+double TiledImage::measure_gain(const Step& measure) {
+  std::call_once(gain_once_, [&] { gain_ = GainSetting::from_resolved(measure.params()).for_item(image); });
+  return gain_;
 }
 
 int64_t tile_image_index(const ItemRef& tile) { return tile.tiled ? tile.tiled->image.index : tile.index; }

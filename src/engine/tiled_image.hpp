@@ -47,6 +47,14 @@ struct TiledImage {
 
   // Record a failure (the first message is kept).
   void fail(const std::string& message);
+
+  // The measure step's gain for this image (steps/measure_gain.hpp), resolved once (with
+  // gain_keyword, one header read) for all its tiles and its catalog's GAIN card.
+  double measure_gain(const Step& measure);
+
+ private:
+  std::once_flag gain_once_;
+  double gain_ = 0.0;
 };
 
 class TileRun {

@@ -71,10 +71,6 @@ bool misleads_decompressor(std::string_view text) {
   return text.find(".Z") != std::string_view::npos || text.find(".bz2") != std::string_view::npos;
 }
 
-bool ends_with(std::string_view text, std::string_view suffix) {
-  return text.size() >= suffix.size() && text.substr(text.size() - suffix.size()) == suffix;
-}
-
 int open_via_descriptor(FitsFile& file, int fd, const std::string& rest, int* status) {
   file.hold_descriptor(fd);
   const std::string via_fd = "/proc/self/fd/" + std::to_string(fd) + rest;
@@ -85,7 +81,7 @@ int open_via_descriptor(FitsFile& file, int fd, const std::string& rest, int* st
 int open_fits_readonly(FitsFile& file, const fs::path& path, int* status) {
   const std::string directory = path.parent_path().string(), name = path.filename().string();
   // A ".Z" or ".bz2" suffix is the name's own and must stay (it is what picks that decompressor).
-  const bool compress_suffix = ends_with(name, ".Z") || ends_with(name, ".bz2");
+  const bool compress_suffix = name.ends_with(".Z") || name.ends_with(".bz2");
   if (!compress_suffix && misleads_decompressor(name)) {  // e.g. "run.Zband.fits.gz": the file itself
     const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
     if (fd >= 0) return open_via_descriptor(file, fd, "", status);

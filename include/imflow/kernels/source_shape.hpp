@@ -4,6 +4,8 @@
 #include <math.h>
 
 #include "imflow/kernels/host_device.hpp"
+#include "imflow/kernels/pixel_moments.hpp"
+#include "imflow/source.hpp"
 
 namespace imflow::kernels {
 
@@ -15,12 +17,12 @@ struct SourceShape {
   bool singular;      // the 1/12 pix^2 was added (SEP's OBJ_SINGU)
 };
 
-// s0 = sum w, sx = sum w dx, sy = sum w dy, sxx = sum w dx^2, syy, sxy: the sums of the weights
-// w over the segment, dx/dy about any fixed reference. SEP's rules (theta: see below): x2 = sxx/s0 - (sx/s0)^2 etc.;
+// w: the sums of the weights over the segment (s0 = sum w, sx = sum w dx, ...), dx/dy about any
+// fixed reference. SEP's rules (theta: see below): x2 = sxx/s0 - (sx/s0)^2 etc.;
 // when x2 y2 - xy^2 < 0.00694 (a line or a point) add 0.0833333 (1/12 pix^2) to x2 and y2.
 // s0 <= 0 (possible only when the weights are not those the segment was detected on): all NaN.
-IMFLOW_HOST_DEVICE inline SourceShape source_shape(double s0, double sx, double sy, double sxx, double syy,
-                                                   double sxy) {
+IMFLOW_HOST_DEVICE inline SourceShape source_shape(const PixelMoments& w) {
+  const double s0 = w.s;
   SourceShape s;
   if (!(s0 > 0.0)) {
     const double nan = NAN;
@@ -28,10 +30,10 @@ IMFLOW_HOST_DEVICE inline SourceShape source_shape(double s0, double sx, double 
     s.singular = false;
     return s;
   }
-  const double xm = sx / s0, ym = sy / s0;
-  double x2 = sxx / s0 - xm * xm;
-  double y2 = syy / s0 - ym * ym;
-  const double xy = sxy / s0 - xm * ym;
+  const double xm = w.sx / s0, ym = w.sy / s0;
+  double x2 = w.sxx / s0 - xm * xm;
+  double y2 = w.syy / s0 - ym * ym;
+  const double xy = w.sxy / s0 - xm * ym;
   s.singular = x2 * y2 - xy * xy < 0.00694;
   if (s.singular) {
     x2 += 0.0833333;
@@ -70,31 +72,54 @@ struct SourceErrors {
   double errx2, erry2, errxy;   // variances of the centroid (SEP's errx2, erry2, errxy), pix^2
 };
 
-// s0, sx, sy: the weight sums of source_shape; v = sum var, vx = sum var dx, vy, vxx, vyy, vxy
-// over the same pixels and reference. SEP's rules: errx2 = sum var (x - xm)^2 / s0^2 (xm the
-// w-weighted centroid), likewise erry2 and errxy; for a singular source (shape.singular), where
-// errx2 erry2 - errxy^2 < c^2 with c = v / 12 / s0^2, c is added to errx2 and erry2.
-IMFLOW_HOST_DEVICE inline SourceErrors source_errors(const SourceShape& shape, double s0, double sx, double sy,
-                                                     double v, double vx, double vy, double vxx, double vyy,
-                                                     double vxy) {
+// w: the weight sums of source_shape; v: the sums of the pixel variances (v.s = sum var, v.sx =
+// sum var dx, ...) over the same pixels and reference. SEP's rules: errx2 = sum var (x - xm)^2 /
+// s0^2 (xm the w-weighted centroid), likewise erry2 and errxy; for a singular source
+// (shape.singular), where errx2 erry2 - errxy^2 < c^2 with c = sum var / 12 / s0^2, c is added to
+// errx2 and erry2.
+IMFLOW_HOST_DEVICE inline SourceErrors source_errors(const SourceShape& shape, const PixelMoments& w,
+                                                     const PixelMoments& v) {
+  const double s0 = w.s;
   SourceErrors e;
-  e.flux_err = sqrt(v);
+  e.flux_err = sqrt(v.s);
   if (!(s0 > 0.0)) {
     e.errx2 = e.erry2 = e.errxy = NAN;
     return e;
   }
-  const double xm = sx / s0, ym = sy / s0, s02 = s0 * s0;
-  e.errx2 = (vxx - 2.0 * xm * vx + xm * xm * v) / s02;
-  e.erry2 = (vyy - 2.0 * ym * vy + ym * ym * v) / s02;
-  e.errxy = (vxy - xm * vy - ym * vx + xm * ym * v) / s02;
+  const double xm = w.sx / s0, ym = w.sy / s0, s02 = s0 * s0;
+  e.errx2 = (v.sxx - 2.0 * xm * v.sx + xm * xm * v.s) / s02;
+  e.erry2 = (v.syy - 2.0 * ym * v.sy + ym * ym * v.s) / s02;
+  e.errxy = (v.sxy - xm * v.sy - ym * v.sx + xm * ym * v.s) / s02;
   if (shape.singular) {
-    const double c = v * 0.08333 / s02;
+    const double c = v.s * 0.08333 / s02;
     if (e.errx2 * e.erry2 - e.errxy * e.errxy < c * c) {
       e.errx2 += c;
       e.erry2 += c;
     }
   }
   return e;
+}
+
+// The catalog columns that come from the weights' and the variances' sums: flux_iso, the
+// moments, ellipse and ellipse parameters, and the errors (SourceSums::finish and the GPU's
+// rows_kernel alike).
+IMFLOW_HOST_DEVICE inline void set_shape_columns(Source& s, const PixelMoments& weights, const PixelMoments& variances) {
+  s.flux_iso = weights.s;
+  const SourceShape shape = source_shape(weights);
+  s.x2 = shape.x2;
+  s.y2 = shape.y2;
+  s.xy = shape.xy;
+  s.a = shape.a;
+  s.b = shape.b;
+  s.theta = shape.theta;
+  s.cxx = shape.cxx;
+  s.cyy = shape.cyy;
+  s.cxy = shape.cxy;
+  const SourceErrors errors = source_errors(shape, weights, variances);
+  s.flux_iso_err = errors.flux_err;
+  s.errx2 = errors.errx2;
+  s.erry2 = errors.erry2;
+  s.errxy = errors.errxy;
 }
 
 }  // namespace imflow::kernels

@@ -86,6 +86,9 @@ inline void check_same_catalog(const fs::path& whole, const fs::path& tiled, dou
                  ellipse_scale = group_scale("cxx", "cyy");
     for (size_t c = 0; c < columns.size(); ++c) {
       const std::string& name = columns[c];
+      // Functions of the columns compared here (the error ellipse of errx2..errxy, a/b), made by
+      // the same host code for both; errtheta of a near-round error ellipse is ill-conditioned.
+      if (name == "erra" || name == "errb" || name == "errtheta" || name == "elongation" || name == "ellipticity") continue;
       INFO(tiled.filename().string() << " row " << rows << " column " << name << ": whole " << fa[c] << " tiled " << fb[c]);
       const double x = std::stod(fa[c]), y = std::stod(fb[c]);
       const bool exact = name == "id" || name == "npix" || name == "peak" || name == "peak_x" || name == "peak_y" ||

@@ -13,7 +13,7 @@
 namespace imflow {
 
 namespace {
-const std::vector<std::string> kFormats = {"csv", "fits", "labels", "bgsub", "png", "fits_image", "metrics"};
+const std::vector<std::string> kFormats = {"csv", "fits", "ldac", "labels", "bgsub", "png", "fits_image", "metrics"};
 
 InputConfig parse_input(ParamReader reader) {
   InputConfig input;

@@ -127,7 +127,7 @@ TilingPlan plan_tiling(const Pipeline& pipeline) {
   plan.halo = config.halo >= 0 ? config.halo : reach;  // reach: required_halo()
   plan.resident = config.resident;
   for (const auto& format : pipeline.output.formats) {
-    if (format != "csv" && format != "fits" && plan.resident) {
+    if (format != "csv" && format != "fits" && format != "ldac" && plan.resident) {
       plan.resident = false;  // an image output of a resident image would need the whole image on the host
       plan.resident_off_reason = "output format '" + format + "' is written tile by tile";
     }

@@ -2,17 +2,21 @@
 #include "writer.hpp"
 
 #include <spdlog/spdlog.h>
-#include <tbb/parallel_invoke.h>
+#include <tbb/parallel_for_each.h>
 
 #include <atomic>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
+#include <functional>
+#include <memory>
 #include <string>
 
 #include "imflow/errors.hpp"
 #include "imflow/io/catalog.hpp"
 #include "imflow/io/fits.hpp"
 #include "imflow/io/input_format.hpp"
+#include "imflow/io/ldac.hpp"
 #include "imflow/version.hpp"
 #include "input_limits.hpp"
 #include "mri_outputs.hpp"
@@ -80,23 +84,40 @@ void check_output_parents(const fs::path& stem, const fs::path& output_dir) {
 }
 
 void write_catalog_files(const fs::path& stem, const Catalog& catalog, const std::vector<FitsCard>& cards,
-                         const OutputConfig& output, std::vector<fs::path>& written) {
-  const bool csv = output.wants("csv"), fits = output.wants("fits");
-  const fs::path csv_path = with_suffix(stem, ".cat.csv"), fits_path = with_suffix(stem, ".cat.fits");
-  // `written` lists the files finished, also when the other one fails.
-  std::atomic<bool> csv_done{false}, fits_done{false};
-  const auto write_csv = [&] { write_catalog_csv(csv_path, catalog), csv_done = true; };
-  const auto write_fits = [&] { write_catalog_fits(fits_path, catalog, cards), fits_done = true; };
+                         const OutputConfig& output, std::vector<fs::path>& written,
+                         const std::function<std::vector<std::string>()>& ldac_header) {
+  struct CatalogFile {
+    fs::path path;
+    std::function<void(const fs::path&)> write;
+    std::atomic<bool> done{false};
+  };
+  std::vector<std::unique_ptr<CatalogFile>> files;
+  const auto add = [&](const char* format, const char* suffix, std::function<void(const fs::path&)> write) {
+    if (!output.wants(format)) return;
+    files.push_back(std::make_unique<CatalogFile>());
+    files.back()->path = with_suffix(stem, suffix);
+    files.back()->write = std::move(write);
+  };
+  add("csv", ".cat.csv", [&](const fs::path& path) { write_catalog_csv(path, catalog); });
+  add("fits", ".cat.fits", [&](const fs::path& path) { write_catalog_fits(path, catalog, cards); });
+  // STEM.ldac: SCAMP names its output header STEM.head, the name SWarp looks for beside STEM.fits.
+  add("ldac", ".ldac", [&](const fs::path& path) { write_catalog_ldac(path, catalog, ldac_header(), cards); });
+  const auto write = [](CatalogFile& file) {
+    file.write(file.path);
+    file.done = true;
+  };
+  // `written` lists the files finished, also when another one fails.
   const auto list_done = [&] {
-    if (csv_done) written.push_back(csv_path);
-    if (fits_done) written.push_back(fits_path);
+    for (const auto& file : files) {
+      if (file->done) written.push_back(file->path);
+    }
   };
   try {
-    if (csv && fits && catalog.size() > kCatalogBlockRows) {
-      tbb::parallel_invoke(write_csv, write_fits);  // each file is itself made in parallel blocks
+    if (files.size() > 1 && catalog.size() > kCatalogBlockRows) {
+      // Each file is itself made in parallel blocks; the files are written at once.
+      tbb::parallel_for_each(files.begin(), files.end(), [&](const std::unique_ptr<CatalogFile>& file) { write(*file); });
     } else {
-      if (csv) write_csv();
-      if (fits) write_fits();
+      for (const auto& file : files) write(*file);
     }
   } catch (...) {
     list_done();
@@ -125,7 +146,15 @@ void write_item_catalog(const fs::path& stem, const WorkItem& item, Catalog& cat
   wcs.set_sky_positions(catalog);
   std::vector<FitsCard> cards = provenance_cards(item);
   for (FitsCard& card : wcs.catalog_cards()) cards.push_back(std::move(card));
-  write_catalog_files(stem, catalog, cards, output, written);
+  const auto ldac_header = [&] {
+    const InputFormat* format = input_format_for(item.ref.path);
+    const bool fits = format != nullptr && std::strcmp(format->name, "fits") == 0;
+    const std::vector<std::string> records = fits ? read_fits_header_records(item.ref.path, item.ref.hdu) : std::vector<std::string>{};
+    const bool cube_plane = item.ref.planes > 1;
+    return ldac_image_header(records, item.plane_width(), item.plane_height(), cube_plane,
+                             cube_plane ? wcs.image_records() : std::vector<std::string>{});
+  };
+  write_catalog_files(stem, catalog, cards, output, written, ldac_header);
 }
 
 namespace {

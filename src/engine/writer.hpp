@@ -2,6 +2,8 @@
 // output directory, mirroring the input's relative path.
 #pragma once
 #include <filesystem>
+#include <functional>
+#include <string>
 #include <vector>
 
 #include "imflow/io/fits.hpp"
@@ -38,11 +40,12 @@ std::vector<std::filesystem::path> write_outputs(WorkItem& item, const OutputCon
 // Remove an item's finished outputs (after one of its later outputs failed); errors are ignored.
 void remove_outputs(const std::vector<std::filesystem::path>& written);
 
-// The catalog files `output` asks for (stem.cat.csv, stem.cat.fits), the paths of those finished
-// appended to `written` (also when the other fails); a catalog of more than one block writes both
-// files at once. Throws OutputError.
+// The catalog files `output` asks for (stem.cat.csv, stem.cat.fits, stem.ldac with the image
+// header `ldac_header` makes), the paths of those finished appended to `written` (also when
+// another fails); a catalog of more than one block writes its files at once. Throws OutputError.
 void write_catalog_files(const std::filesystem::path& stem, const Catalog& catalog, const std::vector<FitsCard>& cards,
-                         const OutputConfig& output, std::vector<std::filesystem::path>& written);
+                         const OutputConfig& output, std::vector<std::filesystem::path>& written,
+                         const std::function<std::vector<std::string>()>& ldac_header);
 
 // Sky positions from `wcs` into the catalog, then write_catalog_files with the item's provenance
 // and the ra/dec frame cards.

@@ -36,14 +36,14 @@ void append_catalog_csv_rows(const Source* first, const Source* last, std::strin
   const auto& columns = detail::catalog_columns();
   out.reserve(out.size() + static_cast<size_t>(last - first) * columns.size() * 12);
   // std::to_chars: the shortest text that reads back to the same double (and fast). A row is
-  // at most 22 x 25 characters: it is built in `row` and appended once.
-  char row[1024];
+  // at most 36 x 25 characters: it is built in `row` and appended once.
+  char row[2048];
   for (const Source* source = first; source != last; ++source) {
     char* end = row;
     for (size_t c = 0; c < columns.size(); ++c) {
       if (c) *end++ = ',';
       const double value = columns[c].value(*source);
-      if (columns[c].integer) {
+      if (columns[c].integer()) {
         end = std::to_chars(end, row + sizeof row, static_cast<long long>(value)).ptr;
       } else if (std::isfinite(value)) {
         end = std::to_chars(end, row + sizeof row, value).ptr;

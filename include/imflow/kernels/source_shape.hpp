@@ -9,6 +9,27 @@
 
 namespace imflow::kernels {
 
+struct EllipseAxes {
+  double a, b;   // semi-axes: the square roots of the matrix's eigenvalues
+  double theta;  // radians in [-pi/2, pi/2], from +x towards +y
+};
+
+// The ellipse of a symmetric 2x2 matrix [[x2, xy], [xy, y2]] (second moments, or the centroid's
+// covariance for SExtractor's ERRA/ERRB/ERRTHETA): a, b = sqrt((x2 + y2)/2 +- sqrt((x2 - y2)^2/4
+// + xy^2)), theta = atan2(2 xy, x2 - y2) / 2. SEP and SExtractor take pi/4 whenever x2 == y2,
+// whatever the sign of xy; here only when xy == 0 too (a diagonal pair with xy < 0 lies at
+// -pi/4, which SEP itself reports when x2 and y2 differ in the last bit).
+IMFLOW_HOST_DEVICE inline EllipseAxes ellipse_axes(double x2, double y2, double xy) {
+  const double diff = x2 - y2;
+  const double root = sqrt(0.25 * diff * diff + xy * xy);
+  const double mid = 0.5 * (x2 + y2);
+  EllipseAxes e;
+  e.a = sqrt(mid + root);
+  e.b = sqrt(mid - root);
+  e.theta = (fabs(diff) > 0.0 || xy != 0.0) ? atan2(2.0 * xy, diff) / 2.0 : 3.1415926535898 / 4.0;
+  return e;
+}
+
 struct SourceShape {
   double x2, y2, xy;  // central second moments, pix^2 (with SEP's 1/12 added when singular)
   double a, b;        // ellipse semi-axes, pix
@@ -18,7 +39,7 @@ struct SourceShape {
 };
 
 // w: the sums of the weights over the segment (s0 = sum w, sx = sum w dx, ...), dx/dy about any
-// fixed reference. SEP's rules (theta: see below): x2 = sxx/s0 - (sx/s0)^2 etc.;
+// fixed reference. SEP's rules (theta: ellipse_axes): x2 = sxx/s0 - (sx/s0)^2 etc.;
 // when x2 y2 - xy^2 < 0.00694 (a line or a point) add 0.0833333 (1/12 pix^2) to x2 and y2.
 // s0 <= 0 (possible only when the weights are not those the segment was detected on): all NaN.
 IMFLOW_HOST_DEVICE inline SourceShape source_shape(const PixelMoments& w) {
@@ -39,18 +60,13 @@ IMFLOW_HOST_DEVICE inline SourceShape source_shape(const PixelMoments& w) {
     x2 += 0.0833333;
     y2 += 0.0833333;
   }
-  const double diff = x2 - y2;
-  // SEP takes pi/4 whenever x2 == y2, whatever the sign of xy; here only when xy == 0 too (a
-  // diagonal pair with xy < 0 lies at -pi/4, which SEP itself reports when x2 and y2 differ in
-  // the last bit).
-  s.theta = (fabs(diff) > 0.0 || xy != 0.0) ? atan2(2.0 * xy, diff) / 2.0 : 3.1415926535898 / 4.0;
-  const double root = sqrt(0.25 * diff * diff + xy * xy);
-  const double mid = 0.5 * (x2 + y2);
+  const EllipseAxes axes = ellipse_axes(x2, y2, xy);
   s.x2 = x2;
   s.y2 = y2;
   s.xy = xy;
-  s.a = sqrt(mid + root);
-  s.b = sqrt(mid - root);
+  s.a = axes.a;
+  s.b = axes.b;
+  s.theta = axes.theta;
   const double det = x2 * y2 - xy * xy;
   s.cxx = y2 / det;
   s.cyy = x2 / det;

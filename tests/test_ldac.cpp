@@ -1,0 +1,190 @@
+// FITS_LDAC catalogs: the LDAC_IMHEAD header rules and the file's layout and values read back
+// through CFITSIO (tests/ldac_peers_test.py compares them with SExtractor and SCAMP).
+#include <fitsio.h>
+
+#include <catch2/catch.hpp>
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "imflow/errors.hpp"
+#include "imflow/io/fits.hpp"
+#include "imflow/io/ldac.hpp"
+#include "test_helpers.hpp"
+
+using namespace imflow;
+
+namespace {
+std::string card(const std::string& text) {
+  std::string out = text;
+  out.resize(80, ' ');
+  return out;
+}
+
+bool has_key(const std::vector<std::string>& header, const std::string& key) {
+  for (const std::string& record : header) {
+    if (record.compare(0, 8, card(key).substr(0, 8)) == 0) return true;
+  }
+  return false;
+}
+
+std::string value(const std::vector<std::string>& header, const std::string& key) {
+  for (const std::string& record : header) {
+    if (record.compare(0, 8, card(key).substr(0, 8)) == 0) {
+      const std::string text = record.substr(10, 20);
+      return text.substr(text.find_first_not_of(' '), text.find_last_not_of(' ') + 1 - text.find_first_not_of(' '));
+    }
+  }
+  return "";
+}
+
+// A cube extension's header, as fits_hdr2str gives it (END left out by read_fits_header_records).
+const std::vector<std::string> kCubeHeader = {
+    card("XTENSION= 'IMAGE   '"),       card("BITPIX  =                   16"),
+    card("NAXIS   =                    3"), card("NAXIS1  =                  300"),
+    card("NAXIS2  =                  200"), card("NAXIS3  =                    4"),
+    card("PCOUNT  =                    0"), card("GCOUNT  =                    1"),
+    card("EXTNAME = 'SCI     '"),       card("WCSAXES =                    3"),
+    card("CTYPE1  = 'RA---TAN'"),       card("CTYPE2  = 'DEC--TAN'"),
+    card("CTYPE3  = 'FREQ    '"),       card("CD1_1   =              -0.0001"),
+    card("PC3_3   =                  1.0"), card("CRVAL3A =                1.4E9"),
+    card("RADESYS = 'FK5     '"),       card("GAIN    =                  2.5"),
+    card("COMMENT a comment"),
+};
+}  // namespace
+
+TEST_CASE("LDAC_IMHEAD: a 2-D image header with the input's own cards", "[ldac]") {
+  const auto header = ldac_image_header(kCubeHeader, 0, 0, false, {});
+  REQUIRE(header.size() == 5 + 11 + 1);  // 8 of the 19 cards are structural
+  for (const std::string& record : header) CHECK(record.size() == 80);
+  CHECK(header[0] == card("SIMPLE  =                    T"));
+  CHECK(header[1] == card("BITPIX  =                   16"));
+  CHECK(header[2] == card("NAXIS   =                    2"));
+  CHECK(header[3] == card("NAXIS1  =                  300"));  // the input's: no size given
+  CHECK(header[4] == card("NAXIS2  =                  200"));
+  CHECK(header.back() == card("END"));
+  for (const char* gone : {"XTENSION", "NAXIS3", "PCOUNT", "GCOUNT"}) CHECK_FALSE(has_key(header, gone));
+  // Not a cube plane: the WCS (axis 3 included) stays as written.
+  for (const char* kept : {"EXTNAME", "WCSAXES", "CTYPE3", "CD1_1", "GAIN", "COMMENT"}) CHECK(has_key(header, kept));
+}
+
+TEST_CASE("LDAC_IMHEAD: a cube plane's WCS replaces the cube's; a size given wins", "[ldac]") {
+  const std::vector<std::string> plane_wcs = {card("WCSAXES =                    2"), card("CTYPE1  = 'RA---TAN'"),
+                                              card("CD1_1   =              -0.0002"), card("RADESYS = 'ICRS    '"),
+                                              card("COMMENT from wcshdo")};
+  const auto header = ldac_image_header(kCubeHeader, 150, 100, true, plane_wcs);
+  CHECK(value(header, "NAXIS1") == "150");
+  CHECK(value(header, "NAXIS2") == "100");
+  for (const char* gone : {"CTYPE2", "CTYPE3", "PC3_3", "CRVAL3A"}) CHECK_FALSE(has_key(header, gone));
+  CHECK(value(header, "WCSAXES") == "2");
+  CHECK(value(header, "CD1_1") == "-0.0002");
+  CHECK(value(header, "RADESYS") == "'FK5     '");  // the input's own, not the plane records' duplicate
+  int comments = 0;
+  for (const std::string& record : header) comments += record.starts_with("COMMENT");
+  CHECK(comments == 1);
+  CHECK(value(header, "GAIN") == "2.5");
+}
+
+TEST_CASE("LDAC_IMHEAD of a non-FITS input: float32 image of the given size", "[ldac]") {
+  const auto header = ldac_image_header({}, 181, 217, false, {});
+  REQUIRE(header.size() == 6);
+  CHECK(value(header, "BITPIX") == "-32");
+  CHECK(value(header, "NAXIS1") == "181");
+  CHECK(value(header, "NAXIS2") == "217");
+  CHECK(header.back() == card("END"));
+}
+
+TEST_CASE("a FITS_LDAC catalog reads back with SExtractor's names and conventions", "[ldac]") {
+  test::TempDir dir("ldac_write");
+  Catalog catalog(2);
+  catalog[0].id = 1;
+  catalog[0].x = 10.25;
+  catalog[0].y = 3.5;
+  catalog[0].xmin = 8;
+  catalog[0].npix = 12;
+  catalog[0].a = 2.0;
+  catalog[0].b = 0.5;
+  catalog[0].theta = -std::acos(-1.0) / 6;  // -30 degrees
+  catalog[0].errx2 = 2.0;                   // error matrix [[2, 1], [1, 2]]: eigenvalues 3 and 1 at 45 degrees
+  catalog[0].erry2 = 2.0;
+  catalog[0].errxy = 1.0;
+  catalog[0].flags = kFlagEdge | kFlagMaskedNeighbour;
+  catalog[1].id = 2;
+  catalog[1].a = catalog[1].b = 1.0;
+  catalog[1].errx2 = 4.0;
+  catalog[1].erry2 = 1.0;
+  catalog[1].flags = kFlagMaskedNeighbour;
+  const std::vector<std::string> header = ldac_image_header({}, 64, 32, false, {});
+  const auto path = dir / "cat.ldac";
+  write_catalog_ldac(path, catalog, header, {{"SRCFILE", "a.png", "", false}});
+
+  fitsfile* file = nullptr;
+  int status = 0, type = 0;
+  fits_open_diskfile(&file, path.c_str(), READONLY, &status);
+  REQUIRE(status == 0);
+  char text[FLEN_VALUE] = "";
+  fits_movabs_hdu(file, 2, &type, &status);
+  fits_read_key(file, TSTRING, "EXTNAME", text, nullptr, &status);
+  CHECK(std::string(text) == "LDAC_IMHEAD");
+  fits_read_key(file, TSTRING, "TTYPE1", text, nullptr, &status);
+  CHECK(std::string(text) == "Field Header Card");
+  fits_read_key(file, TSTRING, "TDIM1", text, nullptr, &status);
+  CHECK(std::string(text) == "(80,6)");
+  std::vector<unsigned char> cell(80 * header.size());
+  fits_read_tblbytes(file, 1, 1, static_cast<LONGLONG>(cell.size()), cell.data(), &status);
+  std::string joined;
+  for (const std::string& record : header) joined += record;
+  CHECK(std::string(cell.begin(), cell.end()) == joined);
+
+  fits_movabs_hdu(file, 3, &type, &status);
+  fits_read_key(file, TSTRING, "EXTNAME", text, nullptr, &status);
+  CHECK(std::string(text) == "LDAC_OBJECTS");
+  fits_read_key(file, TSTRING, "SRCFILE", text, nullptr, &status);
+  CHECK(std::string(text) == "a.png");
+  auto column = [&](const char* name) {
+    int number = 0;
+    fits_get_colnum(file, CASESEN, const_cast<char*>(name), &number, &status);
+    std::vector<double> values(2);
+    fits_read_col(file, TDOUBLE, number, 1, 1, 2, nullptr, values.data(), nullptr, &status);
+    return values;
+  };
+  CHECK(column("NUMBER") == std::vector<double>{1, 2});
+  CHECK(column("X_IMAGE")[0] == 11.25);  // 1-based
+  CHECK(column("Y_IMAGE")[0] == 4.5);
+  CHECK(column("XMIN_IMAGE")[0] == 9);
+  CHECK(column("ISOAREA_IMAGE")[0] == 12);
+  CHECK(column("THETA_IMAGE")[0] == Approx(-30.0).epsilon(1e-14));  // degrees
+  CHECK(column("ERRA_IMAGE")[0] == Approx(std::sqrt(3.0)).epsilon(1e-14));
+  CHECK(column("ERRB_IMAGE")[0] == Approx(1.0).epsilon(1e-14));
+  CHECK(column("ERRTHETA_IMAGE")[0] == Approx(45.0).epsilon(1e-14));
+  CHECK(column("ERRA_IMAGE")[1] == 2.0);
+  CHECK(column("ERRB_IMAGE")[1] == 1.0);
+  CHECK(column("ERRTHETA_IMAGE")[1] == 0.0);
+  CHECK(column("ELONGATION") == std::vector<double>{4.0, 1.0});
+  CHECK(column("ELLIPTICITY") == std::vector<double>{0.75, 0.0});
+  CHECK(column("FLAGS") == std::vector<double>{9, 1});  // edge: SExtractor's 8, masked neighbour: its 1
+  int columns = 0;
+  fits_get_num_cols(file, &columns, &status);
+  CHECK(columns == 30);
+  fits_close_file(file, &status);
+  CHECK(status == 0);
+}
+
+TEST_CASE("read_fits_header_records: the HDU's cards without END, a bad file named", "[ldac]") {
+  test::TempDir dir("ldac_header_read");
+  test::write_fits(dir / "image.fits", -32, {4, 3}, std::vector<double>(12, 1.0));
+  const auto records = read_fits_header_records(dir / "image.fits", 0);
+  REQUIRE(records.size() >= 5);
+  CHECK(records[0].starts_with("SIMPLE  ="));
+  CHECK(records[3].starts_with("NAXIS1  =                    4"));
+  for (const std::string& record : records) {
+    CHECK(record.size() == 80);
+    CHECK_FALSE(record.starts_with("END     "));
+  }
+  try {
+    read_fits_header_records(dir / "image.fits", 3);
+    FAIL("HDU 3 does not exist");
+  } catch (const InputError& error) {
+    CHECK(std::string(error.what()).find("image.fits") != std::string::npos);
+  }
+}

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/ldac_merge.hpp"
 #include "imflow/errors.hpp"
 #include "imflow/io/fits.hpp"
 #include "imflow/io/ldac.hpp"
@@ -187,4 +188,57 @@ TEST_CASE("read_fits_header_records: the HDU's cards without END, a bad file nam
   } catch (const InputError& error) {
     CHECK(std::string(error.what()).find("image.fits") != std::string::npos);
   }
+}
+
+TEST_CASE("a multi-extension file's HDU catalogs merge into one FITS_LDAC file", "[ldac]") {
+  test::TempDir dir("ldac_mef");
+  auto ldac = [&](const std::string& name, int sources) {
+    Catalog catalog(static_cast<size_t>(sources));
+    for (int i = 0; i < sources; ++i) catalog[static_cast<size_t>(i)].id = i + 1;
+    const auto path = dir / name;
+    write_catalog_ldac(path, catalog, ldac_image_header({}, 8, 8, false, {}), {});
+    return path.string();
+  };
+  auto item = [](const std::string& file, int hdu, int plane, const std::string& status, const std::string& output) {
+    nlohmann::json record = {{"file", file}, {"hdu", hdu}, {"plane", plane}, {"status", status}};
+    record["outputs"] = output.empty() ? nlohmann::json::array() : nlohmann::json::array({output + ".cat.csv", output});
+    return record;
+  };
+  nlohmann::json summary;
+  summary["items"] = {
+      item("in/mef.fits", 2, 0, "ok", ldac("mef.hdu2.ldac", 3)),  // HDU order, not item order
+      item("in/mef.fits", 1, 0, "ok", ldac("mef.hdu1.ldac", 2)),
+      item("in/primary.fits", 0, 0, "ok", ldac("primary.ldac", 1)),  // HDU 0 has its own primary.ldac
+      item("in/primary.fits", 1, 0, "ok", ldac("primary.hdu1.ldac", 4)),
+      item("in/broken.fits", 1, 0, "ok", ldac("broken.hdu1.ldac", 1)),
+      item("in/broken.fits", 2, 0, "failed", ""),
+      item("in/cube.fits", 0, 0, "ok", ldac("cube.p0.ldac", 1)),
+      item("in/cube.fits", 0, 1, "ok", ldac("cube.p1.ldac", 1)),
+      item("in/single.fits", 0, 0, "ok", ldac("single.ldac", 1)),
+  };
+  CHECK(write_mef_ldacs(summary) == 2);
+  CHECK_FALSE(std::filesystem::exists(dir / "broken.ldac"));
+  CHECK_FALSE(std::filesystem::exists(dir / "cube.ldac"));
+  auto rows_per_pair = [](const std::filesystem::path& path) {
+    fitsfile* file = nullptr;
+    int status = 0, hdus = 0, type = 0;
+    fits_open_diskfile(&file, path.c_str(), READONLY, &status);
+    fits_get_num_hdus(file, &hdus, &status);
+    std::vector<long> rows;
+    for (int hdu = 2; hdu <= hdus; ++hdu) {
+      char name[FLEN_VALUE] = "";
+      long count = 0;
+      fits_movabs_hdu(file, hdu, &type, &status);
+      fits_read_key(file, TSTRING, "EXTNAME", name, nullptr, &status);
+      CHECK(std::string(name) == (hdu % 2 == 0 ? "LDAC_IMHEAD" : "LDAC_OBJECTS"));
+      fits_get_num_rows(file, &count, &status);
+      if (hdu % 2 == 1) rows.push_back(count);
+    }
+    fits_close_file(file, &status);
+    CHECK(status == 0);
+    return rows;
+  };
+  CHECK(rows_per_pair(dir / "mef.ldac") == std::vector<long>{2, 3});
+  CHECK(rows_per_pair(dir / "primary.mef.ldac") == std::vector<long>{1, 4});
+  CHECK(rows_per_pair(dir / "primary.ldac") == std::vector<long>{1});  // HDU 0's own file is untouched
 }

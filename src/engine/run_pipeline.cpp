@@ -23,6 +23,7 @@
 #include "item_source.hpp"
 #include "imflow/io/atomic_file.hpp"
 #include "manifest.hpp"
+#include "ldac_merge.hpp"
 #include "summary_merge.hpp"
 #include "mri_outputs.hpp"
 #include "stages.hpp"
@@ -214,6 +215,9 @@ RunSummary run_pipeline(const Pipeline& pipeline, const RunOptions& options) {
   }
   if (pipeline.output.wants("csv")) {
     writers.push_back(std::async(std::launch::async, [&] { write_merged_catalog(summary, pipeline.output.dir / "catalog.csv"); }));
+  }
+  if (pipeline.output.wants("ldac")) {
+    writers.push_back(std::async(std::launch::async, [&] { write_mef_ldacs(summary); }));
   }
   if (!options.trace_path.empty()) {
     writers.push_back(std::async(std::launch::async, [&] { trace.write(options.trace_path); }));

@@ -129,4 +129,22 @@ void write_catalog_ldac(const fs::path& path, const Catalog& catalog, const std:
   detail::finish_output_fits(file, output);
 }
 
+void merge_ldac_files(const std::vector<fs::path>& parts, const fs::path& path) {
+  AtomicOutput output(path);
+  detail::FitsFile file = detail::create_output_fits(output);
+  int status = 0;
+  if (fits_create_img(file.get(), BYTE_IMG, 0, nullptr, &status) != 0) fail(path, "cannot create the primary HDU", status);
+  for (const fs::path& part : parts) {
+    detail::FitsFile in;
+    int type = 0;
+    if (detail::open_fits_readonly(in, part, &status) != 0) fail(part, "cannot open the HDU's catalog to merge", status);
+    for (const int hdu : {2, 3}) {  // LDAC_IMHEAD, LDAC_OBJECTS
+      if (fits_movabs_hdu(in.get(), hdu, &type, &status) != 0 || fits_copy_hdu(in.get(), file.get(), 0, &status) != 0) {
+        fail(path, "cannot copy " + part.filename().string() + " into the merged catalog", status);
+      }
+    }
+  }
+  detail::finish_output_fits(file, output);
+}
+
 }  // namespace imflow

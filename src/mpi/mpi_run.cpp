@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "../engine/ldac_merge.hpp"
 #include "../engine/summary_merge.hpp"
 #include "file_dispatch.hpp"
 #include "imflow/io/atomic_file.hpp"
@@ -96,6 +97,7 @@ MpiOutcome run_pipeline_mpi(Pipeline& pipeline, RunOptions options) {
     const auto path = options.summary_path.empty() ? pipeline.output.dir / "summary.json" : options.summary_path;
     write_text_atomic(path, merged.dump(2) + "\n");
     if (pipeline.output.wants("csv")) write_merged_catalog(merged, pipeline.output.dir / "catalog.csv");
+    if (pipeline.output.wants("ldac")) write_mef_ldacs(merged);
     counts[0] = merged["totals"]["failed"].get<long long>();
     counts[1] = merged["totals"].contains("stopped_early") ? 1 : 0;
     spdlog::info("MPI job of {} ranks: {} items, {} failed, {:.3f} s; merged summary in {}", outcome.size,

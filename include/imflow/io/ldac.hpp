@@ -25,4 +25,8 @@ std::vector<std::string> ldac_image_header(const std::vector<std::string>& image
 void write_catalog_ldac(const std::filesystem::path& path, const Catalog& catalog,
                         const std::vector<std::string>& image_header, const std::vector<FitsCard>& cards);
 
+// One FITS_LDAC file from several (a multi-extension image's HDUs): their LDAC_IMHEAD and
+// LDAC_OBJECTS pairs in the given order, written atomically. Throws OutputError naming the file.
+void merge_ldac_files(const std::vector<std::filesystem::path>& parts, const std::filesystem::path& path);
+
 }  // namespace imflow

@@ -3,6 +3,7 @@
 #include <fitsio.h>
 
 #include <catch2/catch.hpp>
+#include <algorithm>
 #include <cmath>
 #include <string>
 #include <vector>
@@ -11,6 +12,7 @@
 #include "imflow/errors.hpp"
 #include "imflow/io/fits.hpp"
 #include "imflow/io/ldac.hpp"
+#include "imflow/io/wcs.hpp"
 #include "test_helpers.hpp"
 
 using namespace imflow;
@@ -241,4 +243,71 @@ TEST_CASE("a multi-extension file's HDU catalogs merge into one FITS_LDAC file",
   CHECK(rows_per_pair(dir / "mef.ldac") == std::vector<long>{2, 3});
   CHECK(rows_per_pair(dir / "primary.mef.ldac") == std::vector<long>{1, 4});
   CHECK(rows_per_pair(dir / "primary.ldac") == std::vector<long>{1});  // HDU 0's own file is untouched
+}
+
+TEST_CASE("a tile-compressed image's header CFITSIO cannot convert is translated by the convention", "[ldac][wcs]") {
+  // As astropy's comp.fits: ZTENSION after the other cards, where CFITSIO 4.2's fits_convert_hdr2str
+  // makes a header that does not start with XTENSION and fails (status 252).
+  test::TempDir dir("ldac_compressed_header");
+  const auto path = dir / "comp.fits";
+  fitsfile* file = nullptr;
+  int status = 0;
+  fits_create_diskfile(&file, path.c_str(), &status);
+  fits_create_img(file, BYTE_IMG, 0, nullptr, &status);
+  fits_set_compression_type(file, RICE_1, &status);
+  long naxes[2] = {40, 30};
+  fits_create_img(file, SHORT_IMG, 2, naxes, &status);
+  std::vector<short> pixels(40 * 30, 7);
+  fits_write_img(file, TSHORT, 1, 40 * 30, pixels.data(), &status);
+  double crval1 = 150.0, crval2 = 2.0, crpix = 1.0, cdelt1 = -0.001, cdelt2 = 0.001;
+  fits_write_key(file, TSTRING, "CTYPE1", const_cast<char*>("RA---TAN"), nullptr, &status);
+  fits_write_key(file, TSTRING, "CTYPE2", const_cast<char*>("DEC--TAN"), nullptr, &status);
+  fits_write_key(file, TDOUBLE, "CRVAL1", &crval1, nullptr, &status);
+  fits_write_key(file, TDOUBLE, "CRVAL2", &crval2, nullptr, &status);
+  fits_write_key(file, TDOUBLE, "CRPIX1", &crpix, nullptr, &status);
+  fits_write_key(file, TDOUBLE, "CRPIX2", &crpix, nullptr, &status);
+  fits_write_key(file, TDOUBLE, "CDELT1", &cdelt1, nullptr, &status);
+  fits_write_key(file, TDOUBLE, "CDELT2", &cdelt2, nullptr, &status);
+  fits_close_file(file, &status);
+  REQUIRE(status == 0);
+  // ZTENSION at the end of the table's header.
+  fits_open_diskfile(&file, path.c_str(), READWRITE, &status);
+  int type = 0;
+  fits_movabs_hdu(file, 2, &type, &status);
+  int missing = 0;
+  fits_delete_key(file, "ZTENSION", &missing);  // CFITSIO 4.2 writes none for an extension
+  fits_write_key(file, TSTRING, "ZTENSION", const_cast<char*>("IMAGE"), "Image extension", &status);
+  char* header = nullptr;
+  int keys = 0, convert_status = 0;
+  fits_convert_hdr2str(file, 1, nullptr, 0, &header, &keys, &convert_status);
+  if (header != nullptr) fits_free_memory(header, &status);
+  fits_close_file(file, &status);
+  REQUIRE(status == 0);
+  CHECK(convert_status != 0);  // the case the fallback is for
+
+  const auto records = read_fits_header_records(path, 1);
+  std::vector<std::string> found;
+  for (const std::string& record : records) found.push_back(record.substr(0, 8));
+  auto has = [&](const char* key) {
+    std::string padded = key;
+    padded.resize(8, ' ');
+    return std::find(found.begin(), found.end(), padded) != found.end();
+  };
+  CHECK(value(records, "BITPIX") == "16");
+  CHECK(value(records, "NAXIS") == "2");
+  CHECK(value(records, "NAXIS1") == "40");
+  CHECK(value(records, "NAXIS2") == "30");
+  CHECK(value(records, "XTENSION") == "'IMAGE   '");
+  for (const char* gone : {"ZIMAGE", "ZBITPIX", "ZNAXIS1", "ZTILE1", "ZCMPTYPE", "TTYPE1", "TFORM1", "TFIELDS", "ZNAME1", "ZVAL1"}) {
+    INFO(gone);
+    CHECK_FALSE(has(gone));
+  }
+  CHECK(has("CTYPE1"));
+  // The WCS reads through the same path: the sky position of pixel (1, 1), 1-based, is CRVAL.
+  const ImageWcs wcs = ImageWcs::read_fits(path, 1, 0);
+  REQUIRE(wcs.equatorial());
+  Catalog catalog(1);
+  wcs.set_sky_positions(catalog);
+  CHECK(catalog[0].ra == Approx(150.0).margin(1e-12));
+  CHECK(catalog[0].dec == Approx(2.0).margin(1e-12));
 }

@@ -2,6 +2,9 @@
 // header (the FITS_LDAC catalog's copy of the image header).
 #include <fitsio.h>
 
+#include <algorithm>
+#include <string_view>
+
 #include "fits_status.hpp"
 #include "imflow/errors.hpp"
 #include "imflow/io/fits.hpp"
@@ -35,27 +38,97 @@ std::optional<double> read_fits_number_keyword(const fs::path& path, int hdu, co
   return std::nullopt;
 }
 
+namespace {
+constexpr size_t kRecord = 80;
+
+std::vector<std::string> split_records(const char* text, int keys) {
+  std::vector<std::string> records;
+  records.reserve(static_cast<size_t>(keys));
+  for (int k = 0; k < keys; ++k) records.emplace_back(text + static_cast<size_t>(k) * kRecord, kRecord);
+  if (!records.empty() && records.back().starts_with("END ")) records.pop_back();
+  return records;
+}
+
+std::string keyword_of(const std::string& record) {
+  std::string key = record.substr(0, 8);
+  while (!key.empty() && key.back() == ' ') key.pop_back();
+  return key;
+}
+
+bool indexed(const std::string& key, std::string_view prefix) {
+  return key.size() > prefix.size() && key.starts_with(prefix) &&
+         std::all_of(key.begin() + static_cast<std::ptrdiff_t>(prefix.size()), key.end(), [](char c) { return c >= '0' && c <= '9'; });
+}
+}  // namespace
+
+namespace detail {
+std::vector<std::string> image_header_of_compressed(const std::vector<std::string>& table) {
+  std::vector<std::string> image;
+  for (const std::string& record : table) {
+    const std::string key = keyword_of(record);
+    std::string renamed;  // the image keyword a Z keyword stands for
+    if (key == "ZSIMPLE" || key == "ZTENSION" || key == "ZBITPIX" || key == "ZNAXIS" || indexed(key, "ZNAXIS") ||
+        key == "ZPCOUNT" || key == "ZGCOUNT" || key == "ZEXTEND" || key == "ZBLOCKED" || key == "ZHECKSUM" ||
+        key == "ZDATASUM") {
+      renamed = key == "ZHECKSUM" ? "CHECKSUM" : key == "ZTENSION" ? "XTENSION" : key.substr(1);
+    }
+    if (!renamed.empty()) {
+      std::string out = renamed;
+      out.resize(8, ' ');
+      image.push_back(out + record.substr(8));
+      continue;
+    }
+    const bool table_keyword = key == "XTENSION" || key == "BITPIX" || key == "NAXIS" || indexed(key, "NAXIS") ||
+                               key == "PCOUNT" || key == "GCOUNT" || key == "TFIELDS" || key == "THEAP" ||
+                               key == "CHECKSUM" || key == "DATASUM";
+    bool column_keyword = false;
+    for (std::string_view prefix : {"TTYPE", "TFORM", "TUNIT", "TDIM", "TNULL", "TSCAL", "TZERO", "TDISP"}) {
+      column_keyword = column_keyword || indexed(key, prefix);
+    }
+    bool compression_keyword = key == "ZIMAGE" || key == "ZCMPTYPE" || key == "ZMASKCMP" || key == "ZQUANTIZ" ||
+                               key == "ZDITHER0";
+    for (std::string_view prefix : {"ZTILE", "ZNAME", "ZVAL"}) compression_keyword = compression_keyword || indexed(key, prefix);
+    if (!table_keyword && !column_keyword && !compression_keyword) image.push_back(record);
+  }
+  return image;
+}
+}  // namespace detail
+
 std::vector<std::string> read_fits_header_records(const fs::path& path, int hdu) {
   detail::FitsFile file;
   int status = 0, type = 0, keys = 0;
   char* header = nullptr;
+  bool compressed = false;
   detail::clear_fits_errors();
   if (detail::open_fits_readonly(file, path, &status) == 0 && fits_movabs_hdu(file.get(), hdu + 1, &type, &status) == 0) {
+    compressed = fits_is_compressed_image(file.get(), &status) != 0;
     // A tile-compressed image's header as the image's (ZNAXISn as NAXISn, ...).
-    int compressed = fits_is_compressed_image(file.get(), &status);
     if (compressed) fits_convert_hdr2str(file.get(), 1, nullptr, 0, &header, &keys, &status);
     else fits_hdr2str(file.get(), 1, nullptr, 0, &header, &keys, &status);
+  }
+  if (compressed && status != 0) {
+    // CFITSIO 4.2's conversion fails on some valid files (one without ZTENSION: it then reads its
+    // own result as an extension that does not start with XTENSION, status 252): the table's
+    // header translated as the tile-compression convention defines instead.
+    int ignored = 0;
+    if (header != nullptr) fits_free_memory(header, &ignored);
+    header = nullptr;
+    status = 0;
+    detail::clear_fits_errors();
+    if (fits_movabs_hdu(file.get(), hdu + 1, &type, &status) == 0 &&
+        fits_hdr2str(file.get(), 1, nullptr, 0, &header, &keys, &status) == 0 && header != nullptr) {
+      std::vector<std::string> records = detail::image_header_of_compressed(split_records(header, keys));
+      fits_free_memory(header, &status);
+      return records;
+    }
   }
   if (status != 0 || header == nullptr) {
     int ignored = 0;
     if (header != nullptr) fits_free_memory(header, &ignored);
     throw InputError(detail::fits_error_text(path, "cannot read the header of HDU " + std::to_string(hdu), status));
   }
-  std::vector<std::string> records;
-  records.reserve(static_cast<size_t>(keys));
-  for (int k = 0; k < keys; ++k) records.emplace_back(header + static_cast<size_t>(k) * 80, 80);
+  std::vector<std::string> records = split_records(header, keys);
   fits_free_memory(header, &status);
-  if (!records.empty() && records.back().starts_with("END ")) records.pop_back();
   return records;
 }
 

@@ -8,11 +8,14 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <limits>
 #include <utility>
 
 #include "fits_status.hpp"
+#include "imflow/errors.hpp"
+#include "imflow/io/fits.hpp"
 #include "wcs_lookup_distortions.hpp"
 #include "imflow/io/input_format.hpp"
 #include "imflow/io/wcs.hpp"
@@ -141,29 +144,28 @@ ImageWcs ImageWcs::from_header(const std::string& header, const std::vector<int6
 }
 
 ImageWcs ImageWcs::read_fits(const fs::path& path, int hdu, int64_t plane) {
-  ImageWcs result;
-  detail::FitsFile file;
-  int status = 0, type = 0, naxis = 0, bitpix = 0;
-  long long lengths[9] = {0};
-  char* header = nullptr;
-  int keys = 0;
-  detail::clear_fits_errors();  // what fits_error_text reports must be this call's (fits_reader.cpp)
-  if (detail::open_fits_readonly(file, path, &status) == 0 &&
-      fits_movabs_hdu(file.get(), hdu + 1, &type, &status) == 0 &&
-      fits_get_img_paramll(file.get(), 9, &bitpix, &naxis, lengths, &status) == 0) {
-    // A tile-compressed image's header as the image's (ZNAXISn as NAXISn, ...).
-    if (fits_is_compressed_image(file.get(), &status)) fits_convert_hdr2str(file.get(), 1, nullptr, 0, &header, &keys, &status);
-    else fits_hdr2str(file.get(), 1, nullptr, 0, &header, &keys, &status);
-  }
-  if (status != 0 || header == nullptr) {
-    result.problem_ = detail::fits_error_text(path, "cannot read the header for its WCS", status);
-    int ignored = 0;  // CFITSIO routines do nothing when handed a non-zero status
-    if (header != nullptr) fits_free_memory(header, &ignored);
+  std::vector<std::string> records;
+  try {
+    records = read_fits_header_records(path, hdu);  // a tile-compressed image's as the image's
+  } catch (const InputError& error) {
+    ImageWcs result;
+    result.problem_ = error.what();
     return result;
   }
-  const std::string text(header, static_cast<size_t>(keys) * kRecord);
-  fits_free_memory(header, &status);
-  return from_header(text, std::vector<int64_t>(lengths, lengths + std::min(naxis, 9)), plane);
+  // The axis lengths from NAXIS and NAXISn (at most 9 axes, as CFITSIO reads them).
+  std::vector<int64_t> naxes;
+  std::string text;
+  for (const std::string& record : records) {
+    text += record;
+    const std::string key = record.substr(0, 8);
+    if (record.compare(8, 2, "= ") != 0) continue;
+    if (key == "NAXIS   ") naxes.assign(static_cast<size_t>(std::clamp(std::atoi(record.c_str() + 10), 0, 9)), 0);
+    else if (key.starts_with("NAXIS") && key[5] >= '1' && key[5] <= '9' && key[6] == ' ') {
+      const size_t axis = static_cast<size_t>(key[5] - '1');
+      if (axis < naxes.size()) naxes[axis] = std::atoll(record.c_str() + 10);
+    }
+  }
+  return from_header(text, naxes, plane);
 }
 
 ImageWcs ImageWcs::of_item(const ItemRef& ref) {

@@ -58,6 +58,14 @@ std::optional<double> read_fits_number_keyword(const std::filesystem::path& path
 // as the image's). Throws InputError naming the file when it cannot be read.
 std::vector<std::string> read_fits_header_records(const std::filesystem::path& path, int hdu);
 
+namespace detail {
+// A tile-compressed image's header records (the BINTABLE's) as the image's, by the convention's
+// rules: ZBITPIX, ZNAXIS, ZNAXISn, ZTENSION, ... as BITPIX, NAXIS, ...; the table's structure,
+// column and compression keywords left out (read_fits_header_records' fallback for headers
+// CFITSIO cannot convert).
+std::vector<std::string> image_header_of_compressed(const std::vector<std::string>& table);
+}  // namespace detail
+
 // A header card to copy into an output file.
 struct FitsCard {
   std::string key;

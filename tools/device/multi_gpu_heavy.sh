@@ -7,7 +7,8 @@
 #             separable, so the general 2-D convolution) on the detection image
 #   mri       the batched all-GPU MRI pipeline (PNG + metrics out), as multi_gpu.sh
 #   mri_rank  the same with metrics only and the GPU SVD's rank 100 (no PNG encoding on the host)
-# Summaries (items dropped) under $OUT; the table on stdout.
+# WORKLOADS="astro_psf mri_rank" runs only those. Summaries (items dropped) under $OUT; the table
+# on stdout.
 set -uo pipefail
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
 export PATH=/opt/deps/usr/bin:$PATH
@@ -35,11 +36,12 @@ imflow=$PWD/build-dev/imflow
 declare -A PIPE=([astro]=config/astro.yaml [astro_psf]=/tmp/astro_psf.yaml [mri]=$MRI [mri_rank]=/tmp/mri_rank.yaml)
 declare -A IN=([astro]=/tmp/a2048 [astro_psf]=/tmp/a2048 [mri]=/tmp/mri_in [mri_rank]=/tmp/mri_in)
 S=${SCRATCH:-/dev/shm}
-for w in astro astro_psf mri mri_rank; do  # warm-up: page cache, CUDA, both GPUs
+WORKLOADS=${WORKLOADS:-astro astro_psf mri mri_rank}
+for w in $WORKLOADS; do  # warm-up: page cache, CUDA, both GPUs
   rm -rf $S/o; $imflow -q run ${PIPE[$w]} --input ${IN[$w]} --output $S/o --device cuda --devices 0,1 > "$OUT/warm_$w.log" 2>&1 || tail -3 "$OUT/warm_$w.log"
 done
 for r in 1 2; do
-  for w in astro astro_psf mri mri_rank; do
+  for w in $WORKLOADS; do
     for devices in 0,1 0; do
       rm -rf $S/o; sync; $imflow -q run ${PIPE[$w]} --input ${IN[$w]} --output $S/o --device cuda --devices $devices \
         --threads 32 --streams 8 --buffers-per-stream $BPS --summary "$OUT/${w}_devices_${devices/,/_}_r$r.json"
@@ -49,7 +51,7 @@ done
 if command -v mpirun >/dev/null; then
   MPIRUN="mpirun -n 2 --oversubscribe --allow-run-as-root --bind-to none"
   for r in 1 2; do
-    for w in astro astro_psf mri mri_rank; do
+    for w in $WORKLOADS; do
       rm -rf $S/o; sync; $MPIRUN $imflow -q run ${PIPE[$w]} --input ${IN[$w]} --output $S/o --device cuda --threads 16 \
         --streams 8 --buffers-per-stream $BPS --summary "$OUT/${w}_mpirun2_r$r.json" > "$OUT/mpirun_${w}_r$r.log" 2>&1 || tail -3 "$OUT/mpirun_${w}_r$r.log"
     done

@@ -80,6 +80,21 @@ def run_sextractor(image, catalog, back_size, filter_size, weight, gain):
                     "-VERBOSE_TYPE", "QUIET", "-CHECKIMAGE_TYPE", "NONE"], check=True, cwd=work)
 
 
+def run_scamp(catalog, cwd):
+    """SCAMP's astrometric solution of `catalog` (in `cwd`, which gets its .head) against
+    work/reference.cat, told to use imflow's columns (no windowed positions, FLUX_ISO)."""
+    config = os.path.join(work, "default.scamp")
+    if not os.path.exists(config):
+        with open(config, "w") as f:
+            f.write(subprocess.run(["scamp", "-dd"], capture_output=True, text=True, check=True).stdout)
+    return subprocess.run(
+        ["scamp", catalog, "-c", config, "-ASTREF_CATALOG", "FILE", "-ASTREFCAT_NAME", os.path.join(work, "reference.cat"),
+         "-ASTREFMAG_KEY", "MAG", "-ASTREFMAGERR_KEY", "MAGERR", "-CENTROID_KEYS", "X_IMAGE,Y_IMAGE",
+         "-CENTROIDERR_KEYS", "ERRA_IMAGE,ERRB_IMAGE,ERRTHETA_IMAGE", "-DISTORT_KEYS", "X_IMAGE,Y_IMAGE",
+         "-PHOTFLUX_KEY", "FLUX_ISO", "-PHOTFLUXERR_KEY", "FLUXERR_ISO", "-DISTORT_DEGREES", "1", "-SOLVE_PHOTOM", "N",
+         "-CHECKPLOT_TYPE", "NONE", "-WRITE_XML", "N", "-VERBOSE_TYPE", "QUIET"], cwd=cwd, capture_output=True, text=True)
+
+
 def imhead(path):
     """LDAC_IMHEAD's text as an astropy Header (records are 80 characters, END last)."""
     with fits.open(path) as hdus:
@@ -204,16 +219,7 @@ try:
         shifted_wcs = WCS(hdus[0].header)
         hdus.writeto(os.path.join(shifted_dir, "shifted.fits"))
     solved = run_imflow("scamp", "{method: mesh, size: 4096, filter_size: 1}", shifted_dir)
-    defaults = subprocess.run(["scamp", "-dd"], capture_output=True, text=True, check=True).stdout
-    with open(os.path.join(work, "default.scamp"), "w") as f:
-        f.write(defaults)
-    scamp = subprocess.run(
-        ["scamp", "shifted.ldac", "-c", os.path.join(work, "default.scamp"), "-ASTREF_CATALOG", "FILE",
-         "-ASTREFCAT_NAME", os.path.join(work, "reference.cat"), "-ASTREFMAG_KEY", "MAG", "-ASTREFMAGERR_KEY", "MAGERR",
-         "-CENTROID_KEYS", "X_IMAGE,Y_IMAGE", "-CENTROIDERR_KEYS", "ERRA_IMAGE,ERRB_IMAGE,ERRTHETA_IMAGE",
-         "-DISTORT_KEYS", "X_IMAGE,Y_IMAGE", "-PHOTFLUX_KEY", "FLUX_ISO", "-PHOTFLUXERR_KEY", "FLUXERR_ISO",
-         "-DISTORT_DEGREES", "1", "-SOLVE_PHOTOM", "N", "-CHECKPLOT_TYPE", "NONE", "-WRITE_XML", "N",
-         "-VERBOSE_TYPE", "QUIET"], cwd=solved, capture_output=True, text=True)
+    scamp = run_scamp("shifted.ldac", solved)
     head_path = os.path.join(solved, "shifted.head")
     if scamp.returncode != 0 or not os.path.exists(head_path):
         problems.append(f"scamp failed (exit {scamp.returncode}): {scamp.stderr[-1500:]}")
@@ -311,13 +317,7 @@ try:
         compare(f"mosaic chip {chip + 1}", pair[0], pair[1])
         if imhead(pair[0])["EXTVER"] != chip + 1:
             problems.append(f"mosaic.ldac: pair {chip + 1} is not chip {chip + 1}")
-    scamp = subprocess.run(
-        ["scamp", "mosaic.ldac", "-c", os.path.join(work, "default.scamp"), "-ASTREF_CATALOG", "FILE",
-         "-ASTREFCAT_NAME", os.path.join(work, "reference.cat"), "-ASTREFMAG_KEY", "MAG", "-ASTREFMAGERR_KEY", "MAGERR",
-         "-CENTROID_KEYS", "X_IMAGE,Y_IMAGE", "-CENTROIDERR_KEYS", "ERRA_IMAGE,ERRB_IMAGE,ERRTHETA_IMAGE",
-         "-DISTORT_KEYS", "X_IMAGE,Y_IMAGE", "-PHOTFLUX_KEY", "FLUX_ISO", "-PHOTFLUXERR_KEY", "FLUXERR_ISO",
-         "-DISTORT_DEGREES", "1", "-SOLVE_PHOTOM", "N", "-CHECKPLOT_TYPE", "NONE", "-WRITE_XML", "N",
-         "-VERBOSE_TYPE", "QUIET"], cwd=merged, capture_output=True, text=True)
+    scamp = run_scamp("mosaic.ldac", merged)
     head_path = os.path.join(merged, "mosaic.head")
     if scamp.returncode != 0 or not os.path.exists(head_path):
         problems.append(f"scamp (mosaic) failed (exit {scamp.returncode}): {scamp.stderr[-1500:]}")

@@ -7,7 +7,6 @@
 #include <atomic>
 #include <cmath>
 #include <cstdio>
-#include <cstring>
 #include <functional>
 #include <memory>
 #include <string>
@@ -147,9 +146,9 @@ void write_item_catalog(const fs::path& stem, const WorkItem& item, Catalog& cat
   std::vector<FitsCard> cards = provenance_cards(item);
   for (FitsCard& card : wcs.catalog_cards()) cards.push_back(std::move(card));
   const auto ldac_header = [&] {
-    const InputFormat* format = input_format_for(item.ref.path);
-    const bool fits = format != nullptr && std::strcmp(format->name, "fits") == 0;
-    const std::vector<std::string> records = fits ? read_fits_header_records(item.ref.path, item.ref.hdu) : std::vector<std::string>{};
+    // The header output_wcs already read; read here only when that failed (this throws, naming the file).
+    std::vector<std::string> records = wcs.header_records();
+    if (records.empty() && is_fits_input(item.ref.path)) records = read_fits_header_records(item.ref.path, item.ref.hdu);
     const bool cube_plane = item.ref.planes > 1;
     return ldac_image_header(records, item.plane_width(), item.plane_height(), cube_plane,
                              cube_plane ? wcs.image_records() : std::vector<std::string>{});

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "fits_output.hpp"
+#include "fits_records.hpp"
 #include "fits_status.hpp"
 #include "fits_table.hpp"
 #include "imflow/errors.hpp"
@@ -21,13 +22,8 @@ namespace imflow {
 namespace fs = std::filesystem;
 
 namespace {
-constexpr size_t kRecord = 80;
-
-std::string keyword_of(const std::string& record) {
-  std::string key = record.substr(0, 8);
-  while (!key.empty() && key.back() == ' ') key.pop_back();
-  return key;
-}
+using detail::kRecordLength;
+using detail::record_keyword;
 
 // The value text of a numeric "KEY     = value / comment" record, trimmed ("" when it has none).
 std::string value_of(const std::string& record) {
@@ -39,10 +35,10 @@ std::string value_of(const std::string& record) {
 }
 
 std::string record(const std::string& key, const std::string& value) {
-  char text[kRecord + 1];
+  char text[kRecordLength + 1];
   std::snprintf(text, sizeof text, "%-8.8s= %20s", key.c_str(), value.c_str());
   std::string out(text);
-  out.resize(kRecord, ' ');
+  out.resize(kRecordLength, ' ');
   return out;
 }
 
@@ -72,9 +68,6 @@ bool wcs_keyword(const std::string& key) {
 
 bool commentary(const std::string& key) { return key.empty() || key == "COMMENT" || key == "HISTORY"; }
 
-[[noreturn]] void fail(const fs::path& path, const std::string& what, int status) {
-  throw OutputError(detail::fits_error_text(path, what, status));
-}
 }  // namespace
 
 std::vector<std::string> ldac_image_header(const std::vector<std::string>& image_records, int64_t width, int64_t height,
@@ -83,8 +76,8 @@ std::vector<std::string> ldac_image_header(const std::vector<std::string>& image
   std::vector<std::string> kept;
   std::set<std::string> keys;
   for (std::string text : image_records) {
-    text.resize(kRecord, ' ');
-    const std::string key = keyword_of(text);
+    text.resize(kRecordLength, ' ');
+    const std::string key = record_keyword(text);
     if (key == "BITPIX" && !value_of(text).empty()) bitpix = value_of(text);
     if (key == "NAXIS1" && width <= 0) naxis1 = value_of(text);
     if (key == "NAXIS2" && height <= 0) naxis2 = value_of(text);
@@ -97,13 +90,13 @@ std::vector<std::string> ldac_image_header(const std::vector<std::string>& image
   header.insert(header.end(), kept.begin(), kept.end());
   if (cube_plane) {
     for (std::string text : plane_wcs_records) {
-      text.resize(kRecord, ' ');
-      const std::string key = keyword_of(text);
+      text.resize(kRecordLength, ' ');
+      const std::string key = record_keyword(text);
       if (commentary(key) || keys.count(key) != 0) continue;  // wcshdo's comments; RADESYS etc. kept as given
       header.push_back(std::move(text));
     }
   }
-  header.push_back(std::string("END").append(kRecord - 3, ' '));
+  header.push_back(std::string("END").append(kRecordLength - 3, ' '));
   return header;
 }
 
@@ -112,18 +105,18 @@ void write_catalog_ldac(const fs::path& path, const Catalog& catalog, const std:
   AtomicOutput output(path);
   detail::FitsFile file = detail::create_output_fits(output);
   int status = 0;
-  if (fits_create_img(file.get(), BYTE_IMG, 0, nullptr, &status) != 0) fail(path, "cannot create the primary HDU", status);
+  if (fits_create_img(file.get(), BYTE_IMG, 0, nullptr, &status) != 0) detail::fail_fits_output(path, "cannot create the primary HDU", status);
   std::string text;
   for (const std::string& line : image_header) text += line;
   std::string form = std::to_string(text.size()) + "A";
   char* name = const_cast<char*>("Field Header Card");
   char* form_text = form.data();
-  long dims[2] = {static_cast<long>(kRecord), static_cast<long>(image_header.size())};
+  long dims[2] = {static_cast<long>(kRecordLength), static_cast<long>(image_header.size())};
   if (fits_create_tbl(file.get(), BINARY_TBL, 1, 1, &name, &form_text, nullptr, "LDAC_IMHEAD", &status) != 0 ||
       fits_write_tdim(file.get(), 1, 2, dims, &status) != 0 ||
       fits_write_tblbytes(file.get(), 1, 1, static_cast<LONGLONG>(text.size()),
                           reinterpret_cast<unsigned char*>(text.data()), &status) != 0) {
-    fail(path, "cannot write LDAC_IMHEAD", status);
+    detail::fail_fits_output(path, "cannot write LDAC_IMHEAD", status);
   }
   detail::write_catalog_table(file.get(), path, "LDAC_OBJECTS", catalog, detail::ldac_columns(), cards);
   detail::finish_output_fits(file, output);
@@ -133,14 +126,14 @@ void merge_ldac_files(const std::vector<fs::path>& parts, const fs::path& path) 
   AtomicOutput output(path);
   detail::FitsFile file = detail::create_output_fits(output);
   int status = 0;
-  if (fits_create_img(file.get(), BYTE_IMG, 0, nullptr, &status) != 0) fail(path, "cannot create the primary HDU", status);
+  if (fits_create_img(file.get(), BYTE_IMG, 0, nullptr, &status) != 0) detail::fail_fits_output(path, "cannot create the primary HDU", status);
   for (const fs::path& part : parts) {
     detail::FitsFile in;
     int type = 0;
-    if (detail::open_fits_readonly(in, part, &status) != 0) fail(part, "cannot open the HDU's catalog to merge", status);
+    if (detail::open_fits_readonly(in, part, &status) != 0) detail::fail_fits_output(part, "cannot open the HDU's catalog to merge", status);
     for (const int hdu : {2, 3}) {  // LDAC_IMHEAD, LDAC_OBJECTS
       if (fits_movabs_hdu(in.get(), hdu, &type, &status) != 0 || fits_copy_hdu(in.get(), file.get(), 0, &status) != 0) {
-        fail(path, "cannot copy " + part.filename().string() + " into the merged catalog", status);
+        detail::fail_fits_output(path, "cannot copy " + part.filename().string() + " into the merged catalog", status);
       }
     }
   }

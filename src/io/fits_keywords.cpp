@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <string_view>
 
+#include "fits_records.hpp"
 #include "fits_status.hpp"
 #include "imflow/errors.hpp"
 #include "imflow/io/fits.hpp"
@@ -39,20 +40,12 @@ std::optional<double> read_fits_number_keyword(const fs::path& path, int hdu, co
 }
 
 namespace {
-constexpr size_t kRecord = 80;
-
 std::vector<std::string> split_records(const char* text, int keys) {
   std::vector<std::string> records;
   records.reserve(static_cast<size_t>(keys));
-  for (int k = 0; k < keys; ++k) records.emplace_back(text + static_cast<size_t>(k) * kRecord, kRecord);
+  for (int k = 0; k < keys; ++k) records.emplace_back(text + static_cast<size_t>(k) * detail::kRecordLength, detail::kRecordLength);
   if (!records.empty() && records.back().starts_with("END ")) records.pop_back();
   return records;
-}
-
-std::string keyword_of(const std::string& record) {
-  std::string key = record.substr(0, 8);
-  while (!key.empty() && key.back() == ' ') key.pop_back();
-  return key;
 }
 
 bool indexed(const std::string& key, std::string_view prefix) {
@@ -65,7 +58,7 @@ namespace detail {
 std::vector<std::string> image_header_of_compressed(const std::vector<std::string>& table) {
   std::vector<std::string> image;
   for (const std::string& record : table) {
-    const std::string key = keyword_of(record);
+    const std::string key = detail::record_keyword(record);
     std::string renamed;  // the image keyword a Z keyword stands for
     if (key == "ZSIMPLE" || key == "ZTENSION" || key == "ZBITPIX" || key == "ZNAXIS" || indexed(key, "ZNAXIS") ||
         key == "ZPCOUNT" || key == "ZGCOUNT" || key == "ZEXTEND" || key == "ZBLOCKED" || key == "ZHECKSUM" ||

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "fits_cards.hpp"
+#include "fits_output.hpp"
 #include "fits_status.hpp"
 #include "imflow/errors.hpp"
 #include "imflow/io/catalog.hpp"
@@ -18,10 +19,6 @@
 namespace imflow::detail {
 
 namespace {
-[[noreturn]] void fail(const std::filesystem::path& path, const std::string& what, int status) {
-  throw OutputError(fits_error_text(path, what, status));
-}
-
 size_t form_bytes(char form) { return form == 'I' ? 2 : form == 'J' ? 4 : 8; }
 
 uint16_t swap(uint16_t bits) { return __builtin_bswap16(bits); }
@@ -59,17 +56,17 @@ void write_catalog_table(fitsfile* file, const std::filesystem::path& path, cons
   }
   if (fits_create_tbl(file, BINARY_TBL, static_cast<LONGLONG>(catalog.size()), static_cast<int>(columns.size()),
                       names.data(), form_texts.data(), units.data(), extname, &status) != 0) {
-    fail(path, std::string("cannot create the table ") + extname, status);
+    fail_fits_output(path, std::string("cannot create the table ") + extname, status);
   }
   for (size_t c = 0; c < columns.size(); ++c) {
     if (*columns[c].description == '\0') continue;
     const std::string key = "TTYPE" + std::to_string(c + 1);
     if (fits_modify_comment(file, key.c_str(), columns[c].description, &status) != 0) {
-      fail(path, "cannot write the column descriptions", status);
+      fail_fits_output(path, "cannot write the column descriptions", status);
     }
   }
   if (const int card_status = write_fits_cards(file, cards); card_status != 0) {
-    fail(path, "cannot write header keywords", card_status);
+    fail_fits_output(path, "cannot write header keywords", card_status);
   }
   size_t row_bytes = 0;
   for (const CatalogColumn& column : columns) row_bytes += form_bytes(column.form);
@@ -94,7 +91,7 @@ void write_catalog_table(fitsfile* file, const std::filesystem::path& path, cons
         auto* bytes = const_cast<unsigned char*>(block.bytes.data());
         const auto first_row = static_cast<LONGLONG>(block.first) + 1, size = static_cast<LONGLONG>(block.bytes.size());
         if (fits_write_tblbytes(file, first_row, 1, size, bytes, &status) != 0) {
-          fail(path, "cannot write the catalog rows", status);
+          fail_fits_output(path, "cannot write the catalog rows", status);
         }
       });
 }

@@ -13,6 +13,7 @@
 #include <limits>
 #include <utility>
 
+#include "fits_records.hpp"
 #include "fits_status.hpp"
 #include "imflow/errors.hpp"
 #include "imflow/io/fits.hpp"
@@ -43,6 +44,7 @@ ImageWcs& ImageWcs::operator=(ImageWcs&& other) noexcept {
   parsed_ = std::move(other.parsed_);
   wcs_ = std::exchange(other.wcs_, nullptr);
   plane_pixel_ = std::move(other.plane_pixel_);
+  header_records_ = std::move(other.header_records_);
   problem_ = std::move(other.problem_);
   note_ = std::move(other.note_);
   radesys_ = std::move(other.radesys_);
@@ -53,7 +55,7 @@ ImageWcs& ImageWcs::operator=(ImageWcs&& other) noexcept {
 }
 
 namespace {
-constexpr size_t kRecord = 80;  // FITS header record length
+constexpr size_t kRecord = detail::kRecordLength;
 
 std::string wcslib_text(int status) {
   return status > 0 && status <= WCSERR_BAD_WORLD_COORD ? wcs_errmsg[status] : "status " + std::to_string(status);
@@ -165,12 +167,13 @@ ImageWcs ImageWcs::read_fits(const fs::path& path, int hdu, int64_t plane) {
       if (axis < naxes.size()) naxes[axis] = std::atoll(record.c_str() + 10);
     }
   }
-  return from_header(text, naxes, plane);
+  ImageWcs result = from_header(text, naxes, plane);
+  result.header_records_ = std::move(records);
+  return result;
 }
 
 ImageWcs ImageWcs::of_item(const ItemRef& ref) {
-  const InputFormat* format = input_format_for(ref.path);
-  if (format == nullptr || std::strcmp(format->name, "fits") != 0) return {};
+  if (!is_fits_input(ref.path)) return {};
   return read_fits(ref.path, ref.hdu, ref.plane);
 }
 

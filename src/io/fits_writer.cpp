@@ -24,31 +24,28 @@ namespace fs = std::filesystem;
 using detail::fits_error_text;
 using detail::FitsFile;
 
-namespace {
-[[noreturn]] void fail(const fs::path& path, const std::string& what, int status) {
+void detail::fail_fits_output(const fs::path& path, const std::string& what, int status) {
   throw OutputError(fits_error_text(path, what, status));
 }
-
-}  // namespace
 
 FitsFile detail::create_output_fits(const AtomicOutput& output) {
   FitsFile file;
   int status = 0;
   // The diskfile form takes the name as it is: fits_create_file would read "[", "(" or "+" in an
   // output named after an input such as "m31[r].fits" as CFITSIO's extended filename syntax.
-  if (fits_create_diskfile(file.out(), output.temp_path().c_str(), &status) != 0) fail(output.final_path(), "cannot create", status);
+  if (fits_create_diskfile(file.out(), output.temp_path().c_str(), &status) != 0) detail::fail_fits_output(output.final_path(), "cannot create", status);
   return file;
 }
 
 void detail::finish_output_fits(FitsFile& file, AtomicOutput& output) {
   const int status = file.close_checked();
-  if (status != 0) fail(output.final_path(), "cannot complete the file", status);
+  if (status != 0) detail::fail_fits_output(output.final_path(), "cannot complete the file", status);
   output.commit();
 }
 
 namespace {
 void write_cards(fitsfile* file, const fs::path& path, const std::vector<FitsCard>& cards) {
-  if (const int status = detail::write_fits_cards(file, cards); status != 0) fail(path, "cannot write header keywords", status);
+  if (const int status = detail::write_fits_cards(file, cards); status != 0) detail::fail_fits_output(path, "cannot write header keywords", status);
 }
 
 template <typename T>
@@ -58,11 +55,11 @@ void write_image(const fs::path& path, View2D<const T> image, int bitpix, int da
   FitsFile file = detail::create_output_fits(output);
   int status = 0;
   long long naxes[2] = {image.width, image.height};
-  if (fits_create_imgll(file.get(), bitpix, 2, naxes, &status) != 0) fail(path, "cannot create the image", status);
+  if (fits_create_imgll(file.get(), bitpix, 2, naxes, &status) != 0) detail::fail_fits_output(path, "cannot create the image", status);
   write_cards(file.get(), path, cards);
   long long first[2] = {1, 1};
   if (fits_write_pixll(file.get(), datatype, first, image.size(), const_cast<T*>(image.data), &status) != 0) {
-    fail(path, "cannot write pixels", status);
+    detail::fail_fits_output(path, "cannot write pixels", status);
   }
   detail::finish_output_fits(file, output);
 }

@@ -1,5 +1,6 @@
 // The registered input formats (FITS; other formats add one entry each) and name helpers.
 #include <algorithm>
+#include <cstring>
 #include <cctype>
 #include <utility>
 
@@ -63,6 +64,11 @@ bool name_ends_with(const fs::path& path, std::string_view suffix) {
 }
 
 const InputFormat* input_format_for(const fs::path& path) { return longest_suffix(path.filename()).first; }
+
+bool is_fits_input(const fs::path& path) {
+  const InputFormat* format = input_format_for(path);
+  return format != nullptr && std::strcmp(format->name, "fits") == 0;
+}
 
 bool whole_file_compressed(const fs::path& path) {
   return name_ends_with(path, ".gz") || name_ends_with(path, ".z") || name_ends_with(path, ".zip") ||

@@ -1,6 +1,7 @@
 // Paper IV lookup-table distortions left out of a FITS header before WCSLIB parses it
 // (wcs_lookup_distortions.hpp).
 #include "wcs_lookup_distortions.hpp"
+#include "fits_records.hpp"
 
 #include <algorithm>
 #include <cctype>
@@ -13,7 +14,7 @@
 namespace imflow::detail {
 
 namespace {
-constexpr size_t kRecord = 80;  // FITS header record length
+constexpr size_t kRecord = detail::kRecordLength;
 
 std::string trimmed(std::string_view text) {
   const size_t first = text.find_first_not_of(' ');

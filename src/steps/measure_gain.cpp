@@ -2,7 +2,6 @@
 #include "steps/measure_gain.hpp"
 
 #include <cctype>
-#include <cstring>
 
 #include "imflow/io/fits.hpp"
 #include "imflow/io/input_format.hpp"
@@ -37,8 +36,7 @@ GainSetting GainSetting::from_resolved(const YAML::Node& params) {
 
 double GainSetting::for_item(const ItemRef& ref) const {
   if (keyword.empty()) return gain;
-  const InputFormat* format = input_format_for(ref.path);
-  if (format == nullptr || std::strcmp(format->name, "fits") != 0) return gain;
+  if (!is_fits_input(ref.path)) return gain;
   const std::optional<double> value = read_fits_number_keyword(ref.path, ref.hdu, keyword);
   return value && *value > 0.0 ? *value : gain;
 }

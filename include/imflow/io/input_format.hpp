@@ -40,6 +40,9 @@ struct InputFormat {
 // The format for a path (by suffix, ignoring case), or nullptr when none claims it.
 const InputFormat* input_format_for(const std::filesystem::path& path);
 
+// The path is one the FITS reader claims (its suffixes, compressed ones included).
+bool is_fits_input(const std::filesystem::path& path);
+
 // gzip, Unix compress, zip or bzip2 by name (any case): CFITSIO inflates such a file whole into
 // memory on open, so it is neither read directly nor in tiles.
 bool whole_file_compressed(const std::filesystem::path& path);

@@ -52,6 +52,9 @@ class ImageWcs {
   std::vector<std::string> image_records() const;
   // Cards describing the catalog's ra/dec columns (RADESYS, EQUINOX) for its FITS table.
   std::vector<FitsCard> catalog_cards() const;
+  // The header records read_fits parsed (read_fits_header_records'), for outputs that copy the
+  // image's header (the FITS_LDAC catalog); empty when not read from a file or unreadable.
+  const std::vector<std::string>& header_records() const { return header_records_; }
 
   // The wcsprm structs WCSLIB's header parser allocated (freed with wcsvfree).
   struct Parsed;
@@ -60,6 +63,7 @@ class ImageWcs {
   std::unique_ptr<Parsed> parsed_;
   wcsprm* wcs_ = nullptr;  // the primary description, one of parsed_'s
   std::vector<double> plane_pixel_;  // 1-based pixel coordinates of every axis; axes 1-2 per source
+  std::vector<std::string> header_records_;
   std::string problem_;
   std::string note_;
   std::string radesys_;

@@ -6,7 +6,7 @@
 #include "imflow/kernels/background.hpp"
 #include "imflow/kernels/background_mesh.hpp"
 #include "imflow/params.hpp"
-#include "steps.hpp"
+#include "imflow/step.hpp"
 
 #ifdef IMFLOW_HAVE_CUDA
 #include "cuda/background.hpp"

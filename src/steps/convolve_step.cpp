@@ -5,7 +5,7 @@
 
 #include "imflow/kernels/convolve.hpp"
 #include "imflow/params.hpp"
-#include "steps.hpp"
+#include "imflow/step.hpp"
 
 #ifdef IMFLOW_HAVE_CUDA
 #include "cuda/convolve.hpp"

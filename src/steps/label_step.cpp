@@ -2,7 +2,7 @@
 #include "imflow/huge_pages.hpp"
 #include "imflow/kernels/label.hpp"
 #include "imflow/params.hpp"
-#include "steps.hpp"
+#include "imflow/step.hpp"
 
 #ifdef IMFLOW_HAVE_CUDA
 #include "cuda/label.hpp"

@@ -4,7 +4,7 @@
 // (the mesh map, or the global std) and, with a gain (measure_gain.hpp), the sources' Poisson noise.
 #include "imflow/kernels/measure.hpp"
 #include "imflow/params.hpp"
-#include "steps.hpp"
+#include "imflow/step.hpp"
 #include "steps/measure_gain.hpp"
 
 #ifdef IMFLOW_HAVE_CUDA

@@ -4,7 +4,7 @@
 // item.metrics["zeroed_pixels"]; `keep` (default) leaves them.
 #include "imflow/kernels/normalize.hpp"
 #include "imflow/params.hpp"
-#include "steps.hpp"
+#include "imflow/step.hpp"
 
 #ifdef IMFLOW_HAVE_CUDA
 #include "cuda/gpu_batch.hpp"

@@ -1,12 +1,21 @@
-// The one place where steps are registered: a new step is one file plus one line here.
+// The one place where steps are registered: a new step is one file in src/steps/ plus its factory
+// declaration and its line in the table here.
 #include <nlohmann/json.hpp>
 
 #include "imflow/errors.hpp"
 #include "imflow/params.hpp"
 #include "imflow/step.hpp"
-#include "steps.hpp"
 
 namespace imflow {
+
+// Factories of the built-in steps, one per file in src/steps/.
+std::unique_ptr<Step> make_convolve_step(ParamReader& params);
+std::unique_ptr<Step> make_background_step(ParamReader& params);
+std::unique_ptr<Step> make_segment_step(ParamReader& params);
+std::unique_ptr<Step> make_label_step(ParamReader& params);
+std::unique_ptr<Step> make_measure_step(ParamReader& params);
+std::unique_ptr<Step> make_normalize_step(ParamReader& params);
+std::unique_ptr<Step> make_svd_reconstruct_step(ParamReader& params);
 
 const std::vector<StepInfo>& step_registry() {
   static const std::vector<StepInfo> registry = {

@@ -7,7 +7,7 @@
 #include "imflow/kernels/segment.hpp"
 #include "imflow/kernels/segment_map.hpp"
 #include "imflow/params.hpp"
-#include "steps.hpp"
+#include "imflow/step.hpp"
 
 #ifdef IMFLOW_HAVE_CUDA
 #include "cuda/segment.hpp"

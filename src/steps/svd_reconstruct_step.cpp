@@ -22,7 +22,7 @@
 #include "imflow/kernels/reconstruct.hpp"
 #include "imflow/kernels/svd.hpp"
 #include "imflow/params.hpp"
-#include "steps.hpp"
+#include "imflow/step.hpp"
 
 #ifdef IMFLOW_HAVE_CUDA
 #include "cuda/gpu_batch.hpp"

@@ -27,7 +27,7 @@ export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1:log_path=$logs/ubsan${U
 command -v llvm-symbolizer >/dev/null && export ASAN_SYMBOLIZER_PATH=${ASAN_SYMBOLIZER_PATH:-$(command -v llvm-symbolizer)}
 
 # Not run under the sanitizers: gpu (needs a CUDA device, not built here with IMFLOW_CUDA=OFF;
-# tools/device/sanitize.sh runs the GPU tests under compute-sanitizer instead).
+# tools/gpu/sanitize.sh runs the GPU tests under compute-sanitizer instead).
 # Run on their own below, each with one ASan option changed (when no ctest arguments are given):
 #  - bounded_memory asserts that peak RSS does not grow with the number of inputs; ASan's
 #    quarantine of freed memory (256 MB) fills with the number of items and made it fail

@@ -220,7 +220,7 @@ TEST_CASE("mesh background timings on 4096 x 4096", "[.][mesh_bench]") {
   CHECK(mesh_ms > 0.0);
 }
 
-// Small enough for compute-sanitizer (tools/device/sanitize.sh runs the [sanitize] set): partial
+// Small enough for compute-sanitizer (tools/gpu/sanitize.sh runs the [sanitize] set): partial
 // meshes, dropped meshes (NaN block), both filter sizes, both thresholds.
 TEST_CASE("sanitize set: mesh background, segment against the maps, measure", "[gpu][sanitize][mesh]") {
   Slot slot;

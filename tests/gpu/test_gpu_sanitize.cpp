@@ -1,6 +1,6 @@
 // Small images through every GPU kernel (background, segment, label, measure,
 // convolve, normalize, SVD solvers and reconstruction kernels), each against the CPU: the
-// `[sanitize]` set that tools/device/sanitize.sh runs under compute-sanitizer, where racecheck
+// `[sanitize]` set that tools/gpu/sanitize.sh runs under compute-sanitizer, where racecheck
 // makes kernels many times slower and full-size tests did not finish in time.
 #include <algorithm>
 #include <cmath>

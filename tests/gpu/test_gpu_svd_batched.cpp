@@ -378,7 +378,7 @@ TEST_CASE("The engine's batch mode matches its per-item mode (partial batches, m
   fs::remove_all(base);
 }
 
-// Small enough for compute-sanitizer (tools/device/sanitize.sh runs the [sanitize] set): both
+// Small enough for compute-sanitizer (tools/gpu/sanitize.sh runs the [sanitize] set): both
 // batched solvers, a tall and a wide shape, three items per batch.
 TEST_CASE("sanitize set: batched SVD solvers on small matrices", "[gpu][sanitize][mri][batched]") {
   Slot slot;

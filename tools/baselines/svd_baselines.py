@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Baselines of issue 5: rank-k SVD reconstruction of a directory of PNG slices with
+"""Baselines for the MRI SVD: rank-k SVD reconstruction of a directory of PNG slices with
 numpy.linalg.svd (a loop), torch.linalg.svd (batched, on the GPU) and CuPy (a loop and batched),
 timed on the same slices, min-max normalized in float32 as imflow does. Writes JSON.
 

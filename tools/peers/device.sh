@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # On the offline GPU machine, one call: installs the carried peers (install.sh --from), builds
-# imflow with CUDA (from the carried .devdeps, as tools/device/setup.sh), makes two 4096x4096
+# imflow with CUDA (from the carried .devdeps, as tools/gpu/setup.sh), makes two 4096x4096
 # synthetic fields (Gaussian and Moffat PSF), then times on the same images in the same call:
 # SEP (background + extract, one core), SExtractor (whole process), imflow on the GPU (`imflow run`
 # per-item stages and `imflow bench` throughput) and imflow on one CPU thread. JSON (and the

@@ -6,14 +6,14 @@
 # whole fits in about 6 minutes on an H100 (racecheck runs beside the others). Every tool's log
 # and summary.json (errors / hazards per tool, timeouts, test results) go to OUT.
 # Limits (s): RACE_LIMIT, MEM_LIMIT, SYNC_LIMIT, INIT_LIMIT; SKIP_RACECHECK=1 leaves racecheck out.
-# Usage: tools/device/sanitize.sh BUILD_DIR OUT   (BUILD_DIR built with CUDA, e.g. build-dev
-#        from `. tools/device/setup.sh`). Exit 0 only when every run finished with 0 errors.
+# Usage: tools/gpu/sanitize.sh BUILD_DIR OUT   (BUILD_DIR built with CUDA, e.g. build-dev
+#        from `. tools/gpu/setup.sh`). Exit 0 only when every run finished with 0 errors.
 set -uo pipefail
-build=${1:?usage: tools/device/sanitize.sh BUILD_DIR OUT}; out=${2:?usage: tools/device/sanitize.sh BUILD_DIR OUT}
+build=${1:?usage: tools/gpu/sanitize.sh BUILD_DIR OUT}; out=${2:?usage: tools/gpu/sanitize.sh BUILD_DIR OUT}
 mkdir -p "$out"; build=$(cd "$build" && pwd); out=$(cd "$out" && pwd)
 cd "$(dirname "$0")/../.."
 tests=$build/tests/gpu/imflow_gpu_tests imflow=$build/imflow
-[ -x "$tests" ] || { echo "no $tests: build with CUDA first (. tools/device/setup.sh)" >&2; exit 1; }
+[ -x "$tests" ] || { echo "no $tests: build with CUDA first (. tools/gpu/setup.sh)" >&2; exit 1; }
 sanitizer=$(command -v compute-sanitizer || ls /usr/local/cuda*/bin/compute-sanitizer /usr/local/cuda*/compute-sanitizer/compute-sanitizer 2>/dev/null | head -1)
 [ -x "$sanitizer" ] || { echo "compute-sanitizer not found (PATH, /usr/local/cuda*/bin)" >&2; exit 1; }
 "$sanitizer" --version | tail -1 | tee "$out/version.txt"

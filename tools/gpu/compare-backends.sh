@@ -1,13 +1,20 @@
 #!/usr/bin/env bash
-# Real files from other instruments and scanners through both backends on the GPU machine.
-# $SWEEP/astro (FITS) goes through config/astro.yaml and $SWEEP/mri (PNG, NIfTI-1/2, Analyze)
-# through the MRI pipeline (rank 50, clipped; solver gpu on CUDA), each with --device cpu and
-# --device cuda. Checks: the same items fail with the same messages; catalogs agree
-# (compare_catalogs.py); MRI metrics agree (rank equal, relative error within 1e-3 absolute).
-# Needs build-dev (tools/device/setup.sh). Logs and summaries under $OUT.
+# Real files through both backends on a GPU host: $SWEEP/astro (FITS) through config/astro.yaml
+# and $SWEEP/mri (PNG, NIfTI-1/2, Analyze) through the MRI pipeline (rank 50, clipped; solver gpu
+# on CUDA), each with --device cpu and --device cuda. Checks: the same items fail with the same
+# messages; catalogs agree (tools/gpu/compare-catalogs.py: same sources, centroids within 1e-4 px,
+# fluxes within 1e-5 relative); MRI metrics agree (rank equal, relative error within 1e-3).
+# SWEEP defaults to the fetched samples (datasets/fetch.sh: datasets/data/astro, and the MRI
+# volumes and PNG slices); point it at any tree with astro/ and mri/ to try other instruments.
+# Needs build-dev (tools/gpu/setup.sh). Logs and summaries under $OUT.
 set -uo pipefail
+cd "$(dirname "$0")/../.."
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
-SWEEP=${SWEEP:-datasets/data/sweep}
+if [ -z "${SWEEP:-}" ]; then
+  SWEEP=/tmp/backends-sweep; rm -rf $SWEEP; mkdir -p $SWEEP/mri
+  ln -s "$PWD/datasets/data/astro" $SWEEP/astro
+  for f in datasets/data/mri/volumes/* datasets/data/mri/png/*; do [ -f "$f" ] && ln -s "$PWD/$f" $SWEEP/mri/; done
+fi
 imflow=$PWD/build-dev/imflow
 mri_cpu=/tmp/sweep-mri-cpu.yaml mri_gpu=/tmp/sweep-mri-gpu.yaml
 patterns='patterns: ["*.png", "*.nii", "*.nii.gz", "*.hdr", "*.hdr.gz"]'
@@ -34,7 +41,7 @@ for set in astro mri; do
     echo "$set: failures differ:"; diff "$OUT/${set}_cpu.errors" "$OUT/${set}_cuda.errors" | head -20; status=1
   fi
 done
-/usr/bin/python3 tools/device/compare_catalogs.py /tmp/sweep-astro-cpu /tmp/sweep-astro-cuda || status=1
+/usr/bin/python3 tools/gpu/compare-catalogs.py /tmp/sweep-astro-cpu /tmp/sweep-astro-cuda || status=1
 /usr/bin/python3 - /tmp/sweep-mri-cpu/metrics.csv /tmp/sweep-mri-cuda/metrics.csv <<'EOF' || status=1
 import csv, sys
 rows = [{(r["file"], r["slice"]): r for r in csv.DictReader(open(p))} for p in sys.argv[1:]]

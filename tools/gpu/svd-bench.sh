@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# tools/bench_svd.sh BUILD OUTDIR [SLICES]: the GPU MRI measurements of issue 5 on a CUDA machine
-# (docs/performance.md, "MRI SVD on the GPU"): the GPU tests of the MRI path, imflow_svd_bench
+# tools/gpu/svd-bench.sh BUILD OUTDIR [SLICES]: the MRI SVD measurements on a GPU host
+# (docs/mri.md, docs/performance.md): the GPU tests of the MRI path, imflow_svd_bench
 # (reconstruction kernels + block-size sweep, solvers, hybrid), the Python baselines
 # (tools/baselines/svd_baselines.py: numpy loop, torch batched, CuPy) and end-to-end runs of
 # `imflow run` from the PNG directory to written PNGs (GPU per slice and in batches of

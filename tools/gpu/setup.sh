@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# On the lent GPU machine (no package registry): unpack the Debian packages carried in .devdeps
-# (made here by ../shared/tools/offline-debs.sh) into /opt/deps and configure + build imflow with
-# CUDA into build-dev. Source it: `. tools/device/setup.sh` (it exports the library paths).
+# On a GPU host without a package registry: unpack the Debian packages carried in .devdeps
+# (made by tools/gpu/make-deps.sh) into /opt/deps and configure + build imflow with
+# CUDA into build-dev. Source it: `. tools/gpu/setup.sh` (it exports the library paths).
 # TARGETS="a b" builds only those targets (default: all); SETUP_LOGS=DIR keeps cmake.log and
 # build.log there (default: $OUT, else /tmp).
 set -euo pipefail

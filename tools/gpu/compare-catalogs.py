@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """Compare two imflow output trees (e.g. the CPU and the CUDA run on the same inputs): every
 catalog CSV must list the same sources (same ids, npix, bounding boxes and peak positions),
-centroids within 1e-4 px, fluxes (and flux_iso_err) within 1e-5 relative (issue 4's bar); background median and
+centroids within 1e-4 px, fluxes (and flux_iso_err) within 1e-5 relative; background median and
 iterations equal and std within 1e-6 relative in summary.json; the same items in both trees.
 usage: compare_catalogs.py CPU_OUT GPU_OUT   (exit 1 on any difference)"""
 import csv, json, pathlib, sys

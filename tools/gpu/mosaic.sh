@@ -1,16 +1,16 @@
 #!/usr/bin/env bash
-# Issue 10 on the lent GPU machine, one call: build, the tiling tests (CPU + GPU), a 32,000 x
+# Mosaics on a GPU host (docs/tiling.md), one call: build, the tiling tests (CPU + GPU), a 32,000 x
 # 32,000 float32 mosaic (datasets/make_mosaic.py: real ESO cells when datasets/data/astro is
 # carried, else synthetic) read from the page cache through background, segment, label, measure:
 # CPU (16 threads) and GPU (tile and streams sweep), megapixels/s, copy/compute overlap, CPU vs
 # GPU catalogs; then the 16,500 x 16,300 real mosaic tiled vs whole on the GPU.
 # JSON to $OUT, logs in $OUT/logs.tar.gz. SWEEP="TILExSTREAMS ..." (default "4096x4 4096x8 8192x4").
-# Run: run(command="OUT=$OUT bash tools/device/mosaic_bench.sh", carry=[".devdeps", "datasets/data/astro"])
+# usage: OUT=DIR bash tools/gpu/mosaic.sh   (with .devdeps and datasets/data/astro present)
 set -uo pipefail
 OUT=${OUT:-/tmp/out}; L=/tmp/logs; mkdir -p "$OUT" $L
 t0=$(date +%s); stamp() { echo "== $1 at $(( $(date +%s) - t0 )) s"; }
-# tools/device/setup.sh, only the targets this needs.
-TARGETS="imflow_cli imflow_gpu_tests imflow_tests" SETUP_LOGS=$L . tools/device/setup.sh || exit 1
+# tools/gpu/setup.sh, only the targets this needs.
+TARGETS="imflow_cli imflow_gpu_tests imflow_tests" SETUP_LOGS=$L . tools/gpu/setup.sh || exit 1
 stamp built; nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee $L/gpu.txt
 imflow=build-dev/imflow
 timeout 120 build-dev/tests/gpu/imflow_gpu_tests "[tiling]" > $L/gpu_tiling_tests.log 2>&1; echo "gpu tiling tests rc=$?"; tail -3 $L/gpu_tiling_tests.log

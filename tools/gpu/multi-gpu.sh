@@ -1,23 +1,33 @@
 #!/usr/bin/env bash
-# Several GPUs (2-GPU machine), session 13: one GPU against two (one process, --devices 0 vs 0,1,
-# alternating, 2 runs each) and `mpirun -n 2`, on the multi_gpu.sh sets (2,048 astronomy images
-# of 2048^2 float32 from page cache; 28,160 MRI slices) in two forms each:
-#   astro     config/astro.yaml as shipped (kappa-sigma background, 5 sigma, 4-connected; CSV+FITS)
-#   astro_psf the same with a matched filter: a 41x41 Moffat PSF (FWHM 6 px, beta 2.5; not
-#             separable, so the general 2-D convolution) on the detection image
-#   mri       the batched all-GPU MRI pipeline (PNG + metrics out), as multi_gpu.sh
-#   mri_rank  the same with metrics only and the GPU SVD's rank 100 (no PNG encoding on the host)
-# WORKLOADS="astro_psf mri_rank" runs only those. Summaries (items dropped) under $OUT; the table
-# on stdout.
+# Scale-out on a host with two GPUs (docs/scaling.md): one GPU against two in one process
+# (--devices 0 vs 0,1, alternating, two runs each) and `mpirun -n 2` (one GPU and half the
+# threads per rank), on four workloads:
+#   astro     config/astro.yaml as shipped, 2,048 float32 2048x2048 images from the page cache
+#   astro_psf the same with a 41x41 Moffat matched filter (FWHM 6 px, beta 2.5; not separable, so
+#             the general 2-D convolution) on the detection image: GPU-bound
+#   mri       the batched all-GPU MRI pipeline (PNG + metrics out), 56,320 real slices
+#   mri_rank  the same with metrics only and rank 100: GPU-bound
+# WORKLOADS="astro_psf mri_rank" runs only those; ASTRO_REPEAT (4) and REPEAT (64) set the input
+# counts (copies of 512 images and of the 880 slices, hard links: one page-cache copy).
+# Needs the carried .devdeps (tools/gpu/make-deps.sh), datasets/data/astro and
+# datasets/data/mri/slices. Summaries (items dropped) under $OUT; a table on stdout.
 set -uo pipefail
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
 export PATH=/opt/deps/usr/bin:$PATH
-. tools/device/setup.sh || exit 1
+. tools/gpu/setup.sh || exit 1
 command -v mpirun >/dev/null && echo "mpirun: $(command -v mpirun)" || echo "no mpirun on this machine"
 grep -E "IMFLOW_HAVE_MPI|MPI_C_FOUND:" build-dev/CMakeCache.txt | tee "$OUT/mpi_cmake.txt"
 nvidia-smi -L | tee "$OUT/gpus.txt"; nproc | tee -a "$OUT/gpus.txt"
 ASTRO_REPEAT=${ASTRO_REPEAT:-4}; BPS=${BPS:-4}; REPEAT=${REPEAT:-64}
-. tools/device/multi_gpu_inputs.sh
+rm -rf /tmp/a2048 /tmp/mri_in
+python3 tools/gpu/make-astro-2048.py datasets/data/astro/ISAAC*.fits /tmp/a2048/r1
+for r in $(seq 2 "$ASTRO_REPEAT"); do cp -al /tmp/a2048/r1 /tmp/a2048/r$r; done
+echo "astronomy inputs: $(find /tmp/a2048 -name '*.fits' | wc -l) files"
+for r in $(seq 1 "$REPEAT"); do mkdir -p /tmp/mri_in/r$r; ln -f datasets/data/mri/slices/*.png /tmp/mri_in/r$r/; done
+echo "MRI inputs: $(find /tmp/mri_in -name '*.png' | wc -l) files"
+MRI=/tmp/mri-batched.yaml
+sed -e 's/solver: auto, reconstruct: auto, svd_solver: auto, reconstruct_kernel: auto/solver: gpu/' \
+    -e 's/patterns: \["\*.png"\]/patterns: ["*.png"]\n  recursive: true/' config/mri-gpu.yaml > $MRI
 /usr/bin/python3 - > /tmp/psf.yaml <<'PY'
 import math
 size, fwhm, beta = 41, 6.0, 2.5

@@ -1,0 +1,97 @@
+#!/usr/bin/env python3
+"""The tables of docs/performance.md from one bench-suite folder (tools/bench-suite.sh):
+DIR/suite.json (one record per point of every bench.json, and the peers' ratios) and DIR/suite.md
+(the same as Markdown). Per point: images/s median (min..max) and its spread, MB/s, megapixels/s,
+copy/compute overlap, bottleneck, milliseconds per item of each stage, peak RSS and GPU memory.
+Standard library only (the GPU hosts have no NumPy). usage: bench-report.py DIR"""
+import json
+import pathlib
+import sys
+
+# Pixels per input file of each workload (bench-suite.sh's inputs), for megapixels/s.
+MEGAPIXELS_PER_FILE = {"astro-2048": 2048 * 2048 / 1e6, "mosaic-32k": 32000 * 32000 / 1e6,
+                       "mosaic-16k": 16000 * 16000 / 1e6}
+
+
+def megapixels_per_file(name):
+    for prefix, mpix in MEGAPIXELS_PER_FILE.items():
+        if name.startswith(prefix):
+            return mpix
+    return None
+
+
+def point_record(name, bench, point):
+    rate = point["images_per_second"]
+    items = point["items"]
+    runs = [r for r in point.get("runs", []) if isinstance(r, dict)]
+    files = point.get("files") or items
+    record = {
+        "workload": name,
+        "point": point["label"] or "default",
+        "device": bench["device"],
+        "items": items,
+        "images_per_second": round(rate["median"], 1),
+        "images_per_second_min": round(rate["min"], 1),
+        "images_per_second_max": round(rate["max"], 1),
+        "spread_percent": round(100 * (rate["max"] - rate["min"]) / rate["median"], 1) if rate["median"] else None,
+        "megabytes_per_second": round(point["megabytes_per_second"]["median"], 0),
+        "wall_seconds": round(point["wall_seconds"]["median"], 3),
+        "bottleneck": point["bottleneck"]["stage"] if point.get("bottleneck") else None,
+        "copy_overlap": None if point.get("copy_overlap_fraction") is None else round(point["copy_overlap_fraction"], 2),
+        "stage_ms_per_item": {k: round(1e3 * v / items, 3) for k, v in sorted(point["stage_busy_seconds"].items())},
+        "peak_rss_megabytes": round(point["peak_rss_megabytes"]) if point.get("peak_rss_megabytes") else None,
+        "peak_device_megabytes": round(point["peak_device_megabytes"]) if point.get("peak_device_megabytes") else None,
+        "engine": point["engine"],
+        "repeats": len(runs),
+    }
+    mpix = megapixels_per_file(name)
+    if mpix is not None:
+        record["megapixels_per_second"] = round(mpix * files / point["wall_seconds"]["median"], 0)
+    if point.get("scaling"):
+        record["speedup"] = round(point["scaling"].get("speedup", 1.0), 2)
+    return record
+
+
+def peers_records(path):
+    summary = json.loads(path.read_text())
+    return {"workload": path.stem, "summary": summary}
+
+
+def markdown(records, peers):
+    lines = ["| workload | point | device | images/s median (min..max) | spread | MB/s | Mpix/s | overlap | bottleneck | ms per item by stage |",
+             "| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | --- | --- |"]
+    for r in records:
+        stages = ", ".join(f"{k} {v:g}" for k, v in r["stage_ms_per_item"].items())
+        lines.append(f"| {r['workload']} | {r['point']} | {r['device']} | {r['images_per_second']:g} "
+                     f"({r['images_per_second_min']:g}..{r['images_per_second_max']:g}) | {r['spread_percent']}% | "
+                     f"{r['megabytes_per_second']:g} | {r.get('megapixels_per_second', '')} | "
+                     f"{'' if r['copy_overlap'] is None else r['copy_overlap']} | {r['bottleneck']} | {stages} |")
+    for p in peers:
+        lines += ["", f"### {p['workload']}", "", "```", json.dumps(p["summary"], indent=1), "```"]
+    return "\n".join(lines) + "\n"
+
+
+def main():
+    if len(sys.argv) != 2:
+        sys.exit(__doc__)
+    folder = pathlib.Path(sys.argv[1])
+    records, peers = [], []
+    for path in sorted(folder.glob("*.json")):
+        if path.name in ("suite.json", "machine.json"):
+            continue
+        if path.name.startswith("peers"):
+            peers.append(peers_records(path))
+            continue
+        bench = json.loads(path.read_text())
+        if "points" not in bench:
+            continue
+        records += [point_record(path.stem, bench, point) for point in bench["points"]]
+    machine = json.loads((folder / "machine.json").read_text()) if (folder / "machine.json").exists() else {}
+    (folder / "suite.json").write_text(json.dumps({"machine": machine, "points": records,
+                                                   "peers": peers}, indent=1) + "\n")
+    (folder / "suite.md").write_text(markdown(records, peers))
+    print((folder / "suite.md").read_text())
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,178 @@
+#!/usr/bin/env bash
+# Every figure in docs/performance.md, measured with `imflow bench` (3 timed repeats after a
+# warm-up; median, min and max per point) on this machine, into bench/results/<kind>/:
+#   astro-2048   512 float32 2048x2048 FITS images made from the real ISAAC frame, config/astro.yaml:
+#                GPU at the default streams/buffers and at streams 4 x 8 buffers, FITS catalogs
+#                only, a 41x41 Moffat matched filter; CPU with 1, 4 and all threads
+#   mosaic-32k   one 32,000 x 32,000 float32 mosaic of real cells (datasets/make_mosaic.py):
+#                GPU-resident, GPU tiles, CPU tiles
+#   mri          the 880 real MRI slices (datasets/fetch_mri.sh) cycled to 14,080 (GPU) and 1,760
+#                (CPU): config/mri-gpu.yaml, the all-GPU batched form, config/mri.yaml on the CPU
+#   peers        SEP 1.4.1 and SExtractor against imflow on the same 4096x4096 fields
+#                (tools/peers/device.sh; needs the carried peers, see tools/gpu/README.md)
+# Then tools/bench-report.py writes suite.json and suite.md (the tables docs/performance.md shows).
+#
+# usage: tools/bench-suite.sh [--kind NAME] [--parts "astro-2048 mosaic-32k mri peers"]
+#                             [--imflow BIN] [--out DIR] [--scratch DIR]
+# kind: the results folder (default: h100, h200, h200x2, ... from nvidia-smi; cpu-<N>core without
+# a GPU). On a host without a GPU the CPU points of each part run (with fewer images).
+# Inputs: datasets/data/astro and datasets/data/mri/slices (datasets/fetch.sh); scratch (default
+# /dev/shm) holds the made inputs and the outputs, so reads come from the page cache and writes
+# from memory: the figures are the engine's, not the disk's.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+kind="" parts="astro-2048 mosaic-32k mri" imflow=build/imflow out="" scratch=/dev/shm/imflow-suite
+while [ $# -gt 0 ]; do
+  case $1 in
+    --kind) kind=$2; shift 2 ;;
+    --parts) parts=$2; shift 2 ;;
+    --imflow) imflow=$2; shift 2 ;;
+    --out) out=$2; shift 2 ;;
+    --scratch) scratch=$2; shift 2 ;;
+    -h|--help) sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    *) echo "bench-suite.sh: unknown argument $1 (see --help)" >&2; exit 1 ;;
+  esac
+done
+gpus=0
+command -v nvidia-smi >/dev/null && gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU' || true)
+if [ -z "$kind" ]; then
+  if [ "$gpus" -gt 0 ]; then
+    model=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1 | grep -oiE 'H100|H200|A100|L40S|L4|V100' | tr 'A-Z' 'a-z' || echo gpu)
+    kind=${model:-gpu}; [ "$gpus" -gt 1 ] && kind=${kind}x$gpus
+  else
+    kind=cpu-$(nproc)core
+  fi
+fi
+out=${out:-bench/results/$kind}
+mkdir -p "$out" "$scratch"
+[ -x "$imflow" ] || { echo "bench-suite.sh: no imflow binary at $imflow (tools/build.sh, or --imflow)" >&2; exit 1; }
+cores=$(nproc)
+py=/usr/bin/python3; [ -x $py ] || py=python3
+log() { echo "== bench-suite: $* ($(date -u +%H:%M:%S))"; }
+machine_json() {
+  $py - "$out/machine.json" "$kind" "$gpus" "$("$imflow" --version 2>&1 | head -1)" "$(git rev-parse --short HEAD 2>/dev/null || echo unknown)" <<'PY'
+import json, os, platform, subprocess, sys
+path, kind, gpus, version, commit = sys.argv[1:]
+cpu = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), "")
+names = []
+if int(gpus):
+    names = subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version,memory.total", "--format=csv,noheader"],
+                           capture_output=True, text=True).stdout.strip().splitlines()
+json.dump({"kind": kind, "cpu": cpu, "cores": os.cpu_count(), "gpus": names, "kernel": platform.release(),
+           "imflow": version, "commit": commit}, open(path, "w"), indent=1)
+PY
+}
+
+# bench NAME PIPELINE INPUT [imflow bench options...]: one `imflow bench`, bench.json kept as NAME.json.
+bench() {
+  local name=$1 pipeline=$2 input=$3; shift 3
+  log "$name"
+  rm -rf "$scratch/bench"
+  "$imflow" -q bench "$pipeline" --input "$input" --out "$scratch/bench" --repeat "${REPEAT:-3}" --warmup 1 "$@" \
+    > "$scratch/bench.log" 2>&1 || { tail -20 "$scratch/bench.log"; echo "bench-suite.sh: $name failed" >&2; return 1; }
+  cp "$scratch/bench/bench.json" "$out/$name.json"
+}
+
+# A pipeline file derived from PIPELINE by sed expressions: variant OUT PIPELINE SED...
+variant() {
+  local target=$1 source=$2; shift 2
+  local args=(); for e in "$@"; do args+=(-e "$e"); done
+  sed "${args[@]}" "$source" > "$target"
+}
+
+astro_inputs() {
+  local isaac; isaac=$(ls datasets/data/astro/ISAAC*.fits 2>/dev/null | head -1)
+  [ -n "$isaac" ] || { echo "bench-suite.sh: datasets/data/astro/ISAAC*.fits missing (datasets/fetch.sh)" >&2; exit 1; }
+  if [ ! -f "$scratch/a2048/.complete" ]; then
+    rm -rf "$scratch/a2048"; $py tools/gpu/make-astro-2048.py "$isaac" "$scratch/a2048" && touch "$scratch/a2048/.complete"
+  fi
+  cat "$scratch"/a2048/c0/*.fits > /dev/null
+}
+
+moffat_pipeline() {  # config/astro.yaml with a 41x41 Moffat (FWHM 6 px, beta 2.5) matched filter
+  $py - "$1" <<'PY'
+import math, sys
+size, fwhm, beta = 41, 6.0, 2.5
+alpha = fwhm / (2 * math.sqrt(2 ** (1 / beta) - 1))
+c = size // 2
+rows = [[(1 + ((x - c) ** 2 + (y - c) ** 2) / alpha ** 2) ** -beta for x in range(size)] for y in range(size)]
+total = sum(map(sum, rows))
+kernel = "[" + ", ".join("[" + ", ".join(f"{v / total:.6e}" for v in r) + "]" for r in rows) + "]"
+text = open("config/astro.yaml").read().replace("steps:\n", "steps:\n  - convolve: {apply_to: detection, kernel: " + kernel + "}\n", 1)
+open(sys.argv[1], "w").write(text)
+PY
+}
+
+part_astro() {
+  astro_inputs
+  local in=$scratch/a2048
+  variant "$scratch/astro-fits.yaml" config/astro.yaml 's/formats: \[csv, fits\]/formats: [fits]/'
+  moffat_pipeline "$scratch/astro-moffat.yaml"
+  if [ "$gpus" -gt 0 ]; then
+    bench astro-2048-gpu config/astro.yaml "$in" --device cuda --threads "$cores" --sweep streams=4 --sweep buffers=2,8
+    bench astro-2048-gpu-fits-only "$scratch/astro-fits.yaml" "$in" --device cuda --threads "$cores" --streams 4 --buffers-per-stream 8
+    bench astro-2048-gpu-moffat41 "$scratch/astro-moffat.yaml" "$in" --device cuda --threads "$cores" --streams 8 --buffers-per-stream 4
+    bench astro-2048-cpu config/astro.yaml "$in" --device cpu --images 128 --sweep "threads=1,4,$cores"
+  else
+    bench astro-2048-cpu config/astro.yaml "$in" --device cpu --images 32 --sweep "threads=1,$cores"
+  fi
+}
+
+part_mosaic() {
+  local kindarg=--synthetic
+  [ -f datasets/data/astro/ISAAC.2006-04-13T06-32-38.944.fits ] && kindarg="--from datasets/data/astro"
+  local size=32000x32000; [ "$gpus" -gt 0 ] || size=16000x16000  # a 2-core host: 1 Gpix, not 4
+  if [ ! -f "$scratch/mosaic/.complete-$size" ]; then
+    rm -rf "$scratch/mosaic"; mkdir -p "$scratch/mosaic/in"
+    # shellcheck disable=SC2086 # two words
+    $py datasets/make_mosaic.py "$scratch/mosaic/in/mosaic.fits" --size $size $kindarg > /dev/null
+    touch "$scratch/mosaic/.complete-$size"
+  fi
+  cat "$scratch/mosaic/in/mosaic.fits" > /dev/null
+  variant "$scratch/astro-tiles.yaml" config/astro.yaml 's/^steps:/tiling: {resident: off}\nsteps:/'
+  if [ "$gpus" -gt 0 ]; then
+    bench mosaic-32k-gpu-resident config/astro.yaml "$scratch/mosaic/in" --device cuda --threads "$cores"
+    bench mosaic-32k-gpu-tiles "$scratch/astro-tiles.yaml" "$scratch/mosaic/in" --device cuda --threads "$cores" --streams 8
+    REPEAT=1 bench mosaic-32k-cpu config/astro.yaml "$scratch/mosaic/in" --device cpu --threads "$cores"
+  else
+    REPEAT=1 bench mosaic-16k-cpu config/astro.yaml "$scratch/mosaic/in" --device cpu --threads "$cores"
+  fi
+}
+
+part_mri() {
+  local slices=datasets/data/mri/slices
+  [ -d $slices ] || { echo "bench-suite.sh: $slices missing (datasets/fetch_mri.sh)" >&2; exit 1; }
+  variant "$scratch/mri-batched.yaml" config/mri-gpu.yaml \
+    's/solver: auto, reconstruct: auto, svd_solver: auto, reconstruct_kernel: auto/solver: gpu/'
+  if [ "$gpus" -gt 0 ]; then
+    bench mri-gpu config/mri-gpu.yaml $slices --device cuda --threads "$cores" --images 14080 --streams 8
+    bench mri-gpu-batched "$scratch/mri-batched.yaml" $slices --device cuda --threads "$cores" --images 14080 --streams 8
+    bench mri-cpu config/mri.yaml $slices --device cpu --threads "$cores" --images 1760
+  else
+    bench mri-cpu config/mri.yaml $slices --device cpu --images 880 --sweep "threads=1,$cores"
+  fi
+}
+
+part_peers() {
+  [ "$gpus" -gt 0 ] || { log "peers: the CPU-host comparison is tools/peers/run.sh"; return 0; }
+  log peers
+  rm -rf "$scratch/peers"
+  OUT=$scratch/peers IMFLOW=$imflow bash tools/peers/device.sh > "$scratch/peers.log" 2>&1 \
+    || { tail -20 "$scratch/peers.log"; echo "bench-suite.sh: peers failed" >&2; return 1; }
+  cp "$scratch/peers/device_summary.json" "$out/peers-4096.json"
+}
+
+machine_json
+status=0
+for part in $parts; do
+  case $part in
+    astro-2048) part_astro || status=1 ;;
+    mosaic-32k) part_mosaic || status=1 ;;
+    mri) part_mri || status=1 ;;
+    peers) part_peers || status=1 ;;
+    *) echo "bench-suite.sh: unknown part $part" >&2; status=1 ;;
+  esac
+done
+$py tools/bench-report.py "$out"
+rm -rf "$scratch/bench"
+exit $status

@@ -112,7 +112,7 @@ part_astro() {
     bench astro-2048-gpu config/astro.yaml "$in" --device cuda --threads "$cores" --sweep streams=4 --sweep buffers=2,8
     bench astro-2048-gpu-fits-only "$scratch/astro-fits.yaml" "$in" --device cuda --threads "$cores" --streams 4 --buffers-per-stream 8
     bench astro-2048-gpu-moffat41 "$scratch/astro-moffat.yaml" "$in" --device cuda --threads "$cores" --streams 8 --buffers-per-stream 4
-    bench astro-2048-cpu config/astro.yaml "$in" --device cpu --images 128 --sweep "threads=1,4,$cores"
+    bench astro-2048-cpu config/astro.yaml "$in" --device cpu --images 64 --sweep "threads=1,$cores"
   else
     bench astro-2048-cpu config/astro.yaml "$in" --device cpu --images 32 --sweep "threads=1,$cores"
   fi

@@ -47,7 +47,11 @@ out=${out:-bench/results/$kind}
 mkdir -p "$out" "$scratch"
 [ -x "$imflow" ] || { echo "bench-suite.sh: no imflow binary at $imflow (tools/build.sh, or --imflow)" >&2; exit 1; }
 cores=$(nproc)
-py=/usr/bin/python3; [ -x $py ] || py=python3
+py=""  # a Python with NumPy (the inputs are made with it): PATH's, else Debian's
+for candidate in python3 /usr/bin/python3; do
+  if command -v $candidate >/dev/null && $candidate -c "import numpy" 2>/dev/null; then py=$candidate; break; fi
+done
+[ -n "$py" ] || { echo "bench-suite.sh: no python3 with NumPy (pip install numpy, or apt-get install python3-numpy)" >&2; exit 1; }
 log() { echo "== bench-suite: $* ($(date -u +%H:%M:%S))"; }
 machine_json() {
   $py - "$out/machine.json" "$kind" "$gpus" "$("$imflow" --version 2>&1 | head -1)" "$(git rev-parse --short HEAD 2>/dev/null || echo unknown)" <<'PY'

@@ -88,7 +88,9 @@ astro_inputs() {
   local isaac; isaac=$(ls datasets/data/astro/ISAAC*.fits 2>/dev/null | head -1)
   [ -n "$isaac" ] || { echo "bench-suite.sh: datasets/data/astro/ISAAC*.fits missing (datasets/fetch.sh)" >&2; exit 1; }
   if [ ! -f "$scratch/a2048/.complete" ]; then
-    rm -rf "$scratch/a2048"; $py tools/gpu/make-astro-2048.py "$isaac" "$scratch/a2048" && touch "$scratch/a2048/.complete"
+    rm -rf "$scratch/a2048"
+    $py tools/gpu/make-astro-2048.py "$isaac" "$scratch/a2048" || return 1
+    touch "$scratch/a2048/.complete"
   fi
   cat "$scratch"/a2048/c0/*.fits > /dev/null
 }
@@ -108,7 +110,7 @@ PY
 }
 
 part_astro() {
-  astro_inputs
+  astro_inputs || return 1
   local in=$scratch/a2048
   variant "$scratch/astro-fits.yaml" config/astro.yaml 's/formats: \[csv, fits\]/formats: [fits]/'
   moffat_pipeline "$scratch/astro-moffat.yaml"
@@ -116,7 +118,8 @@ part_astro() {
     bench astro-2048-gpu config/astro.yaml "$in" --device cuda --threads "$cores" --sweep streams=4 --sweep buffers=2,8
     bench astro-2048-gpu-fits-only "$scratch/astro-fits.yaml" "$in" --device cuda --threads "$cores" --streams 4 --buffers-per-stream 8
     bench astro-2048-gpu-moffat41 "$scratch/astro-moffat.yaml" "$in" --device cuda --threads "$cores" --streams 8 --buffers-per-stream 4
-    bench astro-2048-cpu config/astro.yaml "$in" --device cpu --images 64 --sweep "threads=1,$cores"
+    bench astro-2048-cpu-1thread config/astro.yaml "$in" --device cpu --images 16 --threads 1
+    bench astro-2048-cpu config/astro.yaml "$in" --device cpu --images 64 --threads "$cores"
   else
     bench astro-2048-cpu config/astro.yaml "$in" --device cpu --images 32 --sweep "threads=1,$cores"
   fi
@@ -126,20 +129,21 @@ part_mosaic() {
   local kindarg=--synthetic
   [ -f datasets/data/astro/ISAAC.2006-04-13T06-32-38.944.fits ] && kindarg="--from datasets/data/astro"
   local size=32000x32000; [ "$gpus" -gt 0 ] || size=16000x16000  # a 2-core host: 1 Gpix, not 4
+  local mosaic=${MOSAIC_DIR:-/tmp/imflow-suite-mosaic}  # 4 GB: often more than /dev/shm may hold
   if [ ! -f "$scratch/mosaic/.complete-$size" ]; then
-    rm -rf "$scratch/mosaic"; mkdir -p "$scratch/mosaic/in"
+    rm -rf "$mosaic"; mkdir -p "$mosaic/in"
     # shellcheck disable=SC2086 # two words
-    $py datasets/make_mosaic.py "$scratch/mosaic/in/mosaic.fits" --size $size $kindarg > /dev/null
-    touch "$scratch/mosaic/.complete-$size"
+    $py datasets/make_mosaic.py "$mosaic/in/mosaic.fits" --size $size $kindarg || return 1
+    touch "$mosaic/.complete-$size"
   fi
-  cat "$scratch/mosaic/in/mosaic.fits" > /dev/null
+  cat "$mosaic/in/mosaic.fits" > /dev/null
   variant "$scratch/astro-tiles.yaml" config/astro.yaml 's/^steps:/tiling: {resident: off}\nsteps:/'
   if [ "$gpus" -gt 0 ]; then
-    bench mosaic-32k-gpu-resident config/astro.yaml "$scratch/mosaic/in" --device cuda --threads "$cores"
-    bench mosaic-32k-gpu-tiles "$scratch/astro-tiles.yaml" "$scratch/mosaic/in" --device cuda --threads "$cores" --streams 8
-    REPEAT=1 bench mosaic-32k-cpu config/astro.yaml "$scratch/mosaic/in" --device cpu --threads "$cores"
+    bench mosaic-32k-gpu-resident config/astro.yaml "$mosaic/in" --device cuda --threads "$cores"
+    bench mosaic-32k-gpu-tiles "$scratch/astro-tiles.yaml" "$mosaic/in" --device cuda --threads "$cores" --streams 8
+    REPEAT=1 bench mosaic-32k-cpu config/astro.yaml "$mosaic/in" --device cpu --threads "$cores"
   else
-    REPEAT=1 bench mosaic-16k-cpu config/astro.yaml "$scratch/mosaic/in" --device cpu --threads "$cores"
+    REPEAT=1 bench mosaic-16k-cpu config/astro.yaml "$mosaic/in" --device cpu --threads "$cores"
   fi
 }
 

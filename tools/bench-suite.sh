@@ -130,7 +130,7 @@ part_mosaic() {
   [ -f datasets/data/astro/ISAAC.2006-04-13T06-32-38.944.fits ] && kindarg="--from datasets/data/astro"
   local size=32000x32000; [ "$gpus" -gt 0 ] || size=16000x16000  # a 2-core host: 1 Gpix, not 4
   local mosaic=${MOSAIC_DIR:-/tmp/imflow-suite-mosaic}  # 4 GB: often more than /dev/shm may hold
-  if [ ! -f "$scratch/mosaic/.complete-$size" ]; then
+  if [ ! -f "$mosaic/.complete-$size" ]; then
     rm -rf "$mosaic"; mkdir -p "$mosaic/in"
     # shellcheck disable=SC2086 # two words
     $py datasets/make_mosaic.py "$mosaic/in/mosaic.fits" --size $size $kindarg || return 1

@@ -20,6 +20,11 @@ def megapixels_per_file(name):
     return None
 
 
+def significant(value, digits=4):
+    """value rounded to `digits` significant digits (rates span 0.3 to 20,000 per second)."""
+    return float(f"{value:.{digits}g}") if value else value
+
+
 def point_record(name, bench, point):
     rate = point["images_per_second"]
     items = point["items"]
@@ -30,12 +35,12 @@ def point_record(name, bench, point):
         "point": point["label"] or "default",
         "device": bench["device"],
         "items": items,
-        "images_per_second": round(rate["median"], 1),
-        "images_per_second_min": round(rate["min"], 1),
-        "images_per_second_max": round(rate["max"], 1),
+        "images_per_second": significant(rate["median"]),
+        "images_per_second_min": significant(rate["min"]),
+        "images_per_second_max": significant(rate["max"]),
         "spread_percent": round(100 * (rate["max"] - rate["min"]) / rate["median"], 1) if rate["median"] else None,
         "megabytes_per_second": round(point["megabytes_per_second"]["median"], 0),
-        "wall_seconds": round(point["wall_seconds"]["median"], 3),
+        "wall_seconds": significant(point["wall_seconds"]["median"]),
         "bottleneck": point["bottleneck"]["stage"] if point.get("bottleneck") else None,
         "copy_overlap": None if point.get("copy_overlap_fraction") is None else round(point["copy_overlap_fraction"], 2),
         "stage_ms_per_item": {k: round(1e3 * v / items, 3) for k, v in sorted(point["stage_busy_seconds"].items())},

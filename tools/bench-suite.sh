@@ -54,7 +54,7 @@ done
 [ -n "$py" ] || { echo "bench-suite.sh: no python3 with NumPy (pip install numpy, or apt-get install python3-numpy)" >&2; exit 1; }
 log() { echo "== bench-suite: $* ($(date -u +%H:%M:%S))"; }
 machine_json() {
-  $py - "$out/machine.json" "$kind" "$gpus" "$("$imflow" --version 2>&1 | head -1)" "$(git rev-parse --short HEAD 2>/dev/null || echo unknown)" <<'PY'
+  $py - "$out/machine.json" "$kind" "$gpus" "$("$imflow" --version 2>&1 | head -1)" "${IMFLOW_COMMIT:-$(git rev-parse --short HEAD 2>/dev/null || echo unknown)}" <<'PY'
 import json, os, platform, subprocess, sys
 path, kind, gpus, version, commit = sys.argv[1:]
 cpu = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), "")

@@ -16,7 +16,7 @@ else()
   set(IMFLOW_YAML_TARGET yaml-cpp)
 endif()
 
-# MRI workload (issue 3), found by path so an unpacked-.deb prefix (CMAKE_PREFIX_PATH) works too:
+# MRI workload, found by path so an unpacked-.deb prefix (CMAKE_PREFIX_PATH) works too:
 # LAPACKE + OpenBLAS (sgesdd), libpng (PNG in and out), nifticlib + zlib (NIfTI); stb_image_write
 # (libstb) only for the tests, as an encoder independent of ours.
 find_path(LAPACKE_INCLUDE_DIR lapacke.h REQUIRED)

@@ -89,7 +89,7 @@ TEST_CASE("meshes with fewer than half valid pixels are dropped and filled from 
   CHECK(rms[0] == Approx(2.0).epsilon(0.1));
 }
 
-TEST_CASE("an all-NaN image: every mesh dropped, background 0 and rms 1 as SEP", "[background_mesh]") {
+TEST_CASE("an all-NaN image: every mesh dropped, background level 0 and rms 1 as SEP", "[background_mesh]") {
   std::vector<float> image(100 * 80, NAN), back, rms;
   const auto stats = mesh_background({image.data(), 100, 80}, mesh(32, 3), back, rms);
   CHECK(stats.meshes_dropped == stats.meshes);

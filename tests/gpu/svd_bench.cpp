@@ -1,4 +1,4 @@
-// imflow_svd_bench: the GPU MRI numbers of issue 5, as JSON.
+// imflow_svd_bench: the GPU MRI SVD figures (kernels, solvers, hybrid, end to end), as JSON.
 //   imflow_svd_bench [--slices DIR] [--json FILE] [--rank K] [--streams N] [--threads T]
 // 1. Reconstruction kernels (naive / tiled / register / cublas, block-size sweep): time per
 //    launch, GFLOP/s (2 m n k) and GB/s (factors read + image written) for 217x181 k=50 and a

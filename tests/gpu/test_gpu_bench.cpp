@@ -53,7 +53,7 @@ TEST_CASE("GPU step timings on 4096x4096", "[.][bench]") {
   std::printf("whole item, upload to collect: %.3f ms\n", ms);
 }
 
-// Issue 4's targets on a 2048x2048 float32 image (real-like: the ISAAC frame tiled 2x2 when
+// The astronomy timings on a 2048x2048 float32 image (real-like: the ISAAC frame tiled 2x2 when
 // datasets/data/astro holds it, else a synthetic sky): GPU time of background+segment+label+
 // measure, and of the lesson's 15x15 Gaussian, separable vs general. JSON to $IMFLOW_BENCH_JSON.
 TEST_CASE("GPU astronomy timings on 2048x2048", "[.][bench][astro2048]") {

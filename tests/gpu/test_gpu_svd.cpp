@@ -1,8 +1,8 @@
 // GPU MRI path, per slice: normalize, the reconstruction kernels, the cuSOLVER SVD (gesvdj,
 // gesvd, randomized) and the hybrid, against the CPU path and against matrices of known
 // spectrum; real slices (datasets/samples/mri, and datasets/data/mri/slices when fetched); the
-// pipeline end to end on the device (batched solvers: test_gpu_svd_batched.cpp). Error bars
-// of issue 5: singular values 1e-4 relative, relative Frobenius error within 1e-4 absolute,
+// pipeline end to end on the device (batched solvers: test_gpu_svd_batched.cpp). Error bars:
+// singular values 1e-4 relative, relative Frobenius error within 1e-4 absolute,
 // reconstruction kernels 1e-5 relative.
 #include <algorithm>
 #include <cmath>

@@ -1,5 +1,6 @@
-// Helpers of the GPU SVD tests (test_gpu_svd.cpp, test_gpu_svd_batched.cpp): items through a
-// slot, matrices of known spectrum, the CPU reference path, real slice lists, metrics.csv rows.
+// Helpers of the GPU MRI tests (test_gpu_svd*.cpp, test_gpu_normalize_batched.cpp,
+// test_gpu_batch_mode.cpp): items through a slot, matrices of known spectrum, the CPU reference
+// path, real slice lists, metrics.csv rows.
 #pragma once
 #include <algorithm>
 #include <cmath>

@@ -1,7 +1,7 @@
-// GPU MRI path in batches: the batched solvers (gesvda with its Jacobi fallback, jacobi) on matrices of known spectrum
-// with fresh random seeds (square, tall, wide, rank-deficient, all-zero), a bad image that must
-// not poison its batch-mates, the energy rule, batched normalize against the per-item kernel,
-// real slices against the CPU path, and the engine's batch mode against its per-item mode.
+// The batched GPU SVD solvers (gesvda with its Jacobi fallback, jacobi) on matrices of known
+// spectrum with fresh random seeds (square, tall, wide, rank-deficient, all-zero), a bad image that
+// must not poison its batch-mates, the energy rule, and real slices against the CPU path. Batched
+// normalize: test_gpu_normalize_batched.cpp; the engine's batch mode: test_gpu_batch_mode.cpp.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -10,18 +10,13 @@
 #include <string>
 #include <vector>
 
-#include <unistd.h>
-
 #include "cuda/gpu_batch.hpp"
-#include "cuda/normalize.hpp"
 #include "cuda/normalize_batched.hpp"
 #include "cuda/svd.hpp"
 #include "cuda/svd_batched.hpp"
 #include "gpu_test_helpers.hpp"
-#include "imflow/engine.hpp"
 #include "imflow/io/png.hpp"
 #include "imflow/kernels/normalize.hpp"
-#include "imflow/pipeline.hpp"
 #include "svd_test_helpers.hpp"
 
 using gpu_test::Slot;
@@ -218,54 +213,6 @@ TEST_CASE("Batched GPU SVD: all-zero and NaN images do not poison their batch-ma
   }
 }
 
-TEST_CASE("Batched GPU normalize matches the per-item kernel (nonfinite keep and zero)", "[gpu][mri][batched]") {
-  Slot slot;
-  std::mt19937 rng(fresh_seed());
-  std::normal_distribution<float> noise(120.0f, 40.0f);
-  const int64_t w = 181, h = 217;
-  std::vector<std::vector<float>> images(4, std::vector<float>(static_cast<size_t>(w * h)));
-  for (auto& image : images)
-    for (auto& x : image) x = noise(rng);
-  std::fill(images[1].begin(), images[1].end(), 42.0f);
-  std::fill(images[2].begin(), images[2].end(), NAN);
-  images[3][5] = NAN;
-  images[3][77] = INFINITY;
-  for (int mode = 0; mode < 4; ++mode) {
-    const bool zero = mode >= 2, zscore = mode % 2 == 1;
-    std::vector<WorkItem> batch_items(images.size());
-    std::vector<WorkItem*> pointers;
-    for (size_t b = 0; b < images.size(); ++b) {
-      set_pixels(batch_items[b], w, h, images[b]);
-      pointers.push_back(&batch_items[b]);
-    }
-    imflow::GpuBatch batch(0, slot.stream.get());
-    icuda::enqueue_batch_upload(batch, pointers.data(), 4);
-    icuda::normalize_batched(batch.images.data(), batch.pixels(), 4, batch.results.data(), zscore, zero, batch.stream);
-    batch.has_normalization = batch.image_modified = true;
-    icuda::enqueue_batch_download(batch, pointers.data(), 4);
-    slot.stream.synchronize();
-    for (size_t b = 0; b < images.size(); ++b) {
-      INFO("zero " << zero << " zscore " << zscore << " image " << b);
-      icuda::collect_batch_item(batch, static_cast<int>(b), batch_items[b]);
-      WorkItem single;
-      set_pixels(single, w, h, images[b]);
-      run_on_gpu(slot, single, [&](imflow::GpuContext& g) { icuda::normalize(g, zscore, zero); });
-      CHECK(batch_items[b].metrics == single.metrics);  // zeroed_pixels, when any
-      CHECK(single.metrics.count("zeroed_pixels") == (zero && (b == 2 || b == 3) ? 1u : 0u));
-      REQUIRE(batch_items[b].normalization.has_value());
-      CHECK(batch_items[b].normalization->offset == Approx(single.normalization->offset).epsilon(1e-12).margin(1e-12));
-      CHECK(batch_items[b].normalization->scale == Approx(single.normalization->scale).epsilon(1e-12).margin(1e-12));
-      size_t mismatches = 0;
-      for (int64_t i = 0; i < w * h; ++i) {
-        const float a = batch_items[b].pixels.data()[i], r = single.pixels.data()[i];
-        if (std::isnan(r) ? !std::isnan(a) : (std::isinf(r) ? a != r : std::abs(a - r) > 1e-6f * (1.0f + std::abs(r))))
-          ++mismatches;
-      }
-      CHECK(mismatches == 0);
-    }
-  }
-}
-
 TEST_CASE("Batched GPU SVD on real MRI slices matches the CPU path", "[gpu][mri][svd][batched][real]") {
   auto files = png_files(fs::path(IMFLOW_SOURCE_DIR) / "datasets/samples/mri", 1);
   for (const auto& p : png_files(fs::path(IMFLOW_SOURCE_DIR) / "datasets/data/mri/slices", 8)) files.push_back(p);
@@ -319,63 +266,6 @@ TEST_CASE("Batched GPU SVD on real MRI slices matches the CPU path", "[gpu][mri]
     CHECK(worst_err < 1e-4);
     CHECK(worst_pixel < 1e-4);
   }
-}
-
-TEST_CASE("The engine's batch mode matches its per-item mode (partial batches, mixed shapes, a bad file)",
-          "[gpu][mri][pipeline][batched]") {
-  const fs::path samples = fs::path(IMFLOW_SOURCE_DIR) / "datasets/samples/mri";
-  const fs::path base = fs::temp_directory_path() / ("imflow_gpu_batch_" + std::to_string(::getpid()));
-  const fs::path input = base / "in";
-  fs::create_directories(input);
-  for (const auto& e : fs::directory_iterator(samples)) fs::copy(e.path(), input / e.path().filename());
-  {  // a truncated PNG: fails alone, with its name
-    std::ofstream bad(input / "zz_truncated.png", std::ios::binary);
-    bad << "\x89PNG\r\n\x1a\n";
-  }
-  auto run = [&](const std::string& name, int batch, const std::string& step, int streams) {
-    const fs::path out = base / name;
-    const std::string yaml = "input: {dir: " + input.string() + "}\noutput: {dir: " + out.string() +
-                             ", formats: [png, metrics]}\ndevice: cuda\nstreams: " + std::to_string(streams) +
-                             "\nbatch: " + std::to_string(batch) + "\nsteps: [normalize, {svd_reconstruct: " + step + "}]\n";
-    auto pipeline = imflow::parse_pipeline(yaml, name);
-    const auto summary = imflow::run_pipeline(pipeline, {});
-    CHECK(summary.failed() == 1);
-    CHECK(summary.succeeded() == 3 + 62);
-    return read_metrics_csv(out / "metrics.csv");
-  };
-  // The per-item path (cuSOLVER gesvdj, one slice per launch) is the reference.
-  const auto per_item = run("per_item", 1, "{rank: 50, clip_rank: true, solver: gpu, svd_solver: gesvdj}", 2);
-  REQUIRE(per_item.size() == 65);
-  for (int batch : {2, 7, 64, 256}) {
-    INFO("batch " << batch);
-    const auto batched = run("batch", batch, "{rank: 50, clip_rank: true, solver: gpu}", batch == 7 ? 1 : 3);
-    REQUIRE(batched.size() == per_item.size());
-    for (const auto& [key, g] : batched) {
-      const auto& c = per_item.at(key);
-      CHECK(g[0] == c[0]);                   // rank
-      CHECK(std::abs(g[1] - c[1]) < 1e-4);   // relative Frobenius error
-      CHECK(std::abs(g[2] - c[2]) < 1e-4);   // energy kept
-    }
-  }
-  // solver auto measures both ways on the first slice and records its choice.
-  {
-    const fs::path out = base / "auto";
-    const std::string yaml = "input: {dir: " + input.string() + "}\noutput: {dir: " + out.string() +
-                             ", formats: [metrics]}\ndevice: cuda\nbatch: 16\nsteps: [normalize, {svd_reconstruct: "
-                             "{rank: 50, clip_rank: true}}]\n";
-    auto pipeline = imflow::parse_pipeline(yaml, "auto");
-    const auto summary = imflow::run_pipeline(pipeline, {});
-    CHECK(summary.succeeded() == 3 + 62);
-    const auto json = summary.to_json();
-    REQUIRE(json.contains("device_choices"));
-    const auto& choice = json["device_choices"][0];
-    CHECK((choice["choice"] == "gpu" || choice["choice"] == "hybrid"));
-    CHECK(choice["gpu_slices_per_second"].get<double>() > 0.0);
-    CHECK(choice["cpu_slices_per_second"].get<double>() > 0.0);
-    const auto rows = read_metrics_csv(out / "metrics.csv");
-    for (const auto& [key, g] : rows) CHECK(std::abs(g[1] - per_item.at(key)[1]) < 1e-4);
-  }
-  fs::remove_all(base);
 }
 
 // Small enough for compute-sanitizer (tools/gpu/sanitize.sh runs the [sanitize] set): both

@@ -1,4 +1,4 @@
-// The pinned allocator (cuda/resources.hpp): small blocks share slabs, large ones get their own
+// The pinned allocator (cuda/pinned_allocator.hpp): small blocks share slabs, large ones get their own
 // allocation, blocks never overlap, are 256-byte aligned, usable by async copies, and every slab
 // is returned when its last block is freed (or cached for reuse, up to a limit).
 #include <algorithm>

@@ -1,86 +1,16 @@
-// Implementation of the RAII CUDA resources and device discovery (resources.hpp).
-#include "cuda/resources.hpp"
+// Pinned host memory (pinned_allocator.hpp): cudaHostAlloc, the slabs and registered huge-page
+// blocks of PinnedAllocator, and its cache of freed ones.
+#include "cuda/pinned_allocator.hpp"
 
+#include <cuda_runtime_api.h>
 #include <sys/mman.h>
 
 #include <memory>
 #include <new>
 
+#include "cuda/cuda_check.hpp"
+
 namespace imflow::cuda {
-
-int device_count() noexcept {
-  int count = 0;
-  const cudaError_t status = cudaGetDeviceCount(&count);
-  if (status != cudaSuccess) {
-    (void)cudaGetLastError();  // no driver / no device: not an error for the caller
-    return 0;
-  }
-  return count;
-}
-
-std::string device_name(int device) {
-  cudaDeviceProp prop{};
-  IMFLOW_CUDA_CHECK(cudaGetDeviceProperties(&prop, device));
-  return prop.name;
-}
-
-DeviceGuard::DeviceGuard(int device) {
-  IMFLOW_CUDA_CHECK(cudaGetDevice(&previous_));
-  if (previous_ != device) {
-    IMFLOW_CUDA_CHECK(cudaSetDevice(device));
-    changed_ = true;
-  }
-}
-
-DeviceGuard::~DeviceGuard() {
-  if (changed_) IMFLOW_CUDA_LOG(cudaSetDevice(previous_));
-}
-
-Stream::Stream() { IMFLOW_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking)); }
-
-void Stream::synchronize() const { IMFLOW_CUDA_CHECK(cudaStreamSynchronize(stream_)); }
-
-void Stream::reset() noexcept {
-  if (stream_ != nullptr) IMFLOW_CUDA_LOG(cudaStreamDestroy(stream_));
-  stream_ = nullptr;
-}
-
-Event::Event(bool timing) {
-  IMFLOW_CUDA_CHECK(cudaEventCreateWithFlags(&event_, timing ? cudaEventDefault : cudaEventDisableTiming));
-}
-
-void Event::record(cudaStream_t stream) const { IMFLOW_CUDA_CHECK(cudaEventRecord(event_, stream)); }
-
-bool Event::query() const {
-  const cudaError_t status = cudaEventQuery(event_);
-  if (status == cudaErrorNotReady) return false;
-  IMFLOW_CUDA_CHECK(status);
-  return true;
-}
-
-void Event::synchronize() const { IMFLOW_CUDA_CHECK(cudaEventSynchronize(event_)); }
-
-float Event::elapsed_ms(const Event& start, const Event& stop) {
-  float ms = 0.0f;
-  IMFLOW_CUDA_CHECK(cudaEventElapsedTime(&ms, start.event_, stop.event_));
-  return ms;
-}
-
-void Event::reset() noexcept {
-  if (event_ != nullptr) IMFLOW_CUDA_LOG(cudaEventDestroy(event_));
-  event_ = nullptr;
-}
-
-void* device_allocate(size_t bytes) {
-  if (bytes == 0) return nullptr;
-  void* pointer = nullptr;
-  IMFLOW_CUDA_CHECK(cudaMalloc(&pointer, bytes));
-  return pointer;
-}
-
-void device_free(void* pointer) noexcept {
-  if (pointer != nullptr) IMFLOW_CUDA_LOG(cudaFree(pointer));
-}
 
 void* pinned_allocate(size_t bytes) {
   if (bytes == 0) bytes = 1;  // a valid, unique pointer as operator new gives

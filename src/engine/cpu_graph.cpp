@@ -4,9 +4,6 @@
 
 #include <tbb/flow_graph.h>
 
-#include <memory>
-#include <vector>
-
 #include "graph_ends.hpp"
 
 namespace imflow {
@@ -14,9 +11,6 @@ namespace imflow {
 namespace flow = tbb::flow;
 
 void run_cpu_graph(RunContext& run, ItemSource& source, int threads, int buffers) {
-  std::vector<std::unique_ptr<WorkItem>> pool;
-  for (int i = 0; i < buffers; ++i) pool.push_back(std::make_unique<WorkItem>());
-
   flow::graph graph;
   GraphEnds ends(graph, run, source, threads);
   flow::function_node<WorkItem*, WorkItem*> processor(graph, threads, [&](WorkItem* item) {
@@ -25,7 +19,7 @@ void run_cpu_graph(RunContext& run, ItemSource& source, int threads, int buffers
   });
   flow::make_edge(ends.read_items(), processor);
   flow::make_edge(processor, ends.writer());
-  ends.start(pool);
+  ends.start(static_cast<size_t>(buffers));
   graph.wait_for_all();
 }
 

@@ -1,8 +1,8 @@
 // The batch-mode CUDA graph (gpu_batch_graph.hpp):
 //   reader -> batcher (serial: groups same-shape items; failed items go straight on)
-//          -> (batch, free slot) -> async GPU stage (upload, steps' run_cuda_batch, download on
-//             the slot's stream; completion by stream callback) -> collect (per-item results,
-//             a failure stays with its item) -> writer.
+//          -> GPU stage (gpu_stage.hpp) with batches as its unit: one upload, each step's
+//             run_cuda_batch, one download on the slot's stream; per-item results, a failure
+//             stays with its item -> writer.
 // A batch that is not full is flushed by the main thread when graph.wait_for_all() returns:
 // the graph only goes idle when no more items can arrive (input done, or every token waiting in
 // the batcher), so the flush is never a guess and never a timeout.
@@ -16,15 +16,12 @@
 #include <tuple>
 
 #include "cuda/cuda_check.hpp"
+#include "gpu_stage.hpp"
 #include "graph_ends.hpp"
 
 namespace imflow {
 
 namespace flow = tbb::flow;
-using ItemBatch = std::vector<WorkItem*>;
-using BatchPtr = std::shared_ptr<ItemBatch>;
-using BatchWork = std::tuple<BatchPtr, GpuSlot*>;
-using BatchNode = flow::async_node<BatchWork, BatchWork>;
 
 bool batchable_pipeline(const Pipeline& pipeline, const EngineConfig& engine) {
   if (engine.batch <= 1 || pipeline.steps.empty()) return false;
@@ -68,14 +65,6 @@ class Batcher {
   int size_;
   BatchPtr current_;
 };
-
-void CUDART_CB on_batch_done(cudaStream_t, cudaError_t status, void* user_data) {
-  auto* slot = static_cast<GpuSlot*>(user_data);
-  slot->status = status;
-  auto* gateway = static_cast<BatchNode::gateway_type*>(slot->gateway);
-  gateway->try_put(BatchWork{slot->batch_items, slot});
-  gateway->release_wait();
-}
 
 void enqueue_batch(RunContext& run, GpuSlot& slot, ItemBatch& items) {
   cuda::DeviceGuard guard(slot.device);
@@ -122,10 +111,7 @@ void fail_batch(RunContext& run, ItemBatch& items, GpuSlot& slot, const std::str
   for (WorkItem* item : items) {
     if (item->status != ItemStatus::failed) item->fail(item_name(item->ref) + ": GPU " + std::to_string(slot.device) + ": " + what);
   }
-  if (cuda::is_sticky(code)) {
-    run.halt_with("device " + std::to_string(slot.device) + " is in an unrecoverable state (" + what +
-                  "); stopping, finished items are kept");
-  }
+  halt_if_sticky(run, slot.device, what, code);
 }
 
 }  // namespace
@@ -133,12 +119,7 @@ void fail_batch(RunContext& run, ItemBatch& items, GpuSlot& slot, const std::str
 void run_gpu_batch_graph(RunContext& run, ItemSource& source, int threads, const EngineConfig& engine,
                          std::vector<std::unique_ptr<GpuSlot>>& slots, GpuTimeline& timeline) {
   const int batch_size = engine.batch;
-  std::vector<std::unique_ptr<WorkItem>> items;
   const size_t tokens = static_cast<size_t>(batch_size) * (slots.size() + 1) + 2 * static_cast<size_t>(threads);
-  for (size_t i = 0; i < tokens; ++i) {
-    items.push_back(std::make_unique<WorkItem>());
-    items.back()->pixels.set_allocator(cuda::pinned_allocator());
-  }
   spdlog::info("GPU batches of up to {} same-shape items, {} slots, {} work items", batch_size, slots.size(), tokens);
 
   flow::graph graph;
@@ -152,61 +133,42 @@ void run_gpu_batch_graph(RunContext& run, ItemSource& source, int threads, const
     }
     for (BatchPtr& ready : batcher.add(item)) std::get<0>(ports).try_put(std::move(ready));
   }, kGpuNodePriority);
-  flow::queue_node<BatchPtr> batches(graph);
-  flow::buffer_node<GpuSlot*> free_slots(graph);
-  flow::join_node<BatchWork, flow::reserving> to_gpu(graph);
-  BatchNode gpu(graph, flow::unlimited, [&](const BatchWork& work, BatchNode::gateway_type& gateway) {
-    auto [batch, slot] = work;
+  GpuStageChoices<BatchPtr> choices;
+  choices.hand_on_now = [&](GpuSlot&, const BatchPtr& batch) {
     const bool skip = run.halt.load();  // read once: the items are failed exactly when skipped
     if (skip) {
       for (WorkItem* item : *batch) {
         if (item->status != ItemStatus::failed) item->fail(item_name(item->ref) + ": not processed: " + run.fatal_reason());
       }
     }
-    submit_to_stream(
-        *slot, work, gateway, on_batch_done, skip,
-        [&] {
-          slot->batch_items = batch;
-          enqueue_batch(run, *slot, *batch);
-        },
-        [&](const std::string& what, cudaError_t code) {
-          fail_batch(run, *batch, *slot, what, code);
-          slot->batch_items.reset();  // failed here: collect only hands the items on
-        });
-  }, kGpuNodePriority);
-  using CollectNode = flow::multifunction_node<BatchWork, std::tuple<WorkItem*>>;
-  CollectNode collect(graph, threads, [&](const BatchWork& work, CollectNode::output_ports_type& ports) {
-    auto [batch, slot] = work;
-    const bool enqueued = slot->batch_items == batch;
-    if (enqueued && slot->status != cudaSuccess) {
-      fail_batch(run, *batch, *slot,
-                 std::string("CUDA error ") + cudaGetErrorName(slot->status) + ": " + cudaGetErrorString(slot->status),
-                 slot->status);
-    } else if (enqueued) {
-      try {
-        collect_batch(run, *slot, *batch, timeline);
-      } catch (const cuda::CudaError& error) {
-        fail_batch(run, *batch, *slot, error.what(), error.code());
-      }
+    return skip;
+  };
+  choices.enqueue = [&](GpuSlot& slot, const BatchPtr& batch) { enqueue_batch(run, slot, *batch); };
+  choices.fail = [&](GpuSlot& slot, const BatchPtr& batch, const std::string& what, cudaError_t code) {
+    fail_batch(run, *batch, slot, what, code);
+  };
+  choices.collect = [&](GpuSlot& slot, const BatchPtr& batch, cudaError_t status) {
+    if (status != cudaSuccess) {
+      fail_batch(run, *batch, slot, cuda_error_text(status), status);
+      return;
     }
-    slot->batch_items.reset();
-    free_slots.try_put(slot);
-    for (WorkItem* item : *batch) std::get<0>(ports).try_put(item);
-  }, kGpuNodePriority);
+    try {
+      collect_batch(run, slot, *batch, timeline);
+    } catch (const cuda::CudaError& error) {
+      fail_batch(run, *batch, slot, error.what(), error.code());
+    }
+  };
+  GpuStage<BatchPtr> gpu(graph, threads, slots, std::move(choices));
   flow::make_edge(ends.read_items(), batch_items);
-  flow::make_edge(flow::output_port<0>(batch_items), batches);
+  flow::make_edge(flow::output_port<0>(batch_items), gpu.units());
   flow::make_edge(flow::output_port<1>(batch_items), ends.writer());
-  flow::make_edge(batches, flow::input_port<0>(to_gpu));
-  flow::make_edge(free_slots, flow::input_port<1>(to_gpu));
-  flow::make_edge(to_gpu, gpu);
-  flow::make_edge(gpu, collect);
-  flow::make_edge(flow::output_port<0>(collect), ends.writer());
-  for (auto& slot : slots) free_slots.try_put(slot.get());
-  ends.start(items);
+  flow::make_edge(gpu.items(), ends.writer());
+  gpu.start();
+  ends.start(tokens, cuda::pinned_allocator());
   graph.wait_for_all();
   // Idle: the input is done (or every token waits in the batcher); send the partial batch.
   while (BatchPtr rest = batcher.flush()) {
-    batches.try_put(std::move(rest));
+    gpu.units().try_put(std::move(rest));
     graph.wait_for_all();
   }
 }

@@ -1,20 +1,17 @@
 // The CUDA flow graph. Pinned work items are the reader's tokens (streams x buffers_per_stream
-// per GPU: the reader fills one while the GPU works on another); slots (stream + device
-// buffers) are the GPU stage's tokens. The GPU stage only enqueues work and returns; a stream
-// callback hands the item on, so no TBB worker waits on the device and N streams are N items in
-// flight. cudaStreamAddCallback (not cudaLaunchHostFunc) is used because it is also called when
-// the stream failed, so the graph can always account for the item and never hangs.
+// per GPU: the reader fills one while the GPU works on another); the GPU stage (gpu_stage.hpp)
+// takes one item per slot: upload, steps and download enqueued on the slot's stream, results
+// collected after its stream callback. With `batch` > 1 and batchable steps the GPU stage takes
+// batches instead (gpu_batch_graph.cpp).
 #include "gpu_graph.hpp"
 
 #include <spdlog/spdlog.h>
 #include <tbb/flow_graph.h>
 
-#include <algorithm>
 #include <chrono>
 #include <map>
 #include <memory>
 #include <mutex>
-#include <tuple>
 
 #include "cuda/cuda_check.hpp"
 #include "imflow/errors.hpp"
@@ -23,14 +20,11 @@
 #include "gpu_overlap.hpp"
 #include "gpu_resident.hpp"
 #include "gpu_slot.hpp"
+#include "gpu_stage.hpp"
 #include "graph_ends.hpp"
 #include "tiled_image.hpp"
 
 namespace imflow {
-
-namespace flow = tbb::flow;
-using Work = std::tuple<WorkItem*, GpuSlot*>;
-using GpuNode = flow::async_node<Work, Work>;
 
 int cuda_devices_available() { return cuda::device_count(); }
 
@@ -43,14 +37,6 @@ GpuSlot::GpuSlot(int device_id, int slot_index, size_t steps) : device(device_id
 }
 
 namespace {
-void CUDART_CB on_stream_done(cudaStream_t, cudaError_t status, void* user_data) {
-  auto* slot = static_cast<GpuSlot*>(user_data);
-  slot->status = status;
-  auto* gateway = static_cast<GpuNode::gateway_type*>(slot->gateway);
-  gateway->try_put(Work{slot->item, slot});
-  gateway->release_wait();
-}
-
 cuda::DownloadWants download_wants(const OutputConfig& output, const GpuContext& context) {
   cuda::DownloadWants wants;
   wants.labels = output.wants("labels") && context.has_labels;
@@ -130,11 +116,9 @@ void collect_item(RunContext& run, GpuSlot& slot, WorkItem& item, GpuTimeline& t
 
 void fail_on_device(RunContext& run, WorkItem& item, GpuSlot& slot, const std::string& what, cudaError_t code) {
   item.fail(item_name(item.ref) + ": GPU " + std::to_string(slot.device) + ": " + what);
-  if (cuda::is_sticky(code)) {
-    run.halt_with("device " + std::to_string(slot.device) + " is in an unrecoverable state (" + what +
-                  "); stopping, finished items are kept");
-  }
+  halt_if_sticky(run, slot.device, what, code);
 }
+
 // A GPU-resident image (docs/tiling.md), synchronously in the GPU node: strips read and copied
 // in, the steps, the results. One at a time per device (`device_lock`: it may fill most of the
 // device's memory), and its device buffers are given back afterwards.
@@ -164,6 +148,57 @@ void run_resident_item(RunContext& run, GpuSlot& slot, WorkItem& item, GpuTimeli
   } catch (const cuda::CudaError& error) {
     fail_on_device(run, item, slot, error.what(), error.code());
   }
+}
+
+// One item per slot. The item graph's stage choices: a failed item (or any once the run halted)
+// and a GPU-resident image (processed in the GPU node itself) are handed on at once; the others
+// are enqueued, then collected after their stream callback.
+void run_gpu_item_graph(RunContext& run, ItemSource& source, int threads, const EngineConfig& engine,
+                        const std::vector<int>& devices, std::vector<std::unique_ptr<GpuSlot>>& slots,
+                        GpuTimeline& timeline) {
+  std::map<int, std::mutex> resident_locks;  // one GPU-resident image per device at a time
+  for (int device : devices) resident_locks[device];
+  if (run.tiles != nullptr) run.tiles->set_resident_pixels(resident_pixel_limit(devices));
+  const size_t first_gpu = first_gpu_step(run.pipeline);
+
+  tbb::flow::graph graph;
+  GraphEnds ends(graph, run, source, threads, [&](WorkItem& item) { host_phase_stage(run, item, first_gpu); });
+  GpuStageChoices<WorkItem*> choices;
+  choices.hand_on_now = [&](GpuSlot& slot, WorkItem* item) {
+    const bool skip = item->status == ItemStatus::failed || run.halt;
+    if (skip && item->status != ItemStatus::failed) item->fail(item_name(item->ref) + ": not processed: " + run.fatal_reason());
+    if (skip) return true;
+    if (item->ref.resident_rows > 0) {  // processed here, then handed on at once
+      run_resident_item(run, slot, *item, timeline, resident_locks.at(slot.device));
+      return true;
+    }
+    return false;
+  };
+  choices.enqueue = [&](GpuSlot& slot, WorkItem* item) { enqueue_item(run, slot, *item); };
+  choices.fail = [&](GpuSlot& slot, WorkItem* item, const std::string& what, cudaError_t code) {
+    fail_on_device(run, *item, slot, what, code);
+  };
+  choices.collect = [&](GpuSlot& slot, WorkItem* item, cudaError_t status) {
+    if (item->status == ItemStatus::failed) return;
+    if (status != cudaSuccess) {
+      fail_on_device(run, *item, slot, cuda_error_text(status), status);
+      return;
+    }
+    try {
+      collect_item(run, slot, *item, timeline);
+      if (item->ref.tiled) tile_after_gpu(run, *item);
+    } catch (const cuda::CudaError& error) {
+      fail_on_device(run, *item, slot, error.what(), error.code());
+    } catch (const std::exception& error) {
+      item->fail(item_name(item->ref) + ": " + error.what());
+    }
+  };
+  GpuStage<WorkItem*> gpu(graph, threads, slots, std::move(choices));
+  tbb::flow::make_edge(ends.read_items(), gpu.units());
+  tbb::flow::make_edge(gpu.items(), ends.writer());
+  gpu.start();
+  ends.start(slots.size() * static_cast<size_t>(engine.buffers_per_stream), cuda::pinned_allocator());
+  graph.wait_for_all();
 }
 }  // namespace
 
@@ -199,80 +234,8 @@ void run_gpu_graph(RunContext& run, ItemSource& source, int threads, const Engin
   const bool batched = batchable_pipeline(run.pipeline, engine);
   run.summary.set("gpu_batch", batched ? engine.batch : 1);
   timeline.start(slots, run.trace);
-  if (batched) {
-    run_gpu_batch_graph(run, source, threads, engine, slots, timeline);
-    for (auto& slot : slots) IMFLOW_CUDA_LOG(cudaStreamSynchronize(slot->stream));
-    run.summary.set("gpu", timeline.summary(slots));
-    return;
-  }
-  std::map<int, std::mutex> resident_locks;  // one GPU-resident image per device at a time
-  for (int device : devices) resident_locks[device];
-  if (run.tiles != nullptr) run.tiles->set_resident_pixels(resident_pixel_limit(devices));
-  std::vector<std::unique_ptr<WorkItem>> items;
-  for (size_t i = 0; i < slots.size() * static_cast<size_t>(engine.buffers_per_stream); ++i) {
-    items.push_back(std::make_unique<WorkItem>());
-    items.back()->pixels.set_allocator(cuda::pinned_allocator());
-  }
-
-  flow::graph graph;
-  const size_t first_gpu = first_gpu_step(run.pipeline);
-  GraphEnds ends(graph, run, source, threads, [&](WorkItem& item) { host_phase_stage(run, item, first_gpu); });
-  flow::queue_node<WorkItem*> read_items(graph);
-  flow::buffer_node<GpuSlot*> free_slots(graph);
-  flow::join_node<Work, flow::reserving> to_gpu(graph);
-  GpuNode gpu(graph, flow::unlimited, [&](const Work& work, GpuNode::gateway_type& gateway) {
-    auto [item, slot] = work;
-    const bool skip = item->status == ItemStatus::failed || run.halt;
-    if (skip && item->status != ItemStatus::failed) item->fail(item_name(item->ref) + ": not processed: " + run.fatal_reason());
-    if (!skip && item->ref.resident_rows > 0) {  // processed here, then handed on at once
-      run_resident_item(run, *slot, *item, timeline, resident_locks.at(slot->device));
-      submit_to_stream(*slot, work, gateway, on_stream_done, true, [] {}, [](const std::string&, cudaError_t) {});
-      return;
-    }
-    submit_to_stream(
-        *slot, work, gateway, on_stream_done, skip,
-        [&] {
-          slot->item = item;
-          enqueue_item(run, *slot, *item);
-        },
-        [&](const std::string& what, cudaError_t code) {
-          fail_on_device(run, *item, *slot, what, code);
-          slot->status = cudaErrorUnknown;
-        });
-  }, kGpuNodePriority);
-  flow::function_node<Work, WorkItem*> collect(graph, threads, [&](const Work& work) {
-    auto [item, slot] = work;
-    if (item->status != ItemStatus::failed) {
-      if (slot->status != cudaSuccess) {
-        fail_on_device(run, *item, *slot,
-                       std::string("CUDA error ") + cudaGetErrorName(slot->status) + ": " +
-                           cudaGetErrorString(slot->status),
-                       slot->status);
-      } else if (item->ref.resident_rows == 0) {  // a resident image was collected in the GPU node
-        try {
-          collect_item(run, *slot, *item, timeline);
-          if (item->ref.tiled) tile_after_gpu(run, *item);
-        } catch (const cuda::CudaError& error) {
-          fail_on_device(run, *item, *slot, error.what(), error.code());
-        } catch (const std::exception& error) {
-          item->fail(item_name(item->ref) + ": " + error.what());
-        }
-      }
-    }
-    slot->item = nullptr;
-    free_slots.try_put(slot);
-    return item;
-  }, kGpuNodePriority);
-  flow::make_edge(ends.read_items(), read_items);
-  flow::make_edge(read_items, flow::input_port<0>(to_gpu));
-  flow::make_edge(free_slots, flow::input_port<1>(to_gpu));
-  flow::make_edge(to_gpu, gpu);
-  flow::make_edge(gpu, collect);
-  flow::make_edge(collect, ends.writer());
-  for (auto& slot : slots) free_slots.try_put(slot.get());
-  ends.start(items);
-  graph.wait_for_all();
-
+  if (batched) run_gpu_batch_graph(run, source, threads, engine, slots, timeline);
+  else run_gpu_item_graph(run, source, threads, engine, devices, slots, timeline);
   for (auto& slot : slots) IMFLOW_CUDA_LOG(cudaStreamSynchronize(slot->stream));
   run.summary.set("gpu", timeline.summary(slots));
 }

@@ -32,8 +32,12 @@ GraphEnds::GraphEnds(flow::graph& graph, RunContext& run, ItemSource& source, in
   flow::make_edge(writer_, free_items_);
 }
 
-void GraphEnds::start(const std::vector<std::unique_ptr<WorkItem>>& pool) {
-  for (const auto& item : pool) free_items_.try_put(item.get());
+void GraphEnds::start(size_t items, HostAllocator& allocator) {
+  for (size_t i = 0; i < items; ++i) {
+    pool_.push_back(std::make_unique<WorkItem>());
+    pool_.back()->pixels.set_allocator(allocator);
+  }
+  for (const auto& item : pool_) free_items_.try_put(item.get());
   files_.activate();
 }
 

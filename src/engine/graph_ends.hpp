@@ -1,6 +1,7 @@
 // The two ends every flow graph shares: the front (file source joined, reserving, with a free
 // work item -> parallel reader) and the back (writer, which returns the item to the pool).
-// Work items are the tokens, so the pool size bounds the images resident in memory.
+// Work items are the tokens, so the pool size bounds the images resident in memory; the graphs
+// put their own processing between read_items() and writer().
 #pragma once
 #include <tbb/flow_graph.h>
 
@@ -25,10 +26,12 @@ class GraphEnds {
   tbb::flow::sender<WorkItem*>& read_items() { return reader_; }
   tbb::flow::receiver<WorkItem*>& writer() { return writer_; }
 
-  // Put the pool's items into circulation and start the source (items must outlive the graph).
-  void start(const std::vector<std::unique_ptr<WorkItem>>& pool);
+  // Make `items` work items (their pixels from `allocator`: pinned for the CUDA graphs), put them
+  // into circulation and start the source. They live as long as this object.
+  void start(size_t items, HostAllocator& allocator = pageable_allocator());
 
  private:
+  std::vector<std::unique_ptr<WorkItem>> pool_;
   tbb::flow::input_node<ItemRef> files_;
   tbb::flow::buffer_node<WorkItem*> free_items_;
   tbb::flow::join_node<ReadWork, tbb::flow::reserving> pair_;

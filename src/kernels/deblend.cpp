@@ -1,0 +1,141 @@
+// The deblending kernel's driver (kernels/deblend.hpp): the segments in SEP's scan order, each
+// split and allocated independently (in parallel; SEP's rand_r stream is cut between segments
+// by jumping the generator ahead over the draws of the segments before), then CLEAN over the
+// whole list and the new label map.
+#include "imflow/kernels/deblend.hpp"
+
+#include <tbb/blocked_range.h>
+#include <tbb/parallel_for.h>
+
+#include <algorithm>
+#include <limits>
+#include <stdexcept>
+
+#include "deblend_internal.hpp"
+
+namespace imflow::kernels {
+
+using namespace deblend_detail;
+
+namespace {
+struct Box {
+  int64_t xmin = std::numeric_limits<int64_t>::max(), xmax = -1, ymin = std::numeric_limits<int64_t>::max(), ymax = -1;
+  int64_t npix = 0;
+};
+
+struct SegmentWork {
+  SegmentPixels pixels;
+  SegmentSplit split;
+  GatherModel model;
+  SegmentObjects objects;
+  uint32_t seed = 1;
+};
+
+template <typename Body>
+void for_each_segment(size_t count, Body body) {
+  tbb::parallel_for(tbb::blocked_range<size_t>(0, count, 1), [&](const tbb::blocked_range<size_t>& range) {
+    LutzScratch scratch;
+    for (size_t i = range.begin(); i != range.end(); ++i) body(i, scratch);
+  });
+}
+}  // namespace
+
+DeblendResult deblend_sources(const DeblendInput& input, const DeblendParams& params, int32_t* labels_out) {
+  if (params.nthresh < 1) throw std::invalid_argument("deblend: nthresh must be at least 1");
+  if (!(params.mincont >= 0.0)) throw std::invalid_argument("deblend: mincont must be >= 0");
+  if (params.minarea < 1) throw std::invalid_argument("deblend: minarea must be at least 1");
+  if (params.clean && !(params.clean_param > 0.0)) throw std::invalid_argument("deblend: clean_param must be > 0");
+  if (input.labels == nullptr || input.detection.data == nullptr || labels_out == nullptr)
+    throw std::invalid_argument("deblend: missing image, labels or output");
+  if (labels_out == input.labels) throw std::invalid_argument("deblend: the output may not alias the input labels");
+  const int64_t width = input.detection.width, height = input.detection.height;
+
+  // Bounding boxes and sizes; the scan order (raster order of each segment's last pixel).
+  std::vector<Box> boxes(static_cast<size_t>(input.nlabels) + 1);
+  for (int64_t y = 0; y < height; ++y) {
+    const int32_t* row = input.labels + y * width;
+    for (int64_t x = 0; x < width; ++x) {
+      const int32_t l = row[x];
+      if (l == 0) continue;
+      if (l < 0 || l > input.nlabels) throw std::invalid_argument("deblend: a label outside 1..nlabels");
+      Box& b = boxes[static_cast<size_t>(l)];
+      b.xmin = std::min(b.xmin, x);
+      b.xmax = std::max(b.xmax, x);
+      b.ymin = std::min(b.ymin, y);
+      b.ymax = y;
+      ++b.npix;
+    }
+  }
+  std::vector<int32_t> order;
+  for (const int32_t l : sep_segment_order(input.labels, width, height, input.nlabels))
+    if (boxes[static_cast<size_t>(l)].npix >= params.minarea) order.push_back(l);
+
+  DeblendResult result;
+  result.segments = static_cast<int64_t>(order.size());
+  std::vector<SegmentWork> work(order.size());
+  // Per segment: its pixels in chain order, the split, the allocation model and its draws.
+  for_each_segment(order.size(), [&](size_t i, LutzScratch& scratch) {
+    const Box& b = boxes[static_cast<size_t>(order[i])];
+    SegmentWork& w = work[i];
+    gather_segment(input, order[i], b.xmin, b.ymin, b.xmax - b.xmin + 1, b.ymax - b.ymin + 1, scratch, w.pixels);
+    split_segment(w.pixels, params, scratch, w.split);
+    gather_model(w.pixels, w.split, w.model);
+    std::vector<int32_t>().swap(w.pixels.submap);
+  });
+  // SEP's generator: seeded 1 per extract call, drawn in scan order.
+  uint64_t draws = 0;
+  for (SegmentWork& w : work) {
+    w.seed = glibc_rand_r_skip(1u, draws);
+    draws += static_cast<uint64_t>(w.model.draws);
+  }
+  result.random_draws = static_cast<int64_t>(draws);
+  for_each_segment(order.size(), [&](size_t i, LutzScratch&) {
+    SegmentWork& w = work[i];
+    allocate_segment(w.pixels, w.split, w.model, params.allocation, w.seed, w.objects);
+    if (params.clean) {
+      for (size_t o = 0; o < w.objects.pixels.size(); ++o) {
+        const auto& px = w.objects.pixels[o];
+        w.objects.measured[o].mthresh = sep_mthresh(w.pixels, px.data(), static_cast<int64_t>(px.size()), params.minarea);
+      }
+    }
+    w.model = GatherModel{};
+  });
+
+  std::vector<const SepObject*> all;
+  for (const SegmentWork& w : work) {
+    if (w.objects.blended) ++result.segments_split;
+    for (const SepObject& o : w.objects.measured) all.push_back(&o);
+  }
+  std::vector<uint8_t> survives(all.size(), 1);
+  if (params.clean) sep_clean(all, params.clean_param, survives);
+
+  std::fill(labels_out, labels_out + width * height, 0);
+  size_t index = 0;
+  for (const SegmentWork& w : work) {
+    const SegmentPixels& s = w.pixels;
+    for (size_t o = 0; o < w.objects.pixels.size(); ++o, ++index) {
+      if (!survives[index]) {
+        ++result.objects_cleaned;
+        continue;
+      }
+      if (result.objects.size() >= static_cast<size_t>(std::numeric_limits<int32_t>::max()))
+        throw std::overflow_error("deblend: more than 2^31-1 objects");
+      const int32_t id = static_cast<int32_t>(result.objects.size()) + 1;
+      const SepObject& m = w.objects.measured[o];
+      DeblendObject object;
+      object.segment = s.label;
+      object.blended = w.objects.blended;
+      object.x = m.mx;
+      object.y = m.my;
+      object.thresh = s.thresh0;
+      object.npix = static_cast<int64_t>(w.objects.pixels[o].size());
+      object.flux = m.fdflux;
+      result.objects.push_back(object);
+      for (const int32_t p : w.objects.pixels[o])
+        labels_out[(s.y0 + s.y[static_cast<size_t>(p)]) * width + s.x0 + s.x[static_cast<size_t>(p)]] = id;
+    }
+  }
+  return result;
+}
+
+}  // namespace imflow::kernels

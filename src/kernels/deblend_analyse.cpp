@@ -1,0 +1,189 @@
+// SEP's measurements of an object during deblending and CLEAN (analyse.c: preanalyse, analyse
+// without the error terms, analysemthresh), with SEP's types: float32 products and stored
+// fields where SEP has them, float64 sums. And glibc's rand_r, the generator SEP draws from.
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include "deblend_internal.hpp"
+
+namespace imflow::kernels {
+
+namespace deblend_detail {
+
+namespace {
+constexpr float kBig = 1e+30f;
+constexpr int64_t kMaxPicSize = 1048576;
+constexpr double kPi = 3.14159265358979323846;  // SEP's PI (M_PI)
+}  // namespace
+
+void sep_preanalyse(const SegmentPixels& s, const int32_t* idx, int64_t n, SepObject& o) {
+  int64_t fdnpix = 0;
+  double rv = 0.0;
+  float peak = -kBig, cpeak = -kBig;
+  int64_t xmin = 2 * kMaxPicSize, ymin = 2 * kMaxPicSize, xmax = 0, ymax = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    const int32_t p = idx[i];
+    const int64_t x = s.x[p], y = s.y[p];
+    const float val = s.value[p], cval = s.cd[p];
+    if (peak < val) peak = val;
+    if (cpeak < cval) cpeak = cval;
+    rv += cval;
+    xmin = std::min(xmin, x);
+    xmax = std::max(xmax, x);
+    ymin = std::min(ymin, y);
+    ymax = std::max(ymax, y);
+    ++fdnpix;
+  }
+  o.fdnpix = fdnpix;
+  o.fdflux = static_cast<float>(rv);
+  o.fdpeak = cpeak;
+  o.dpeak = peak;
+  o.xmin = xmin;
+  o.xmax = xmax;
+  o.ymin = ymin;
+  o.ymax = ymax;
+}
+
+void sep_analyse(const SegmentPixels& s, const int32_t* idx, int64_t n, bool robust, SepObject& o) {
+  sep_preanalyse(s, idx, n, o);
+  int64_t dnpix = 0, area2 = 0;
+  double mx = 0.0, my = 0.0, tv = 0.0, mx2 = 0.0, my2 = 0.0, mxy = 0.0;
+  const double thresh = o.thresh;
+  const float peak = o.dpeak;
+  const double rv = o.fdflux;
+  const double thresh2 = (thresh + peak) / 2.0;
+  const int64_t xmin = o.xmin, ymin = o.ymin;
+  for (int64_t i = 0; i < n; ++i) {
+    const int32_t p = idx[i];
+    // SEP multiplies the float pixel by the int64 offset: float32 products, float64 sums.
+    const float x = static_cast<float>(s.x[p] - xmin), y = static_cast<float>(s.y[p] - ymin);
+    const float cval = s.cd[p], val = s.value[p];
+    tv += val;
+    if (val > thresh) ++dnpix;
+    if (val > thresh2) ++area2;
+    const float cx = cval * x, cy = cval * y;
+    mx += cx;
+    my += cy;
+    mx2 += cx * x;
+    my2 += cy * y;
+    mxy += cx * y;
+  }
+  const double abs_xmin = static_cast<double>(xmin + s.x0), abs_ymin = static_cast<double>(ymin + s.y0);
+  double xm = mx / rv, ym = my / rv, xm2, ym2, xym;
+  if (robust && o.merged) {
+    const double xn = o.mx - abs_xmin, yn = o.my - abs_ymin;
+    xm2 = mx2 / rv + xn * xn - 2 * xm * xn;
+    ym2 = my2 / rv + yn * yn - 2 * ym * yn;
+    xym = mxy / rv + xn * yn - xm * yn - xn * ym;
+    xm = xn;
+    ym = yn;
+  } else {
+    xm2 = mx2 / rv - xm * xm;
+    ym2 = my2 / rv - ym * ym;
+    xym = mxy / rv - xm * ym;
+  }
+  double temp2 = xm2 * ym2 - xym * xym;
+  if (temp2 < 0.00694) {
+    xm2 += 0.0833333;
+    ym2 += 0.0833333;
+    temp2 = xm2 * ym2 - xym * xym;
+  }
+  double temp = xm2 - ym2;
+  const double theta = std::fabs(temp) > 0.0 ? std::atan2(2.0 * xym, temp) / 2.0 : kPi / 4.0;
+  temp = std::sqrt(0.25 * temp * temp + xym * xym);
+  double pmx2 = 0.5 * (xm2 + ym2), pmy2 = pmx2;
+  pmx2 += temp;
+  pmy2 -= temp;
+  o.dnpix = dnpix;
+  o.dflux = tv;
+  o.mx = xm + abs_xmin;
+  o.my = ym + abs_ymin;
+  o.mx2 = xm2;
+  o.my2 = ym2;
+  o.mxy = xym;
+  o.a = static_cast<float>(std::sqrt(pmx2));
+  o.b = static_cast<float>(std::sqrt(pmy2));
+  o.theta = static_cast<float>(theta);
+  o.cxx = static_cast<float>(ym2 / temp2);
+  o.cyy = static_cast<float>(xm2 / temp2);
+  o.cxy = static_cast<float>(-2 * xym / temp2);
+  const double darea = static_cast<double>(area2) - static_cast<double>(dnpix);
+  const double t1t2 = thresh / thresh2;
+  if (t1t2 > 0.0) {
+    o.abcor = static_cast<float>((darea < 0.0 ? darea : -1.0) /
+                                 (2 * kPi * std::log(t1t2 < 1.0 ? t1t2 : 0.99) * o.a * o.b));
+    if (o.abcor > 1.0) o.abcor = 1.0f;
+  } else {
+    o.abcor = 1.0f;
+  }
+}
+
+float sep_mthresh(const SegmentPixels& s, const int32_t* idx, int64_t n, int minarea) {
+  if (n < minarea) return 0.0f;
+  // SEP keeps the minarea brightest in a heap, but skips the (minarea+1)-th pixel of the chain
+  // (it sorts there instead of inserting) and sifts down one level only; reproduced as is.
+  std::vector<float> heap(static_cast<size_t>(minarea), 0.0f);
+  float* h0 = heap.data();
+  int64_t h = minarea, filled = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    const int32_t p = idx[i];
+    const float tpix = s.cd[p] - s.thresh[p];
+    if (h > 0) {
+      h0[filled++] = tpix;
+    } else if (h != 0) {
+      if (tpix > *h0) {
+        *h0 = tpix;
+        for (int64_t j = 0, k; (k = (j + 1) << 1) <= minarea; j = k) {
+          float* heapk = h0 + k;
+          float* heapj = h0 + j;
+          if (k != minarea && *(heapk - 1) > *heapk) {
+            heapk++;
+            k++;
+          }
+          if (*heapj <= *(--heapk)) break;
+          std::swap(*heapk, *heapj);
+        }
+      }
+    } else {
+      std::sort(heap.begin(), heap.end());
+    }
+    h--;
+  }
+  return *h0;
+}
+
+}  // namespace deblend_detail
+
+int32_t glibc_rand_r(uint32_t& seed) {
+  uint32_t next = seed;
+  next = next * 1103515245u + 12345u;
+  uint32_t result = (next / 65536u) % 2048u;
+  next = next * 1103515245u + 12345u;
+  result <<= 10;
+  result ^= (next / 65536u) % 1024u;
+  next = next * 1103515245u + 12345u;
+  result <<= 10;
+  result ^= (next / 65536u) % 1024u;
+  seed = next;
+  return static_cast<int32_t>(result);
+}
+
+uint32_t glibc_rand_r_skip(uint32_t seed, uint64_t calls) {
+  // s -> a s + c, three steps per call; compose by squaring (mod 2^32).
+  uint32_t mul = 1u, add = 0u;           // the accumulated map
+  uint32_t step_mul = 1103515245u, step_add = 12345u;
+  uint64_t steps = 3 * calls;
+  while (steps != 0) {
+    if ((steps & 1) != 0) {
+      mul = mul * step_mul;
+      add = add * step_mul + step_add;
+    }
+    step_add = step_add * step_mul + step_add;
+    step_mul = step_mul * step_mul;
+    steps >>= 1;
+  }
+  return mul * seed + add;
+}
+
+}  // namespace imflow::kernels

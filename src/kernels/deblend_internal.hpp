@@ -1,0 +1,104 @@
+// The pieces of the deblending kernel (kernels/deblend.hpp) shared by its source files: SEP's
+// Lutz scan, one segment's pixels in SEP's chain order, SEP's object measurements (preanalyse,
+// analyse, the CLEAN threshold) with SEP's float32/float64 arithmetic, the per-segment split and
+// the allocation of the remaining pixels.
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include "imflow/kernels/deblend.hpp"
+
+namespace imflow::kernels::deblend_detail {
+
+// ---- SEP's Lutz scan (lutz.c): 8-connected components of a window's mask, in the order the
+// scan completes them, each with its pixels in the order SEP links them.
+struct LutzInfo {
+  int64_t pixnb = 0, firstpix = -1, lastpix = -1;
+};
+
+struct LutzScratch {
+  std::vector<LutzInfo> info, store;
+  std::vector<char> marker;
+  std::vector<int> psstack;
+  std::vector<int64_t> start, end;
+  std::vector<int64_t> pixel, next;  // per scanned pixel: window index, link in its chain
+};
+
+struct Components {
+  std::vector<int64_t> pixels;   // window indices (y * width + x), component after component
+  std::vector<int64_t> offsets;  // component c holds pixels[offsets[c], offsets[c + 1])
+  size_t size() const { return offsets.empty() ? 0 : offsets.size() - 1; }
+};
+
+// Components of mask (width x height, non-zero = on) with at least min_pixels pixels.
+void lutz_scan(const uint8_t* mask, int64_t width, int64_t height, int64_t min_pixels, LutzScratch& scratch,
+               Components& out);
+
+// ---- One segment: its pixels in SEP's chain order, coordinates relative to its bounding box.
+struct SegmentPixels {
+  int32_t label = 0;
+  int64_t x0 = 0, y0 = 0, width = 0, height = 0;  // bounding box
+  std::vector<int32_t> x, y;                       // relative to (x0, y0)
+  std::vector<float> cd, value, thresh;            // detection, measurement, threshold
+  std::vector<int32_t> submap;                     // width x height: pixel index or -1
+  float thresh0 = 0.0f;                            // SEP's get_mean_thresh
+  int64_t size() const { return static_cast<int64_t>(x.size()); }
+};
+
+// Fill `segment` for label `label` with bounding box (x0, y0, w, h).
+void gather_segment(const DeblendInput& input, int32_t label, int64_t x0, int64_t y0, int64_t w, int64_t h,
+                    LutzScratch& scratch, SegmentPixels& segment);
+
+// ---- SEP's objstruct fields that deblending and CLEAN use, computed as SEP computes them.
+struct SepObject {
+  float thresh = 0.0f, mthresh = 0.0f;
+  int64_t fdnpix = 0, dnpix = 0;
+  double mx = 0.0, my = 0.0;                       // barycentre, absolute (image) coordinates
+  int64_t xmin = 0, xmax = 0, ymin = 0, ymax = 0;  // relative to the segment's box
+  double mx2 = 0.0, my2 = 0.0, mxy = 0.0;
+  float a = 0.0f, b = 0.0f, theta = 0.0f, abcor = 0.0f, cxx = 0.0f, cyy = 0.0f, cxy = 0.0f;
+  float fdflux = 0.0f, fdpeak = 0.0f, dpeak = 0.0f;
+  double dflux = 0.0;
+  bool merged = false;
+};
+
+// preanalyse over pixels idx[0..n) (indices into the segment, in chain order).
+void sep_preanalyse(const SegmentPixels& s, const int32_t* idx, int64_t n, SepObject& o);
+// analyse (without the error terms); robust: keep a merged object's mx, my (absolute) as centre.
+void sep_analyse(const SegmentPixels& s, const int32_t* idx, int64_t n, bool robust, SepObject& o);
+// analysemthresh: SEP's heap over (detection - threshold), quirks included.
+float sep_mthresh(const SegmentPixels& s, const int32_t* idx, int64_t n, int minarea);
+
+// ---- The split of one segment (deblend.c's tree and cut): the kept branches in SEP's order,
+// each its pixels in chain order (indices into the segment). Empty: no split.
+struct SegmentSplit {
+  std::vector<std::vector<int32_t>> branches;
+  std::vector<float> levels;  // each branch's level
+};
+void split_segment(const SegmentPixels& s, const DeblendParams& params, LutzScratch& lutz, SegmentSplit& split);
+
+// ---- The allocation of the pixels of a split segment outside its branches (gatherup).
+// The model: each branch measured on its own pixels (analyse at its level), its amplitude, and
+// which pixels of the segment the branches hold; `draws`: the rand_r calls SEP makes for it.
+struct GatherModel {
+  std::vector<SepObject> branches;
+  std::vector<float> amp;
+  std::vector<uint8_t> in_branch;  // per segment pixel
+  int64_t draws = 0;
+};
+void gather_model(const SegmentPixels& s, const SegmentSplit& split, GatherModel& model);
+
+struct SegmentObjects {
+  std::vector<std::vector<int32_t>> pixels;  // per object: indices into the segment, in SEP's chain order
+  std::vector<SepObject> measured;           // per object: SEP's final analyse
+  bool blended = false;
+};
+// The objects of the segment (one when it was not split), measured as SEP's sortit does;
+// `seed`: the rand_r state before this segment's draws (sep_random).
+void allocate_segment(const SegmentPixels& s, SegmentSplit& split, const GatherModel& model, DeblendAllocation mode,
+                      uint32_t seed, SegmentObjects& objects);
+
+// ---- CLEAN over the final list (extract.c's clean): survives[i] = 0 for cleaned objects.
+void sep_clean(const std::vector<const SepObject*>& objects, double clean_param, std::vector<uint8_t>& survives);
+
+}  // namespace imflow::kernels::deblend_detail

@@ -26,9 +26,12 @@ enum class DeblendAllocation {
   // SEP's draw, with the numbers glibc's rand_r gives from seed 1 in SEP's scan order: the same
   // pixels as sep.extract on Linux (SEP seeds once per extract call; the draws of segment s
   // start where those of the segments before it in scan order ended, found by jumping the
-  // generator ahead, so segments stay independent).
+  // generator ahead, so segments stay independent). Measured against SEP 1.4.1 on 13 real and
+  // synthetic images (tools/compare_sep_deblend.py): identical segmentation maps and catalogs.
   sep_random,
-  // The branch of largest weight (ties: the first in SEP's order). No random numbers.
+  // The branch of largest weight (ties: the first in SEP's order). No random numbers, but the
+  // blended objects' fluxes differ from SEP's by a median 0.1%, 2-15% at the 90th percentile and
+  // up to 48%, and CLEAN then keeps or drops a few objects differently.
   most_probable,
 };
 

@@ -10,6 +10,7 @@ namespace imflow {
 
 // Factories of the built-in steps, one per file in src/steps/.
 std::unique_ptr<Step> make_convolve_step(ParamReader& params);
+std::unique_ptr<Step> make_map_step(ParamReader& params);
 std::unique_ptr<Step> make_background_step(ParamReader& params);
 std::unique_ptr<Step> make_segment_step(ParamReader& params);
 std::unique_ptr<Step> make_label_step(ParamReader& params);
@@ -20,6 +21,7 @@ std::unique_ptr<Step> make_svd_reconstruct_step(ParamReader& params);
 const std::vector<StepInfo>& step_registry() {
   static const std::vector<StepInfo> registry = {
       {"convolve", "2-D convolution with a Gaussian or explicit kernel (same|full)", make_convolve_step, {}, {}},
+      {"map", "replace every pixel value x by an expression in x, e.g. asinh(x / 10) * 2.5 + 1 (float32, CPU and CUDA)", make_map_step, {}, {}},
       {"background", "kappa-sigma clipped median and std, or SExtractor/SEP mesh background maps (method: mesh)", make_background_step, {}, {"background"}},
       {"segment", "threshold at median + nsigma * std (or nsigma * std; mesh: back + nsigma * rms)", make_segment_step, {"background"}, {"mask"}},
       {"label", "connected components, 4- or 8-connected, SciPy's numbering", make_label_step, {"mask"}, {"labels"}},

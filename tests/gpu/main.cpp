@@ -11,5 +11,7 @@ int main(int argc, char* argv[]) {
     std::printf("SKIPPED: no CUDA device (GPU tests need one)\n");
     return 77;
   }
-  return Catch::Session().run(argc, argv);
+  const int failed = Catch::Session().run(argc, argv);
+  imflow::cuda::pinned_allocator().release_cached();  // what the cache kept, before exit
+  return failed;
 }

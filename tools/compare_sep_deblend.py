@@ -1,6 +1,9 @@
 #!/usr/bin/env python3
 """SEP's deblended catalogs and segmentation maps, for tests/test_deblend.cpp ([deblend][sep]),
-which runs imflow's kernels::deblend_sources on the same pixels and compares.
+which runs imflow's kernels::deblend_sources on the same pixels and compares, and for
+tests/test_deblend_pipeline_sep.cpp ([sep_deblend]), which runs imflow's whole pipeline (mesh
+background, segment, 8-connected label, deblend, measure) on NAME.image.f32 and compares its
+label map and catalog with them.
 
 Per image (FITS files given on the command line, and synthetic fields: a crowded star field, a
 field of close pairs and triples, galaxies with substructure) it writes, under -o DIR:
@@ -9,6 +12,9 @@ field of close pairs and triples, galaxies with substructure) it writes, under -
   NAME.noclean.sep_catalog.json, NAME.noclean.segmap.i32  sep.extract(..., clean=False)
   NAME.global.sep_catalog.json, NAME.global.segmap.i32    err=globalrms (one value), clean=True
   cases.json                                              the cases, SEP's version and timings
+Each catalog row has SEP's fields (FIELDS below: positions, moments and their errors, ellipse,
+fluxes, flag) and flux_err, sqrt(sum of err^2 over the object's pixels of SEP's segmentation map),
+SExtractor's FLUXERR_ISO with gain 0 (SEP has no such column).
 with sep.Background(mesh 64, filter 3) and sep.extract(data - back, NSIGMA, err=rms, mask,
 minarea=5, filter_kernel=None, deblend_nthresh=32, deblend_cont=0.005, clean_param=1.0,
 segmentation_map=True): the detection imflow's segment step does with `relative_to: rms_map`.
@@ -31,8 +37,8 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from compare_sep_background import ensure, fits_images  # noqa: E402
 
 SEP_VERSION = "1.4.1"
-FIELDS = ("xmin", "xmax", "ymin", "ymax", "npix", "x", "y", "x2", "y2", "xy", "a", "b", "theta",
-          "cflux", "flux", "cpeak", "peak", "thresh", "flag")
+FIELDS = ("xmin", "xmax", "ymin", "ymax", "npix", "x", "y", "x2", "y2", "xy", "errx2", "erry2", "errxy",
+          "a", "b", "theta", "cxx", "cyy", "cxy", "cflux", "flux", "cpeak", "peak", "thresh", "flag")
 
 
 def add_stars(np, rng, image, count, amp_range, sigma_range, power=None):
@@ -113,6 +119,10 @@ def extract(sep, np, sub, err, valid, nsigma, clean, repeat=1):
         v = int(o[f]) if f in ("xmin", "xmax", "ymin", "ymax", "npix", "flag") else float(o[f])
         return v if v == v else None
     catalog = [{f: value(o, f) for f in FIELDS} for o in objects]
+    variance = np.broadcast_to(np.asarray(err, dtype=np.float64) ** 2, sub.shape)
+    sums = np.bincount(segmap.ravel(), weights=variance.ravel(), minlength=len(objects) + 1)
+    for index, row in enumerate(catalog):
+        row["flux_err"] = float(np.sqrt(sums[index + 1]))
     return catalog, segmap.astype("<i4"), seconds
 
 

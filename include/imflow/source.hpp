@@ -21,6 +21,9 @@ struct BackgroundStats {
 // Bits of Source::flags.
 inline constexpr int32_t kFlagEdge = 1;         // the segment touches the image edge (SExtractor's 8)
 inline constexpr int32_t kFlagMaskedNeighbour = 2;  // a non-finite pixel is 8-adjacent to the segment
+// The object is one of several that `deblend` split a segment into (SExtractor's FLAGS 2, SEP's
+// flag 1 OBJ_MERGED); its x, y are SEP's centre of the blend's branch (docs/astronomy.md).
+inline constexpr int32_t kFlagDeblended = 4;
 
 // One connected component. Positions are 0-based pixel indices (SciPy's convention: the centre
 // of the first pixel is 0.0); add 1 for FITS/SExtractor 1-based columns.
@@ -48,7 +51,7 @@ struct Source {
   double a = 0.0, b = 0.0; // ellipse semi-axes (A, B), pix
   double theta = 0.0;      // ellipse angle from +x towards +y, radians in [-pi/2, pi/2] (SEP's theta; +-pi/2 alike)
   double cxx = 0.0, cyy = 0.0, cxy = 0.0;  // ellipse parameters (CXX, CYY, CXY), pix^-2
-  int32_t flags = 0;       // kFlagEdge | kFlagMaskedNeighbour
+  int32_t flags = 0;       // kFlagEdge | kFlagMaskedNeighbour | kFlagDeblended
 };
 
 using Catalog = std::vector<Source>;

@@ -47,6 +47,12 @@ class Step {
   virtual bool chooses_on_device() const { return false; }
   virtual nlohmann::json choose_on_device(WorkItem& sample, GpuContext& gpu, int host_threads, int batch) const;
 
+  // Called once when the pipeline is loaded, with the steps before this one in order: a step
+  // that depends on how an earlier one is set up checks it here (e.g. deblend needs label's
+  // connectivity 8) and may keep what it needs. Returns "" or why the pipeline is invalid
+  // (reported as a configuration error at this step's entry).
+  virtual std::string link(const std::vector<const Step*>& earlier);
+
   const std::string& name() const { return name_; }
   // The parameters with every default filled in, as `imflow validate` prints them.
   const YAML::Node& params() const { return params_; }

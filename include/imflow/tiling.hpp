@@ -24,6 +24,9 @@ struct TilingPlan {
   double kappa = 3.0;    // its parameters
   int max_iters = 100;
   std::string off_reason;  // why tiling is off when the default asked for it (empty otherwise)
+  // With off_reason: the tile size the default asked for; planes larger than it are processed
+  // whole, each with a log line giving the reason.
+  int64_t whole_above = 0;
   // On the CUDA engine, a tiled image whose working set fits in GPU memory is read strip by strip
   // straight into the GPU and processed there whole (docs/tiling.md, "GPU-resident images"):
   // allowed when the outputs are catalogs only (csv, fits) and tiling.resident is auto.

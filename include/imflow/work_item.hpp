@@ -18,7 +18,19 @@ namespace imflow {
 struct TiledImage;  // the shared state of one image processed as tiles (src/engine/tiled_image.hpp)
 namespace kernels {
 struct MeshGrid;  // the mesh background's grid (include/imflow/kernels/background_mesh.hpp)
+struct DeblendResult;  // the deblending's objects (include/imflow/kernels/deblend.hpp)
 }
+
+// How `segment` thresholded an item, so that `deblend` rebuilds the values and thresholds it
+// detected with: value = pixel - background (the mesh map, the global median, or nothing with
+// relative_to: zero) above nsigma x noise (the mesh RMS map per pixel with relative_to: rms_map,
+// else the one global rms or std); float32: in SEP's float arithmetic (segment's compare: float32).
+struct SegmentThreshold {
+  double nsigma = 0.0;
+  bool subtract_background = true;
+  bool rms_map = false;
+  bool float32 = false;
+};
 
 // Where an item comes from: a file, and inside it an HDU and a plane of a cube.
 struct ItemRef {
@@ -80,9 +92,13 @@ struct WorkItem {
   // that kernels::MeshRows evaluates the RMS map from one row at a time (segment does).
   std::shared_ptr<const kernels::MeshGrid> mesh_grid;
   std::optional<double> threshold;
+  std::optional<SegmentThreshold> segment_threshold;  // set by `segment`
   std::vector<uint8_t> mask;     // 1 where the pixel is above threshold
   std::vector<int32_t> labels;   // 0 background, 1..nlabels sources
   std::optional<int32_t> nlabels;
+  // Set by `deblend`, which replaces `labels` by its objects: per object (label - 1) whether it
+  // was split from a blend and SEP's centre; `measure` reads it.
+  std::shared_ptr<const kernels::DeblendResult> deblend;
   std::optional<Catalog> catalog;
   std::optional<double> gain;    // e-/ADU the catalog's error columns used (0: none), set by measure
 
@@ -111,9 +127,11 @@ struct WorkItem {
     rms_map.clear();
     mesh_grid.reset();
     threshold.reset();
+    segment_threshold.reset();
     mask.clear();
     labels.clear();
     nlabels.reset();
+    deblend.reset();
     catalog.reset();
     gain.reset();
     metrics.clear();

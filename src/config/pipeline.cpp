@@ -93,7 +93,7 @@ std::unique_ptr<Step> parse_step(const YAML::Node& entry, size_t index, const st
   return make_step(name, reader);
 }
 
-// Each step's needs must be provided by an earlier step.
+// Each step's needs must be provided by an earlier step, and its link() accept the steps before it.
 void check_step_order(const std::vector<std::unique_ptr<Step>>& steps, const YAML::Node& list, const std::string& file) {
   std::vector<std::string> provided;
   for (size_t i = 0; i < steps.size(); ++i) {
@@ -105,6 +105,11 @@ void check_step_order(const std::vector<std::unique_ptr<Step>>& steps, const YAM
       }
     }
     provided.insert(provided.end(), info->provides.begin(), info->provides.end());
+    std::vector<const Step*> earlier;
+    for (size_t j = 0; j < i; ++j) earlier.push_back(steps[j].get());
+    if (const std::string why = steps[i]->link(earlier); !why.empty()) {
+      throw ConfigError(yaml_location(file, list[i]) + "steps[" + std::to_string(i) + "]." + steps[i]->name() + ": " + why);
+    }
   }
 }
 }  // namespace

@@ -42,6 +42,9 @@ std::string untileable_step(const Step& step) {
     return relative == "background" || relative == "zero" ? "" : "segment relative_to: " + relative + " needs per-pixel maps";
   }
   if (name == "label" || name == "measure") return "";
+  if (name == "deblend") {  // a segment crossing a tile border must be split once, whole
+    return "deblend splits each segment as a whole, and segments may cross tile borders";
+  }
   return "step '" + name + "' works on whole images only";
 }
 }  // namespace
@@ -121,6 +124,7 @@ TilingPlan plan_tiling(const Pipeline& pipeline) {
                         " (set tiling: {size: 0} or --tile 0 to process whole images; docs/tiling.md)");
     }
     plan.off_reason = reason;
+    plan.whole_above = config.size;
     return plan;
   }
   plan.size = config.size;

@@ -1,6 +1,8 @@
 // TileRun: which planes become tiles, their item references, the pre-pass hook, unfinished images.
 #include "tiled_image.hpp"
 
+#include <spdlog/spdlog.h>
+
 #include <new>
 
 #include "stages.hpp"
@@ -25,9 +27,16 @@ int64_t tile_image_index(const ItemRef& tile) { return tile.tiled ? tile.tiled->
 
 
 std::vector<ItemRef> TileRun::tiles_of(const ItemRef& plane, const PlaneInfo& info) {
-  if (!tiles_image(plan_, info.width, info.height)) return {};
+  const bool larger = tiles_image(plan_, info.width, info.height) ||
+                      (plan_.whole_above > 0 && (info.width > plan_.whole_above || info.height > plan_.whole_above));
+  if (!larger) return {};
   const InputFormat* format = input_format_for(plane.path);
   if (format == nullptr || std::string(format->name) != "fits" || whole_file_compressed(plane.path)) return {};
+  if (!tiles_image(plan_, info.width, info.height)) {  // tiling is off for this pipeline: say why
+    spdlog::info("{}: {} x {} pixels processed whole, not as tiles of {}: {}", item_name(plane), info.width,
+                 info.height, plan_.whole_above, plan_.off_reason);
+    return {};
+  }
   if (info.width * info.height <= resident_pixels_) {  // fits in GPU memory: one item, read in strips
     ItemRef whole = plane;
     whole.core = TileRect{0, 0, info.width, info.height};

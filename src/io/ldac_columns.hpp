@@ -12,9 +12,10 @@ namespace imflow::detail {
 inline constexpr double kDegreesPerRadian = 57.29577951308232;
 
 // Source::flags as SExtractor's FLAGS: touching the edge is its 8 (truncated), a non-finite
-// neighbour its 1 (bad pixels nearby).
+// neighbour its 1 (bad pixels nearby), a deblended object its 2 (originally blended).
 inline double sextractor_flags(const Source& s) {
-  return double(((s.flags & kFlagEdge) ? 8 : 0) | ((s.flags & kFlagMaskedNeighbour) ? 1 : 0));
+  return double(((s.flags & kFlagEdge) ? 8 : 0) | ((s.flags & kFlagMaskedNeighbour) ? 1 : 0) |
+                ((s.flags & kFlagDeblended) ? 2 : 0));
 }
 
 inline const std::array<CatalogColumn, 30>& ldac_columns() {

@@ -129,6 +129,11 @@ DeblendResult deblend_sources(const DeblendInput& input, const DeblendParams& pa
       object.y = m.my;
       object.thresh = s.thresh0;
       object.npix = static_cast<int64_t>(w.objects.pixels[o].size());
+      const auto& px = w.objects.pixels[o];
+      for (size_t i = 0; i < w.objects.branch_sizes[o] && !object.truncated; ++i) {
+        const int64_t x = s.x0 + s.x[static_cast<size_t>(px[i])], y = s.y0 + s.y[static_cast<size_t>(px[i])];
+        object.truncated = x == 0 || y == 0 || x == width - 1 || y == height - 1;
+      }
       object.flux = m.fdflux;
       result.objects.push_back(object);
       for (const int32_t p : w.objects.pixels[o])

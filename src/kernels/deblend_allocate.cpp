@@ -77,8 +77,10 @@ void allocate_segment(const SegmentPixels& s, SegmentSplit& split, const GatherM
   const size_t nb = split.branches.size();
   objects.pixels.clear();
   objects.measured.clear();
+  objects.branch_sizes.clear();
   objects.blended = nb > 0;
   if (nb == 0) {
+    objects.branch_sizes.push_back(static_cast<size_t>(s.size()));
     objects.pixels.emplace_back(static_cast<size_t>(s.size()));
     for (int32_t i = 0; i < static_cast<int32_t>(s.size()); ++i) objects.pixels[0][static_cast<size_t>(i)] = i;
     SepObject o;
@@ -88,7 +90,10 @@ void allocate_segment(const SegmentPixels& s, SegmentSplit& split, const GatherM
     return;
   }
   objects.pixels.resize(nb);
-  for (size_t i = 0; i < nb; ++i) objects.pixels[i] = std::move(split.branches[i]);
+  for (size_t i = 0; i < nb; ++i) {
+    objects.branch_sizes.push_back(split.branches[i].size());
+    objects.pixels[i] = std::move(split.branches[i]);
+  }
   std::vector<float> p(nb + 1), weights(nb + 1);
   for (int32_t pixel = 0; pixel < static_cast<int32_t>(s.size()); ++pixel) {
     if (model.in_branch[static_cast<size_t>(pixel)]) continue;

@@ -91,6 +91,7 @@ void gather_model(const SegmentPixels& s, const SegmentSplit& split, GatherModel
 struct SegmentObjects {
   std::vector<std::vector<int32_t>> pixels;  // per object: indices into the segment, in SEP's chain order
   std::vector<SepObject> measured;           // per object: SEP's final analyse
+  std::vector<size_t> branch_sizes;          // per object: the first pixels that are its branch (all when not split)
   bool blended = false;
 };
 // The objects of the segment (one when it was not split), measured as SEP's sortit does;

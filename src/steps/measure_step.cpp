@@ -2,6 +2,12 @@
 // second moments, centroid errors, ellipse and flags on the (unfiltered) image,
 // background-subtracted as kernels::MeasureBackground says; the errors use the background's RMS
 // (the mesh map, or the global std) and, with a gain (measure_gain.hpp), the sources' Poisson noise.
+// After `deblend`, the children of a blend are measured as SEP's analyse does: x, y are SEP's
+// centre of the object (its branch's barycentre) and the moments and their errors are taken
+// about it (kernels::SourceSums::finish_about), flagged kFlagDeblended.
+#include <stdexcept>
+
+#include "imflow/kernels/deblend.hpp"
 #include "imflow/kernels/measure.hpp"
 #include "imflow/params.hpp"
 #include "imflow/step.hpp"
@@ -33,8 +39,25 @@ class MeasureStep final : public Step {
       background.level = item.background->median;
       background.rms = item.background->std;
     }
-    item.catalog =
-        kernels::measure_sources(item.pixels.view(), item.labels.data(), item.nlabels.value(), background);
+    if (!item.deblend) {
+      item.catalog =
+          kernels::measure_sources(item.pixels.view(), item.labels.data(), item.nlabels.value(), background);
+      return;
+    }
+    const auto& objects = item.deblend->objects;
+    if (static_cast<int64_t>(objects.size()) != item.nlabels.value())
+      throw std::runtime_error("measure: the label map is not the one deblend made");
+    const int64_t width = item.pixels.width(), height = item.pixels.height();
+    const std::vector<kernels::SourceSums> sums =
+        kernels::accumulate_sources(item.pixels.view(), item.labels.data(), item.nlabels.value(), 0, 0, background);
+    Catalog catalog = kernels::finish_sources(sums, width, height);
+    for (size_t k = 0; k < objects.size(); ++k) {
+      if (!objects[k].blended) continue;
+      catalog[k] = sums[k].finish_about(static_cast<int32_t>(k + 1), width, height, objects[k].x, objects[k].y);
+      // SEP's edge flag of a blend's child: its branch touches the edge (DeblendObject::truncated).
+      catalog[k].flags = (catalog[k].flags & ~kFlagEdge) | (objects[k].truncated ? kFlagEdge : 0);
+    }
+    item.catalog = std::move(catalog);
   }
 
 #ifdef IMFLOW_HAVE_CUDA

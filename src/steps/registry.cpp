@@ -17,6 +17,7 @@ std::unique_ptr<Step> make_label_step(ParamReader& params);
 std::unique_ptr<Step> make_measure_step(ParamReader& params);
 std::unique_ptr<Step> make_normalize_step(ParamReader& params);
 std::unique_ptr<Step> make_svd_reconstruct_step(ParamReader& params);
+std::unique_ptr<Step> make_deblend_step(ParamReader& params);
 
 const std::vector<StepInfo>& step_registry() {
   static const std::vector<StepInfo> registry = {
@@ -25,6 +26,7 @@ const std::vector<StepInfo>& step_registry() {
       {"background", "kappa-sigma clipped median and std, or SExtractor/SEP mesh background maps (method: mesh)", make_background_step, {}, {"background"}},
       {"segment", "threshold at median + nsigma * std (or nsigma * std; mesh: back + nsigma * rms)", make_segment_step, {"background"}, {"mask"}},
       {"label", "connected components, 4- or 8-connected, SciPy's numbering", make_label_step, {"mask"}, {"labels"}},
+      {"deblend", "SExtractor/SEP multi-threshold deblending and CLEAN of 8-connected segments (minarea, nthresh, mincont), as sep.extract", make_deblend_step, {"labels"}, {"labels"}},
       {"measure", "per-source centroid, flux, npix, peak, bbox, flux_iso and its error, moments, centroid errors, ellipse, flags", make_measure_step, {"labels"}, {"catalog"}},
       {"normalize", "min-max to [0, 1] or z-score (nonfinite: zero for NaN-masked pixels), kept to undo it on output", make_normalize_step, {}, {"normalized"}},
       {"svd_reconstruct", "rank-k SVD reconstruction (rank: k or energy: fraction) and its quality metrics", make_svd_reconstruct_step, {}, {"reconstruction"}},
@@ -56,6 +58,8 @@ void Step::run_cuda(WorkItem&, GpuContext&) const {
 void Step::run_cuda_batch(WorkItem* const*, int, GpuBatch&) const {
   throw std::runtime_error("step '" + name_ + "' has no batched CUDA implementation");
 }
+
+std::string Step::link(const std::vector<const Step*>&) { return ""; }
 
 nlohmann::json Step::choose_on_device(WorkItem&, GpuContext&, int, int) const { return nullptr; }
 

@@ -1,6 +1,8 @@
 // Step `segment`: mask of the pixels above median + nsigma * std (or nsigma * std, the lesson's
 // `data > 5 * std`, with relative_to: zero). After the mesh background: pixel - back(x,y) above
 // nsigma * globalrms (relative_to: background) or nsigma * rms(x,y) (relative_to: rms_map).
+// compare: float64 (the default) compares in float64; float32 in SEP's arithmetic (value
+// pixel - background in float32 against the float32 product nsigma x rms), which `deblend` needs.
 #include <stdexcept>
 
 #include "imflow/huge_pages.hpp"
@@ -8,6 +10,7 @@
 #include "imflow/kernels/segment_map.hpp"
 #include "imflow/params.hpp"
 #include "imflow/step.hpp"
+#include "steps/sep_detection.hpp"
 
 #ifdef IMFLOW_HAVE_CUDA
 #include "cuda/segment.hpp"
@@ -28,7 +31,8 @@ class SegmentStep final : public Step {
  public:
   explicit SegmentStep(ParamReader& params)
       : nsigma_(params.number("nsigma", 5.0, -1e6, 1e6)),
-        relative_to_(relative_to_of(params.choice("relative_to", "background", {"background", "zero", "rms_map"}))) {}
+        relative_to_(relative_to_of(params.choice("relative_to", "background", {"background", "zero", "rms_map"}))),
+        float32_(params.choice("compare", "float64", {"float64", "float32"}) == "float32") {}
 
   void run_cpu(WorkItem& item) const override {
     const BackgroundStats& stats = item.background.value();
@@ -38,6 +42,17 @@ class SegmentStep final : public Step {
       throw std::runtime_error("segment: relative_to: rms_map needs the background step's method: mesh");
     reserve_huge_pages(item.mask, static_cast<size_t>(image.size()));
     item.mask.resize(static_cast<size_t>(image.size()));
+    SegmentThreshold how;
+    how.nsigma = nsigma_;
+    how.subtract_background = relative_to_ != RelativeTo::zero;
+    how.rms_map = relative_to_ == RelativeTo::rms_map;
+    how.float32 = float32_;
+    item.segment_threshold = how;
+    if (float32_) {
+      item.threshold = (maps || relative_to_ == RelativeTo::zero ? 0.0 : stats.median) + nsigma_ * stats.std;
+      kernels::sep_threshold_mask(image.view(), sep_detection_of(item, how), item.mask.data());
+      return;
+    }
     if (maps && relative_to_ != RelativeTo::zero) {
       // The threshold above the local background; per pixel with rms_map (reported with the global rms).
       item.threshold = nsigma_ * stats.std;
@@ -58,7 +73,7 @@ class SegmentStep final : public Step {
   }
 
 #ifdef IMFLOW_HAVE_CUDA
-  bool has_cuda() const override { return true; }
+  bool has_cuda() const override { return !float32_; }  // the GPU compares in float64
   void run_cuda(WorkItem&, GpuContext& gpu) const override {
     const cuda::Threshold reference = relative_to_ == RelativeTo::zero      ? cuda::Threshold::zero
                                       : relative_to_ == RelativeTo::rms_map ? cuda::Threshold::rms_map
@@ -70,6 +85,7 @@ class SegmentStep final : public Step {
  private:
   double nsigma_;
   RelativeTo relative_to_;
+  bool float32_;
 };
 }  // namespace
 

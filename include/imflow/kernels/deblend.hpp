@@ -70,6 +70,10 @@ struct DeblendObject {
   // level, which SEP keeps (analyse's "robust" mode) while its other columns use all its
   // pixels; otherwise the detection-weighted barycentre of all its pixels.
   double x = 0.0, y = 0.0;
+  // SEP's OBJ_TRUNC (flag 2): the object touches the image edge; for a blended object, its
+  // branch (its pixels above its split level) does, as SEP's Lutz scan of the branch flags it:
+  // pixels given to it below that level do not count.
+  bool truncated = false;
   float thresh = 0.0f;    // SEP's thresh: the mean of the segment's pixel thresholds
   int64_t npix = 0;       // its pixels in the output map
   float flux = 0.0f;      // SEP's cflux: sum of the detection values, float32 as SEP stores it

@@ -38,23 +38,11 @@ struct SourceShape {
   bool singular;      // the 1/12 pix^2 was added (SEP's OBJ_SINGU)
 };
 
-// w: the sums of the weights over the segment (s0 = sum w, sx = sum w dx, ...), dx/dy about any
-// fixed reference. SEP's rules (theta: ellipse_axes): x2 = sxx/s0 - (sx/s0)^2 etc.;
-// when x2 y2 - xy^2 < 0.00694 (a line or a point) add 0.0833333 (1/12 pix^2) to x2 and y2.
-// s0 <= 0 (possible only when the weights are not those the segment was detected on): all NaN.
-IMFLOW_HOST_DEVICE inline SourceShape source_shape(const PixelMoments& w) {
-  const double s0 = w.s;
+// The shape of central second moments (x2, y2, xy) with SEP's rule: when x2 y2 - xy^2 < 0.00694
+// (a line or a point) add 0.0833333 (1/12 pix^2) to x2 and y2; then the ellipse (ellipse_axes)
+// and its parameters.
+IMFLOW_HOST_DEVICE inline SourceShape shape_of_moments(double x2, double y2, double xy) {
   SourceShape s;
-  if (!(s0 > 0.0)) {
-    const double nan = NAN;
-    s.x2 = s.y2 = s.xy = s.a = s.b = s.theta = s.cxx = s.cyy = s.cxy = nan;
-    s.singular = false;
-    return s;
-  }
-  const double xm = w.sx / s0, ym = w.sy / s0;
-  double x2 = w.sxx / s0 - xm * xm;
-  double y2 = w.syy / s0 - ym * ym;
-  const double xy = w.sxy / s0 - xm * ym;
   s.singular = x2 * y2 - xy * xy < 0.00694;
   if (s.singular) {
     x2 += 0.0833333;
@@ -74,6 +62,39 @@ IMFLOW_HOST_DEVICE inline SourceShape source_shape(const PixelMoments& w) {
   return s;
 }
 
+IMFLOW_HOST_DEVICE inline SourceShape nan_shape() {
+  const double nan = NAN;
+  SourceShape s;
+  s.x2 = s.y2 = s.xy = s.a = s.b = s.theta = s.cxx = s.cyy = s.cxy = nan;
+  s.singular = false;
+  return s;
+}
+
+// w: the sums of the weights over the segment (s0 = sum w, sx = sum w dx, ...), dx/dy about any
+// fixed reference. SEP's rules (theta: ellipse_axes): x2 = sxx/s0 - (sx/s0)^2 etc., then
+// shape_of_moments. s0 <= 0 (possible only when the weights are not those the segment was
+// detected on): all NaN.
+IMFLOW_HOST_DEVICE inline SourceShape source_shape(const PixelMoments& w) {
+  const double s0 = w.s;
+  if (!(s0 > 0.0)) return nan_shape();
+  const double xm = w.sx / s0, ym = w.sy / s0;
+  return shape_of_moments(w.sxx / s0 - xm * xm, w.syy / s0 - ym * ym, w.sxy / s0 - xm * ym);
+}
+
+// The second moments about a given centre (cx, cy) (relative to the sums' reference) instead of
+// the w-weighted centroid (xm, ym): SEP's analyse for a deblended object, whose centre is its
+// branch's barycentre. E[(dx - cx)^2] = E[(dx - xm)^2] + (xm - cx)^2 and E[(dx - cx)(dy - cy)] =
+// E[(dx - xm)(dy - ym)] + (xm - cx)(ym - cy) (the cross terms vanish as E[dx - xm] = 0), the
+// same quantities as SEP's sxx/s0 + cx^2 - 2 xm cx without its cancellation; then
+// shape_of_moments (the singular rule applies to the moments about the centre, as in SEP).
+IMFLOW_HOST_DEVICE inline SourceShape source_shape_about(const PixelMoments& w, double cx, double cy) {
+  const double s0 = w.s;
+  if (!(s0 > 0.0)) return nan_shape();
+  const double xm = w.sx / s0, ym = w.sy / s0, ox = xm - cx, oy = ym - cy;
+  return shape_of_moments(w.sxx / s0 - xm * xm + ox * ox, w.syy / s0 - ym * ym + oy * oy,
+                          w.sxy / s0 - xm * ym + ox * oy);
+}
+
 // The variance of one pixel for the error columns: the background noise rms^2 plus, with a gain
 // (e-/ADU, > 0), the Poisson noise of a positive background-subtracted value w (SEP's cvar;
 // photutils' calc_total_error). A NaN rms (no noise estimate) makes every error NaN.
@@ -89,12 +110,12 @@ struct SourceErrors {
 };
 
 // w: the weight sums of source_shape; v: the sums of the pixel variances (v.s = sum var, v.sx =
-// sum var dx, ...) over the same pixels and reference. SEP's rules: errx2 = sum var (x - xm)^2 /
-// s0^2 (xm the w-weighted centroid), likewise erry2 and errxy; for a singular source
-// (shape.singular), where errx2 erry2 - errxy^2 < c^2 with c = sum var / 12 / s0^2, c is added to
-// errx2 and erry2.
-IMFLOW_HOST_DEVICE inline SourceErrors source_errors(const SourceShape& shape, const PixelMoments& w,
-                                                     const PixelMoments& v) {
+// sum var dx, ...) over the same pixels and reference; (cx, cy): the centre the errors are taken
+// about (relative to the reference). SEP's rules: errx2 = sum var (x - cx)^2 / s0^2, likewise
+// erry2 and errxy; for a singular source (shape.singular), where errx2 erry2 - errxy^2 < c^2 with
+// c = sum var / 12 / s0^2, c is added to errx2 and erry2.
+IMFLOW_HOST_DEVICE inline SourceErrors source_errors_about(const SourceShape& shape, const PixelMoments& w,
+                                                           const PixelMoments& v, double cx, double cy) {
   const double s0 = w.s;
   SourceErrors e;
   e.flux_err = sqrt(v.s);
@@ -102,10 +123,10 @@ IMFLOW_HOST_DEVICE inline SourceErrors source_errors(const SourceShape& shape, c
     e.errx2 = e.erry2 = e.errxy = NAN;
     return e;
   }
-  const double xm = w.sx / s0, ym = w.sy / s0, s02 = s0 * s0;
-  e.errx2 = (v.sxx - 2.0 * xm * v.sx + xm * xm * v.s) / s02;
-  e.erry2 = (v.syy - 2.0 * ym * v.sy + ym * ym * v.s) / s02;
-  e.errxy = (v.sxy - xm * v.sy - ym * v.sx + xm * ym * v.s) / s02;
+  const double s02 = s0 * s0;
+  e.errx2 = (v.sxx - 2.0 * cx * v.sx + cx * cx * v.s) / s02;
+  e.erry2 = (v.syy - 2.0 * cy * v.sy + cy * cy * v.s) / s02;
+  e.errxy = (v.sxy - cx * v.sy - cy * v.sx + cx * cy * v.s) / s02;
   if (shape.singular) {
     const double c = v.s * 0.08333 / s02;
     if (e.errx2 * e.erry2 - e.errxy * e.errxy < c * c) {
@@ -116,12 +137,18 @@ IMFLOW_HOST_DEVICE inline SourceErrors source_errors(const SourceShape& shape, c
   return e;
 }
 
-// The catalog columns that come from the weights' and the variances' sums: flux_iso, the
-// moments, ellipse and ellipse parameters, and the errors (SourceSums::finish and the GPU's
-// rows_kernel alike).
-IMFLOW_HOST_DEVICE inline void set_shape_columns(Source& s, const PixelMoments& weights, const PixelMoments& variances) {
+// The errors about the w-weighted centroid (every object but a deblended one).
+IMFLOW_HOST_DEVICE inline SourceErrors source_errors(const SourceShape& shape, const PixelMoments& w,
+                                                     const PixelMoments& v) {
+  const double s0 = w.s;
+  return s0 > 0.0 ? source_errors_about(shape, w, v, w.sx / s0, w.sy / s0) : source_errors_about(shape, w, v, 0.0, 0.0);
+}
+
+// The catalog columns that come from the shape and errors: flux_iso, the moments, ellipse and
+// ellipse parameters, and the errors.
+IMFLOW_HOST_DEVICE inline void set_shape_columns(Source& s, const PixelMoments& weights, const SourceShape& shape,
+                                                 const SourceErrors& errors) {
   s.flux_iso = weights.s;
-  const SourceShape shape = source_shape(weights);
   s.x2 = shape.x2;
   s.y2 = shape.y2;
   s.xy = shape.xy;
@@ -131,11 +158,24 @@ IMFLOW_HOST_DEVICE inline void set_shape_columns(Source& s, const PixelMoments& 
   s.cxx = shape.cxx;
   s.cyy = shape.cyy;
   s.cxy = shape.cxy;
-  const SourceErrors errors = source_errors(shape, weights, variances);
   s.flux_iso_err = errors.flux_err;
   s.errx2 = errors.errx2;
   s.erry2 = errors.erry2;
   s.errxy = errors.errxy;
+}
+
+// The columns from the weights' and the variances' sums (SourceSums::finish and the GPU's
+// rows_kernel alike).
+IMFLOW_HOST_DEVICE inline void set_shape_columns(Source& s, const PixelMoments& weights, const PixelMoments& variances) {
+  const SourceShape shape = source_shape(weights);
+  set_shape_columns(s, weights, shape, source_errors(shape, weights, variances));
+}
+
+// The same about a deblended object's centre (cx, cy), relative to the sums' reference.
+IMFLOW_HOST_DEVICE inline void set_shape_columns_about(Source& s, const PixelMoments& weights,
+                                                       const PixelMoments& variances, double cx, double cy) {
+  const SourceShape shape = source_shape_about(weights, cx, cy);
+  set_shape_columns(s, weights, shape, source_errors_about(shape, weights, variances, cx, cy));
 }
 
 }  // namespace imflow::kernels

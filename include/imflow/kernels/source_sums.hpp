@@ -101,6 +101,18 @@ struct SourceSums {
     if (npix > 0 && (xmin == 0 || ymin == 0 || xmax == width - 1 || ymax == height - 1)) s.flags |= kFlagEdge;
     return s;
   }
+
+  // The row of a deblended object (SEP's analyse for a blend's child): its centre (cx, cy)
+  // (image pixels) is x, y, the second moments and their errors are taken about it, and
+  // kFlagDeblended is set; every other column as finish().
+  Source finish_about(int32_t id, int64_t width, int64_t height, double cx, double cy) const {
+    Source s = finish(id, width, height);
+    s.x = cx;
+    s.y = cy;
+    set_shape_columns_about(s, weights, variances, cx - static_cast<double>(ref_x), cy - static_cast<double>(ref_y));
+    s.flags |= kFlagDeblended;
+    return s;
+  }
 };
 
 }  // namespace imflow::kernels

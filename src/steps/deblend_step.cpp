@@ -1,0 +1,98 @@
+// Step `deblend`: SExtractor's multi-threshold deblending and CLEAN (SEP 1.4.1's, object for
+// object: kernels::deblend_sources) of the 8-connected segments `label` found. It rebuilds the
+// values and thresholds `segment` detected with, in SEP's float32 arithmetic (steps/sep_detection.hpp),
+// drops segments under minarea, splits blends, and replaces the label map by the objects,
+// numbered in sep.extract's catalog order; `measure` then measures them (with SEP's centre for
+// the children of a blend). CPU only for now: the engine refuses it on the CUDA device.
+#include <algorithm>
+#include <limits>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "imflow/kernels/deblend.hpp"
+#include "imflow/params.hpp"
+#include "imflow/step.hpp"
+#include "steps/sep_detection.hpp"
+
+namespace imflow {
+
+namespace {
+std::string param_text(const Step& step, const char* key, const std::string& fallback) {
+  const YAML::Node value = step.params()[key];
+  return value.IsDefined() && value.IsScalar() ? value.Scalar() : fallback;
+}
+
+class DeblendStep final : public Step {
+ public:
+  explicit DeblendStep(ParamReader& params) {
+    params_.nthresh = static_cast<int>(params.integer("nthresh", 32, 1, 1024));
+    params_.mincont = params.number("mincont", 0.005, 0.0, 1.0);
+    params_.clean = params.boolean("clean", true);
+    params_.clean_param = params.number("clean_param", 1.0, 0.0, 1e6);
+    if (!(params_.clean_param > 0.0)) params.fail(params.child("clean_param"), "clean_param", "must be > 0");
+    params_.minarea = static_cast<int>(params.integer("minarea", 5, 1, std::numeric_limits<int32_t>::max()));
+  }
+
+  // The segments must be 8-connected (SEP's and SExtractor's), found by segment in SEP's float32
+  // arithmetic, and not already deblended.
+  std::string link(const std::vector<const Step*>& earlier) override {
+    const Step* label = nullptr;
+    const Step* segment = nullptr;
+    for (const Step* step : earlier) {
+      if (step->name() == "deblend")
+        return "deblend runs once, on the segments of label (an earlier deblend already split them)";
+      if (step->name() == "label") label = step;
+      if (step->name() == "segment") segment = step;
+    }
+    if (label == nullptr || segment == nullptr) return "needs segment and label before it";
+    if (param_text(*label, "connectivity", "4") != "8")
+      return "needs 8-connected segments, as SExtractor and SEP find them: the label step before it has connectivity " +
+             param_text(*label, "connectivity", "4") + " (set label: {connectivity: 8})";
+    if (param_text(*segment, "compare", "float64") != "float32")
+      return "needs the segments thresholded as SEP does, in float32 (set segment: {compare: float32}; "
+             "docs/astronomy.md, Deblending)";
+    return "";
+  }
+
+  void run_cpu(WorkItem& item) const override {
+    if (!item.segment_threshold || !item.nlabels)
+      throw std::runtime_error("deblend: needs the segment and label steps' results");
+    const ImageBuffer& detection = item.detection_image();
+    const int64_t width = detection.width(), height = detection.height();
+    const size_t n = static_cast<size_t>(detection.size());
+    const kernels::SepDetection how = sep_detection_of(item, *item.segment_threshold);
+    // SEP's cdvalue (the detection image less the background) and thresholds; with a filtered
+    // detection image also SEP's value (the image less the background).
+    std::vector<float> values(n), thresholds(how.per_pixel() ? n : 0), measurement;
+    kernels::sep_detection_values(detection.view(), how, values.data(), thresholds.data());
+    if (!item.detection.empty()) {
+      measurement.resize(n);
+      kernels::sep_detection_values(item.pixels.view(), how, measurement.data(), nullptr);
+    }
+    kernels::DeblendInput input;
+    input.detection = {values.data(), width, height};
+    input.measurement = measurement.empty() ? nullptr : measurement.data();
+    input.threshold_map = how.per_pixel() ? thresholds.data() : nullptr;
+    input.threshold = how.threshold();
+    input.labels = item.labels.data();
+    input.nlabels = *item.nlabels;
+    std::vector<int32_t> objects(n);
+    auto result = std::make_shared<kernels::DeblendResult>(kernels::deblend_sources(input, params_, objects.data()));
+    item.labels.swap(objects);
+    item.nlabels = static_cast<int32_t>(result->objects.size());
+    item.metrics["deblend_segments"] = static_cast<double>(result->segments);
+    item.metrics["deblend_split"] = static_cast<double>(result->segments_split);
+    item.metrics["deblend_cleaned"] = static_cast<double>(result->objects_cleaned);
+    item.deblend = std::move(result);
+  }
+
+ private:
+  kernels::DeblendParams params_;
+};
+}  // namespace
+
+std::unique_ptr<Step> make_deblend_step(ParamReader& params) { return std::make_unique<DeblendStep>(params); }
+
+}  // namespace imflow

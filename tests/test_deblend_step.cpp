@@ -1,0 +1,253 @@
+// The `deblend` step: through the engine on a blended pair (two catalog rows at the stars, the
+// label map showing them; mincont 1 or nthresh 1: one row; minarea drops the segment), the
+// moments of a deblended object about its centre, segment's float32 comparison, the
+// configuration rules (8-connectivity, compare: float32, parameter ranges, order, tiling, CUDA).
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <fstream>
+#include <map>
+#include <random>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "imflow/engine.hpp"
+#include "imflow/errors.hpp"
+#include "imflow/io/fits.hpp"
+#include "imflow/tiling.hpp"
+#include "test_helpers.hpp"
+
+using namespace imflow;
+
+namespace {
+// A 64 x 48 sky (100 +- 1) with two Gaussian stars 6 px apart: one 8-connected segment at 5 sigma.
+constexpr double kStar1X = 24.0, kStar1Y = 24.0, kStar2X = 30.0, kStar2Y = 24.3;
+
+std::vector<double> blended_pair() {
+  const int w = 64, h = 48;
+  std::mt19937 rng(3);
+  std::normal_distribution<double> noise(100.0, 1.0);
+  std::vector<double> image(static_cast<size_t>(w * h));
+  for (int y = 0; y < h; ++y)
+    for (int x = 0; x < w; ++x) {
+      const double r1 = (x - kStar1X) * (x - kStar1X) + (y - kStar1Y) * (y - kStar1Y);
+      const double r2 = (x - kStar2X) * (x - kStar2X) + (y - kStar2Y) * (y - kStar2Y);
+      image[static_cast<size_t>(y * w + x)] = noise(rng) + 200.0 * std::exp(-r1 / 4.5) + 140.0 * std::exp(-r2 / 4.5);
+    }
+  return image;
+}
+
+std::string pipeline_text(const std::string& deblend) {
+  return "output: {formats: [csv, labels]}\n"
+         "device: cpu\n"
+         "threads: 1\n"
+         "steps:\n"
+         "  - background\n"
+         "  - segment: {nsigma: 5, compare: float32}\n"
+         "  - label: {connectivity: 8}\n"
+         "  - " + deblend + "\n"
+         "  - measure\n";
+}
+
+// The CSV catalog as rows of column name -> value.
+std::vector<std::map<std::string, double>> read_catalog(const std::filesystem::path& path) {
+  std::ifstream in(path);
+  std::string line;
+  std::getline(in, line);
+  std::vector<std::string> names;
+  std::stringstream header(line);
+  for (std::string name; std::getline(header, name, ',');) names.push_back(name);
+  std::vector<std::map<std::string, double>> rows;
+  while (std::getline(in, line)) {
+    std::stringstream fields(line);
+    std::map<std::string, double> row;
+    size_t column = 0;
+    for (std::string field; std::getline(fields, field, ',') && column < names.size(); ++column)
+      row[names[column]] = std::strtod(field.c_str(), nullptr);
+    rows.push_back(row);
+  }
+  return rows;
+}
+
+struct EngineRun {
+  std::vector<std::map<std::string, double>> rows;
+  std::map<int, int64_t> label_pixels;  // label map: pixels per label (0 included)
+};
+
+EngineRun run_engine(const std::string& deblend, const std::string& name) {
+  test::TempDir dir("deblend_step_" + name);
+  std::filesystem::create_directories(dir / "in");
+  test::write_fits(dir / "in" / "pair.fits", -32, {64, 48}, blended_pair());
+  Pipeline pipeline = test::pipeline_from(pipeline_text(deblend));
+  pipeline.input.dir = dir / "in";
+  pipeline.output.dir = dir / "out";
+  const RunSummary summary = run_pipeline(pipeline, {});
+  REQUIRE(summary.failed() == 0);
+  EngineRun run;
+  run.rows = read_catalog(dir / "out" / "pair.cat.csv");
+  ImageBuffer labels;
+  read_fits_plane(dir / "out" / "pair.labels.fits", 0, 0, labels);
+  for (int64_t i = 0; i < labels.size(); ++i) ++run.label_pixels[static_cast<int>(labels.data()[i])];
+  return run;
+}
+}  // namespace
+
+TEST_CASE("deblend step: two Gaussians 6 px apart are two catalog rows at the stars", "[deblend]") {
+  const EngineRun run = run_engine("deblend", "split");
+  REQUIRE(run.rows.size() == 2);
+  // Rows in SEP's order; each at one star (SEP's centre: its branch's barycentre), flagged.
+  const bool first_left = run.rows[0].at("x") < run.rows[1].at("x");
+  const auto& a = first_left ? run.rows[0] : run.rows[1];
+  const auto& b = first_left ? run.rows[1] : run.rows[0];
+  CHECK(a.at("x") == Approx(kStar1X).margin(0.15));
+  CHECK(a.at("y") == Approx(kStar1Y).margin(0.15));
+  CHECK(b.at("x") == Approx(kStar2X).margin(0.15));
+  CHECK(b.at("y") == Approx(kStar2Y).margin(0.15));
+  for (const auto& row : run.rows) {
+    CHECK(row.at("flags") == kFlagDeblended);
+    CHECK(row.at("npix") > 20);
+  }
+  CHECK(a.at("flux_iso") > b.at("flux_iso"));  // the brighter star's share is the larger
+  // The label map shows the two objects, with the catalog's areas.
+  REQUIRE(run.label_pixels.size() == 3);
+  CHECK(run.label_pixels.at(1) == static_cast<int64_t>(run.rows[0].at("npix")));
+  CHECK(run.label_pixels.at(2) == static_cast<int64_t>(run.rows[1].at("npix")));
+
+  // mincont 1 (and nthresh 1): deblending off, one row for the whole segment, not flagged.
+  for (const std::string off : {"deblend: {mincont: 1}", "deblend: {nthresh: 1}"}) {
+    INFO(off);
+    const EngineRun whole = run_engine(off, "off");
+    REQUIRE(whole.rows.size() == 1);
+    CHECK(whole.rows[0].at("flags") == 0);
+    CHECK(whole.rows[0].at("npix") == run.rows[0].at("npix") + run.rows[1].at("npix"));
+    CHECK(whole.rows[0].at("x") > kStar1X + 1.0);
+    CHECK(whole.rows[0].at("x") < kStar2X - 1.0);
+    CHECK(whole.rows[0].at("flux_iso") == Approx(a.at("flux_iso") + b.at("flux_iso")).epsilon(1e-9));
+  }
+  // minarea applies to the segments, also with deblending off (SEP's DETECT_MINAREA); branches
+  // need min(minarea, 3) pixels, so a segment of exactly minarea pixels is still split. CLEAN's
+  // threshold of an object is its minarea-th brightest pixel, 0 for an object smaller than
+  // minarea: then the fainter child is cleaned away, as in SEP.
+  const auto npix = static_cast<int64_t>(run.rows[0].at("npix") + run.rows[1].at("npix"));
+  CHECK(run_engine("deblend: {minarea: " + std::to_string(npix) + ", clean: false}", "keep").rows.size() == 2);
+  CHECK(run_engine("deblend: {minarea: " + std::to_string(npix) + "}", "keep_clean").rows.size() == 1);
+  CHECK(run_engine("deblend: {minarea: " + std::to_string(npix + 1) + "}", "drop").rows.empty());
+  CHECK(run_engine("deblend: {minarea: " + std::to_string(npix + 1) + ", mincont: 1}", "drop1").rows.empty());
+}
+
+TEST_CASE("deblend step: a deblended object's moments and their errors are about its centre", "[deblend]") {
+  WorkItem item;
+  const auto image = blended_pair();
+  item.pixels.resize(64, 48);
+  for (size_t i = 0; i < image.size(); ++i) item.pixels.data()[i] = static_cast<float>(image[i]);
+  const Pipeline pipeline = test::pipeline_from(pipeline_text("deblend"));
+  for (const auto& step : pipeline.steps) step->run_cpu(item);
+  REQUIRE(item.catalog);
+  REQUIRE(item.catalog->size() == 2);
+  CHECK(item.metrics.at("deblend_split") == 1);
+  const double median = item.background->median, rms = item.background->std;
+  for (const Source& s : *item.catalog) {
+    INFO("object " << s.id);
+    REQUIRE((s.flags & kFlagDeblended) != 0);
+    // Directly: x2 = sum w (x - cx)^2 / sum w over the object's pixels, w = p - median; errx2 =
+    // sum rms^2 (x - cx)^2 / (sum w)^2; (cx, cy) the catalog's x, y.
+    double sw = 0, sxx = 0, syy = 0, sxy = 0, exx = 0, eyy = 0, exy = 0;
+    for (int64_t y = 0; y < 48; ++y)
+      for (int64_t x = 0; x < 64; ++x) {
+        if (item.labels[static_cast<size_t>(y * 64 + x)] != s.id) continue;
+        const double w = item.pixels.data()[y * 64 + x] - median, dx = x - s.x, dy = y - s.y;
+        sw += w;
+        sxx += w * dx * dx;
+        syy += w * dy * dy;
+        sxy += w * dx * dy;
+        exx += rms * rms * dx * dx;
+        eyy += rms * rms * dy * dy;
+        exy += rms * rms * dx * dy;
+      }
+    REQUIRE(sxx / sw * (syy / sw) - (sxy / sw) * (sxy / sw) > 0.00694);  // not SEP's singular case
+    CHECK(s.flux_iso == Approx(sw).epsilon(1e-12));
+    CHECK(s.x2 == Approx(sxx / sw).epsilon(1e-10));
+    CHECK(s.y2 == Approx(syy / sw).epsilon(1e-10));
+    CHECK(s.xy == Approx(sxy / sw).epsilon(1e-10).margin(1e-12));
+    CHECK(s.errx2 == Approx(exx / (sw * sw)).epsilon(1e-10));
+    CHECK(s.erry2 == Approx(eyy / (sw * sw)).epsilon(1e-10));
+    CHECK(s.errxy == Approx(exy / (sw * sw)).epsilon(1e-10).margin(1e-16));
+    // The centre is not the object's own centroid (SEP keeps its branch's barycentre), so these
+    // moments are larger than the central ones.
+    double cx = 0;
+    for (int64_t i = 0; i < 64 * 48; ++i)
+      if (item.labels[static_cast<size_t>(i)] == s.id) cx += (item.pixels.data()[i] - median) * static_cast<double>(i % 64);
+    CHECK(std::fabs(cx / sw - s.x) > 1e-3);
+  }
+}
+
+TEST_CASE("segment compare: float32 thresholds as SEP does, in float", "[deblend]") {
+  // p - back is 1 + 2^-25 exactly (above the threshold 1 in float64) but 1.0f in float32: SEP
+  // does not detect that pixel.
+  WorkItem item;
+  item.pixels.resize(2, 1);
+  item.pixels.data()[0] = 1.0f + std::ldexp(1.0f, -23);
+  item.pixels.data()[1] = 3.0f;
+  item.background_map = {std::ldexp(3.0f, -25), 0.0f};
+  BackgroundStats stats;
+  stats.std = 1.0;
+  item.background = stats;
+  for (const bool float32 : {false, true}) {
+    const Pipeline pipeline = test::pipeline_from(std::string("steps: [background, {segment: {nsigma: 1") +
+                                                  (float32 ? ", compare: float32" : "") + "}}]");
+    pipeline.steps[1]->run_cpu(item);
+    CHECK(item.mask[0] == (float32 ? 0 : 1));
+    CHECK(item.mask[1] == 1);
+    REQUIRE(item.segment_threshold);
+    CHECK(item.segment_threshold->float32 == float32);
+#ifdef IMFLOW_HAVE_CUDA
+    CHECK(pipeline.steps[1]->has_cuda() == !float32);  // the GPU compares in float64
+#endif
+  }
+}
+
+TEST_CASE("deblend step: configuration errors", "[deblend]") {
+  const auto fails = [](const std::string& deblend, const std::string& label, const std::string& segment) {
+    return "steps:\n  - background\n  - segment: " + segment + "\n  - label: " + label + "\n  - " + deblend +
+           "\n  - measure\n";
+  };
+  const std::string s32 = "{compare: float32}", l8 = "{connectivity: 8}";
+  CHECK_NOTHROW(test::pipeline_from(fails("deblend", l8, s32)));
+  CHECK_THROWS_WITH(test::pipeline_from(fails("deblend", "{connectivity: 4}", s32)),
+                    Catch::Contains("test.yaml:5:5: steps[3].deblend: needs 8-connected segments") &&
+                        Catch::Contains("connectivity 4 (set label: {connectivity: 8})"));
+  CHECK_THROWS_WITH(test::pipeline_from(fails("deblend", l8, "{nsigma: 3}")),
+                    Catch::Contains("steps[3].deblend: needs the segments thresholded as SEP does") &&
+                        Catch::Contains("compare: float32"));
+  CHECK_THROWS_WITH(test::pipeline_from(fails("deblend", l8, "{compare: float16}")),
+                    Catch::Contains("steps[1].segment.compare"));
+  for (const char* bad : {"{nthresh: 0}", "{nthresh: 2000}", "{mincont: -0.1}", "{mincont: 1.5}", "{clean_param: 0}",
+                          "{clean_param: -1}", "{minarea: 0}", "{clean: maybe}", "{min_area: 5}"}) {
+    INFO(bad);
+    CHECK_THROWS_AS(test::pipeline_from(fails(std::string("deblend: ") + bad, l8, s32)), ConfigError);
+  }
+  CHECK_THROWS_WITH(test::pipeline_from(fails("deblend: {mincont: 1.5}", l8, s32)), Catch::Contains("steps[3].deblend.mincont"));
+  // Order: after label, once.
+  CHECK_THROWS_WITH(test::pipeline_from("steps: [background, {segment: {compare: float32}}, deblend, {label: {connectivity: 8}}]"),
+                    Catch::Contains("steps[2].deblend: needs 'labels'"));
+  CHECK_THROWS_WITH(test::pipeline_from(fails("deblend\n  - deblend", l8, s32)), Catch::Contains("deblend runs once"));
+  // Every parameter resolved for `imflow validate`.
+  const Pipeline p = test::pipeline_from(fails("deblend", l8, s32));
+  const YAML::Node params = p.steps[3]->params();
+  CHECK(params["nthresh"].as<int>() == 32);
+  CHECK(params["mincont"].as<double>() == 0.005);
+  CHECK(params["clean"].as<bool>());
+  CHECK(params["clean_param"].as<double>() == 1.0);
+  CHECK(params["minarea"].as<int>() == 5);
+  // CPU only: the engine refuses it on the CUDA device (run_pipeline's step check).
+  CHECK_FALSE(p.steps[3]->has_cuda());
+  // Tiles: a pipeline with deblend processes large images whole (a segment is split once,
+  // whole); asking for tiles explicitly is an error.
+  const TilingPlan plan = plan_tiling(p);
+  CHECK(plan.size == 0);
+  CHECK(plan.whole_above == 4096);
+  CHECK(plan.off_reason.find("deblend") != std::string::npos);
+  CHECK_THROWS_WITH(test::pipeline_from("tiling: {size: 64}\n" + fails("deblend", l8, s32)),
+                    Catch::Contains("cannot run on tiles: deblend splits each segment as a whole"));
+}

@@ -1,5 +1,5 @@
 // Small images through every GPU kernel (background, segment, label, measure,
-// convolve, normalize, SVD solvers and reconstruction kernels), each against the CPU: the
+// convolve, normalize, SVD solvers and reconstruction kernels, deblend), each against the CPU: the
 // `[sanitize]` set that tools/gpu/sanitize.sh runs under compute-sanitizer, where racecheck
 // makes kernels many times slower and full-size tests did not finish in time.
 #include <algorithm>
@@ -8,6 +8,7 @@
 #include "cuda/normalize.hpp"
 #include "cuda/reconstruct.hpp"
 #include "cuda/svd.hpp"
+#include "deblend_check.hpp"
 #include "gpu_test_helpers.hpp"
 #include "imflow/kernels/normalize.hpp"
 #include "imflow/kernels/reconstruct.hpp"
@@ -192,4 +193,19 @@ TEST_CASE("sanitize set: SVD solvers and reconstruction kernels on a rank-8 matr
       CHECK(ref.rel_frobenius_error < 1e-4);
       CHECK(rel_diff(item.pixels.data(), recon.data(), recon.size()) < 1e-4);
     }
+}
+
+TEST_CASE("sanitize set: deblending (split, allocation, CLEAN) on small fields", "[gpu][sanitize][deblend]") {
+  imflow::cuda::Stream stream;
+  imflow::cuda::DeblendWorkspace workspace;
+  const uint32_t seed = fresh_seed("sanitize set deblend");
+  deblend_test::DeblendParams params;
+  deblend_test::check("small pairs", deblend_test::stars(seed, 96, 80, 25, true, true), params, workspace, stream);
+  deblend_test::Field crowd = deblend_test::crowd(120, 120, 6, 6, 12.0, 25.0, seed + 1);
+  crowd.threshold = 3.0f;
+  params.mincont = 1e-4;
+  deblend_test::check("small crowd", crowd, params, workspace, stream, {true, true});
+  params.clean = false;
+  params.allocation = deblend_test::DeblendAllocation::most_probable;
+  deblend_test::check("small crowd, no CLEAN", crowd, params, workspace, stream);
 }

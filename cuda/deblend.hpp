@@ -1,0 +1,71 @@
+// Deblending on the device: the twin of kernels::deblend_sources (SEP's multi-threshold split,
+// allocation and CLEAN), equal to it pixel for pixel and record for record. The segments are
+// deblended in parallel, one thread each; the allocation runs one thread per pixel (SEP's
+// rand_r stream cut by jumping ahead to each pixel's draw) and CLEAN one thread per object.
+// How it is organised: cuda/deblend_jobs.hpp; the arithmetic: cuda/deblend_sep.hpp.
+#pragma once
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+#include <memory>
+
+#include "imflow/kernels/deblend.hpp"
+
+namespace imflow::cuda {
+
+// What the device deblends; all pointers are device memory laid out width x height (row-major).
+struct DeblendDeviceInput {
+  int64_t width = 0, height = 0;
+  const float* detection = nullptr;      // SEP's detection values, background subtracted
+  const float* measurement = nullptr;    // the unfiltered values (nullptr: detection)
+  const float* threshold_map = nullptr;  // the threshold per pixel, or nullptr:
+  float threshold = 0.0f;                //   this one value,
+  const double* threshold_device = nullptr;  // or, when set, float(*threshold_device) (e.g. &results->threshold)
+  const int32_t* labels = nullptr;       // segments 1..n, 8-connected (kernels::label_components)
+  // n: *nlabels_device when set (e.g. &results->nlabels after cuda::label), else nlabels.
+  // With nlabels_device, nlabels bounds n (0: (width * height + 1) / 2 + 1, any label map's).
+  const int32_t* nlabels_device = nullptr;
+  int32_t nlabels = 0;
+};
+
+// One slot's deblending buffers (device memory and mapped pinned memory for the results): they
+// only grow from call to call. Not thread-safe; one call at a time per workspace and stream.
+struct DeblendBuffers;
+class DeblendWorkspace {
+ public:
+  DeblendWorkspace();
+  ~DeblendWorkspace();
+  DeblendWorkspace(DeblendWorkspace&&) noexcept;
+  DeblendWorkspace& operator=(DeblendWorkspace&&) noexcept;
+  DeblendWorkspace(const DeblendWorkspace&) = delete;
+  DeblendWorkspace& operator=(const DeblendWorkspace&) = delete;
+
+  // After the stream has completed the last deblend call: its result, objects in SEP's order
+  // (objects[label - 1]), as kernels::deblend_sources returns it. Throws std::invalid_argument
+  // for a label outside 1..n or one that is not 8-connected (as the CPU kernel does), and
+  // std::logic_error if the device found its own state inconsistent.
+  kernels::DeblendResult result() const;
+  // The same, without the object records.
+  int32_t objects() const;
+
+  DeblendBuffers& buffers() { return *buffers_; }
+
+ private:
+  std::unique_ptr<DeblendBuffers> buffers_;
+};
+
+// Enqueue the deblending of `input` on `stream`: the new label map goes to labels_out (device,
+// width x height, not input.labels): objects 1..m in SEP's catalog order, 0 elsewhere; m goes to
+// *nlabels_out_device when it is not null (e.g. &results->nlabels, for cuda::measure). The records
+// and counts: workspace.result() once the stream has completed.
+//
+// One synchronization: after the census of the segments (which labels SEP keeps, their pixels
+// and working areas), the host waits for the stream to size the buffers of the rest exactly
+// (working areas total ~ 20 int32 per pixel of a kept segment with minarea >= 3); everything
+// after it is enqueued without waiting. Throws std::invalid_argument on bad parameters (as
+// kernels::deblend_sources) or a label outside 1..n, std::length_error for images of 2^31
+// pixels or more, CudaError on CUDA failures.
+void deblend(const DeblendDeviceInput& input, const kernels::DeblendParams& params, int32_t* labels_out,
+             int32_t* nlabels_out_device, cudaStream_t stream, DeblendWorkspace& workspace);
+
+}  // namespace imflow::cuda

@@ -1,0 +1,360 @@
+// SEP's arithmetic for the GPU deblending (cuda/deblend.hpp), host and device: the same
+// operations in the same order and precision as the CPU kernel (src/kernels/deblend_*.cpp), so
+// that the results are bit-identical. Compiled without FMA contraction (cuda/CMakeLists.txt).
+//   - glibc's expf (the CPU kernel calls std::exp on floats), ported: CUDA's expf rounds
+//     differently in the last bit, and a weight or amplitude one ulp off can move a pixel;
+//   - glibc's rand_r and its jump ahead;
+//   - SEP's analyse (preanalyse included, no error terms, no theta) and analysemthresh;
+//   - the allocation weights and CLEAN's Moffat test.
+// Double pow and log (levels, abcor, CLEAN) are CUDA's; their results pass through float
+// conversions, where a last-bit difference from glibc's shows with probability ~2^-29 a call.
+#pragma once
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+
+#include "imflow/kernels/host_device.hpp"
+
+namespace imflow::cuda::deblend_detail {
+
+// The image as the deblending reads it: detection (SEP's cdvalue), measurement (value) and
+// threshold (per pixel or one value), row-major with `width` columns.
+struct Pixels {
+  const float* cd = nullptr;
+  const float* value = nullptr;   // never null (the detection when there is no measurement image)
+  const float* thresh = nullptr;  // null: `thresh0` everywhere
+  float thresh0 = 0.0f;
+  int32_t width = 0;
+  IMFLOW_HOST_DEVICE float threshold(int32_t i) const { return thresh != nullptr ? thresh[i] : thresh0; }
+};
+
+// ---- glibc's expf (sysdeps/ieee754/flt-32/e_expf.c: a 32-entry table of 2^(i/32) and a cubic
+// in double precision, rounded once to float). Equal to glibc's (its FMA and plain builds) on
+// every 8th float of |x| < 110.
+#define IMFLOW_DEBLEND_EXP2F_TABLE                                                                      \
+  {0x3ff0000000000000ull, 0x3fefd9b0d3158574ull, 0x3fefb5586cf9890full, 0x3fef9301d0125b51ull,         \
+   0x3fef72b83c7d517bull, 0x3fef54873168b9aaull, 0x3fef387a6e756238ull, 0x3fef1e9df51fdee1ull,         \
+   0x3fef06fe0a31b715ull, 0x3feef1a7373aa9cbull, 0x3feedea64c123422ull, 0x3feece086061892dull,         \
+   0x3feebfdad5362a27ull, 0x3feeb42b569d4f82ull, 0x3feeab07dd485429ull, 0x3feea47eb03a5585ull,         \
+   0x3feea09e667f3bcdull, 0x3fee9f75e8ec5f74ull, 0x3feea11473eb0187ull, 0x3feea589994cce13ull,         \
+   0x3feeace5422aa0dbull, 0x3feeb737b0cdc5e5ull, 0x3feec49182a3f090ull, 0x3feed503b23e255dull,         \
+   0x3feee89f995ad3adull, 0x3feeff76f2fb5e47ull, 0x3fef199bdd85529cull, 0x3fef3720dcef9069ull,         \
+   0x3fef5818dcfba487ull, 0x3fef7c97337b9b5full, 0x3fefa4afa2a490daull, 0x3fefd0765b6e4540ull}
+
+namespace sep_math {
+#ifdef __CUDACC__
+static __constant__ const uint64_t kExp2fTableDevice[32] = IMFLOW_DEBLEND_EXP2F_TABLE;
+#endif
+static constexpr uint64_t kExp2fTableHost[32] = IMFLOW_DEBLEND_EXP2F_TABLE;
+
+IMFLOW_HOST_DEVICE inline uint64_t exp2f_table(uint32_t i) {
+#ifdef __CUDA_ARCH__
+  return kExp2fTableDevice[i];
+#else
+  return kExp2fTableHost[i];
+#endif
+}
+
+IMFLOW_HOST_DEVICE inline uint32_t bits(float f) {
+  uint32_t u;
+  memcpy(&u, &f, sizeof u);
+  return u;
+}
+IMFLOW_HOST_DEVICE inline uint64_t bits(double d) {
+  uint64_t u;
+  memcpy(&u, &d, sizeof u);
+  return u;
+}
+IMFLOW_HOST_DEVICE inline double from_bits(uint64_t u) {
+  double d;
+  memcpy(&d, &u, sizeof d);
+  return d;
+}
+}  // namespace sep_math
+
+IMFLOW_HOST_DEVICE inline float sep_expf(float x) {
+  const uint32_t abstop = (sep_math::bits(x) >> 20) & 0x7ffu;
+  if (abstop >= (sep_math::bits(88.0f) >> 20)) {
+    if (sep_math::bits(x) == sep_math::bits(-INFINITY)) return 0.0f;
+    if (abstop >= (sep_math::bits(INFINITY) >> 20)) return x + x;
+    if (x > 0x1.62e42ep6f) return INFINITY;
+    if (x < -0x1.9fe368p6f) return 0.0f;
+  }
+  constexpr double kInvLn2N = 0x1.71547652b82fep+0 * 32, kShift = 0x1.8p+52;
+  constexpr double kC0 = 0x1.c6af84b912394p-5 / 32 / 32 / 32, kC1 = 0x1.ebfce50fac4f3p-3 / 32 / 32,
+                   kC2 = 0x1.62e42ff0c52d6p-1 / 32;
+  const double xd = x;
+  double z = kInvLn2N * xd;
+  double kd = z + kShift;
+  const uint64_t ki = sep_math::bits(kd);
+  kd -= kShift;
+  const double r = z - kd;
+  uint64_t t = sep_math::exp2f_table(static_cast<uint32_t>(ki % 32));
+  t += ki << (52 - 5);
+  const double s = sep_math::from_bits(t);
+  z = kC0 * r + kC1;
+  const double r2 = r * r;
+  double y = kC2 * r + 1;
+  y = z * r2 + y;
+  y = y * s;
+  return static_cast<float>(y);
+}
+
+// ---- glibc's rand_r and the seed after `calls` calls (kernels::glibc_rand_r, _skip).
+IMFLOW_HOST_DEVICE inline int32_t rand_r(uint32_t& seed) {
+  uint32_t next = seed;
+  next = next * 1103515245u + 12345u;
+  uint32_t result = (next / 65536u) % 2048u;
+  next = next * 1103515245u + 12345u;
+  result <<= 10;
+  result ^= (next / 65536u) % 1024u;
+  next = next * 1103515245u + 12345u;
+  result <<= 10;
+  result ^= (next / 65536u) % 1024u;
+  seed = next;
+  return static_cast<int32_t>(result);
+}
+
+IMFLOW_HOST_DEVICE inline uint32_t rand_r_skip(uint32_t seed, uint64_t calls) {
+  uint32_t mul = 1u, add = 0u;
+  uint32_t step_mul = 1103515245u, step_add = 12345u;
+  uint64_t steps = 3 * calls;
+  while (steps != 0) {
+    if ((steps & 1) != 0) {
+      mul = mul * step_mul;
+      add = add * step_mul + step_add;
+    }
+    step_add = step_add * step_mul + step_add;
+    step_mul = step_mul * step_mul;
+    steps >>= 1;
+  }
+  return mul * seed + add;
+}
+
+// ---- SEP's object fields that the allocation and CLEAN use (deblend_detail::SepObject).
+struct SepObject {
+  double mx = 0.0, my = 0.0;  // absolute (image) coordinates
+  float thresh = 0.0f, mthresh = 0.0f;
+  float a = 0.0f, b = 0.0f, cxx = 0.0f, cyy = 0.0f, cxy = 0.0f, abcor = 0.0f;
+  float fdflux = 0.0f, fdpeak = 0.0f;
+  int64_t fdnpix = 0;
+  bool merged = false;
+};
+
+constexpr double kPi = 3.14159265358979323846;
+
+// SEP's analyse (preanalyse, then the moments) over n pixels, px(i) the image index of the
+// i-th in SEP's order; robust: a merged object keeps o.mx, o.my as its centre.
+template <class PixelAt>
+IMFLOW_HOST_DEVICE void sep_analyse(const Pixels& im, const PixelAt& px, int64_t n, bool robust, SepObject& o) {
+  // preanalyse
+  double rv = 0.0;
+  float peak = -1e+30f, cpeak = -1e+30f;
+  int64_t xmin = 2 * 1048576, ymin = 2 * 1048576, xmax = 0, ymax = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    const int32_t p = px(i);
+    const int64_t y = p / im.width, x = p - y * im.width;
+    const float val = im.value[p], cval = im.cd[p];
+    if (peak < val) peak = val;
+    if (cpeak < cval) cpeak = cval;
+    rv += cval;
+    if (x < xmin) xmin = x;
+    if (x > xmax) xmax = x;
+    if (y < ymin) ymin = y;
+    if (y > ymax) ymax = y;
+  }
+  o.fdnpix = n;
+  o.fdflux = static_cast<float>(rv);
+  o.fdpeak = cpeak;
+  // analyse
+  int64_t dnpix = 0, area2 = 0;
+  double mx = 0.0, my = 0.0, tv = 0.0, mx2 = 0.0, my2 = 0.0, mxy = 0.0;
+  const double thresh = o.thresh;
+  const double rvf = o.fdflux;
+  const double thresh2 = (thresh + peak) / 2.0;
+  for (int64_t i = 0; i < n; ++i) {
+    const int32_t p = px(i);
+    const int64_t py = p / im.width, pxc = p - py * im.width;
+    const float x = static_cast<float>(pxc - xmin), y = static_cast<float>(py - ymin);
+    const float cval = im.cd[p], val = im.value[p];
+    tv += val;
+    if (val > thresh) ++dnpix;
+    if (val > thresh2) ++area2;
+    const float cx = cval * x, cy = cval * y;
+    mx += cx;
+    my += cy;
+    mx2 += cx * x;
+    my2 += cy * y;
+    mxy += cx * y;
+  }
+  (void)tv;
+  const double abs_xmin = static_cast<double>(xmin), abs_ymin = static_cast<double>(ymin);
+  double xm = mx / rvf, ym = my / rvf, xm2, ym2, xym;
+  if (robust && o.merged) {
+    const double xn = o.mx - abs_xmin, yn = o.my - abs_ymin;
+    xm2 = mx2 / rvf + xn * xn - 2 * xm * xn;
+    ym2 = my2 / rvf + yn * yn - 2 * ym * yn;
+    xym = mxy / rvf + xn * yn - xm * yn - xn * ym;
+    xm = xn;
+    ym = yn;
+  } else {
+    xm2 = mx2 / rvf - xm * xm;
+    ym2 = my2 / rvf - ym * ym;
+    xym = mxy / rvf - xm * ym;
+  }
+  double temp2 = xm2 * ym2 - xym * xym;
+  if (temp2 < 0.00694) {
+    xm2 += 0.0833333;
+    ym2 += 0.0833333;
+    temp2 = xm2 * ym2 - xym * xym;
+  }
+  double temp = xm2 - ym2;
+  temp = sqrt(0.25 * temp * temp + xym * xym);
+  double pmx2 = 0.5 * (xm2 + ym2), pmy2 = pmx2;
+  pmx2 += temp;
+  pmy2 -= temp;
+  o.mx = xm + abs_xmin;
+  o.my = ym + abs_ymin;
+  o.a = static_cast<float>(sqrt(pmx2));
+  o.b = static_cast<float>(sqrt(pmy2));
+  o.cxx = static_cast<float>(ym2 / temp2);
+  o.cyy = static_cast<float>(xm2 / temp2);
+  o.cxy = static_cast<float>(-2 * xym / temp2);
+  const double darea = static_cast<double>(area2) - static_cast<double>(dnpix);
+  const double t1t2 = thresh / thresh2;
+  if (t1t2 > 0.0) {
+    o.abcor = static_cast<float>((darea < 0.0 ? darea : -1.0) / (2 * kPi * log(t1t2 < 1.0 ? t1t2 : 0.99) * o.a * o.b));
+    if (o.abcor > 1.0) o.abcor = 1.0f;
+  } else {
+    o.abcor = 1.0f;
+  }
+}
+
+// analysemthresh: SEP's heap of the minarea brightest (detection - threshold), quirks included
+// (kernels' sep_mthresh); `heap` holds minarea floats.
+template <class PixelAt>
+IMFLOW_HOST_DEVICE float sep_mthresh(const Pixels& im, const PixelAt& px, int64_t n, int minarea, float* heap) {
+  if (n < minarea) return 0.0f;
+  int64_t h = minarea, filled = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    const int32_t p = px(i);
+    const float tpix = im.cd[p] - im.threshold(p);
+    if (h > 0) {
+      heap[filled++] = tpix;
+    } else if (h != 0) {
+      if (tpix > heap[0]) {
+        heap[0] = tpix;
+        for (int64_t j = 0, k; (k = (j + 1) << 1) <= minarea; j = k) {
+          float* heapk = heap + k;
+          float* heapj = heap + j;
+          if (k != minarea && *(heapk - 1) > *heapk) {
+            heapk++;
+            k++;
+          }
+          if (*heapj <= *(--heapk)) break;
+          const float swap = *heapk;
+          *heapk = *heapj;
+          *heapj = swap;
+        }
+      }
+    } else {
+      // Ascending sort (a heapsort: any correct sort leaves the same values in place).
+      const int64_t m = minarea;
+      for (int64_t start = m / 2 - 1; start >= 0; --start) {
+        for (int64_t root = start;;) {
+          int64_t child = 2 * root + 1;
+          if (child >= m) break;
+          if (child + 1 < m && heap[child] < heap[child + 1]) ++child;
+          if (!(heap[root] < heap[child])) break;
+          const float swap = heap[root];
+          heap[root] = heap[child];
+          heap[child] = swap;
+          root = child;
+        }
+      }
+      for (int64_t end = m - 1; end > 0; --end) {
+        const float swap = heap[0];
+        heap[0] = heap[end];
+        heap[end] = swap;
+        for (int64_t root = 0;;) {
+          int64_t child = 2 * root + 1;
+          if (child >= end) break;
+          if (child + 1 < end && heap[child] < heap[child + 1]) ++child;
+          if (!(heap[root] < heap[child])) break;
+          const float s2 = heap[root];
+          heap[root] = heap[child];
+          heap[child] = s2;
+          root = child;
+        }
+      }
+    }
+    h--;
+  }
+  return heap[0];
+}
+
+// The Gaussian model of one kept branch for the allocation (gather_model).
+struct BranchModel {
+  double mx = 0.0, my = 0.0;
+  float cxx = 0.0f, cyy = 0.0f, cxy = 0.0f, abcor = 1.0f, amp = 0.0f;
+};
+
+// The model's amplitude of branch o (o.thresh already the segment's threshold).
+IMFLOW_HOST_DEVICE inline float branch_amplitude(const SepObject& o) {
+  const float dist = static_cast<float>(static_cast<double>(o.fdnpix) / (2 * kPi * o.abcor * o.a * o.b));
+  float amp = static_cast<float>(dist < 70.0 ? o.thresh * sep_expf(dist) : 4.0 * o.fdpeak);
+  if (amp > 4.0 * o.fdpeak) amp = static_cast<float>(4.0 * o.fdpeak);
+  return amp;
+}
+
+// The weight of branch m at pixel (x, y) (the term SEP adds to the cumulative p[]) and its
+// distance; see cumulative_weights in src/kernels/deblend_allocate.cpp.
+IMFLOW_HOST_DEVICE inline double branch_term(const BranchModel& m, int64_t x, int64_t y, float& dist) {
+  const float dx = static_cast<float>(static_cast<double>(x) - m.mx);
+  const float dy = static_cast<float>(static_cast<double>(y) - m.my);
+  dist = static_cast<float>(0.5 * (m.cxx * dx * dx + m.cyy * dy * dy + m.cxy * dx * dy) / m.abcor);
+  return dist < 70.0 ? static_cast<double>(m.amp * sep_expf(-dist)) : 0.0;
+}
+
+constexpr float kRandMax = 2147483647.0f;  // (float)RAND_MAX
+
+// ---- CLEAN (extract.c's clean): SEP's Moffat amplitude and alpha, and the test whether the
+// profile of `big` at offset (dx, dy) exceeds small's mthresh.
+struct CleanObject {
+  double mx = 0.0, my = 0.0;
+  float a = 0.0f, b = 0.0f, cxx = 0.0f, cyy = 0.0f, cxy = 0.0f, abcor = 0.0f, fdflux = 0.0f, thresh = 0.0f,
+        mthresh = 0.0f;
+  int64_t fdnpix = 0;
+};
+
+IMFLOW_HOST_DEVICE inline void clean_moffat(const CleanObject& o, double beta, double& amp, double& alpha) {
+  const double unitarea = kPi * o.a * o.b;
+  amp = o.fdflux / (2 * unitarea * o.abcor);
+  alpha = (pow(amp / o.thresh, 1.0 / beta) - 1) * unitarea / static_cast<double>(o.fdnpix);
+}
+
+IMFLOW_HOST_DEVICE inline bool clean_eats(const CleanObject& big, double amp, double alpha, double beta, float dx, float dy,
+                                          const CleanObject& small) {
+  const double val = 1 + alpha * (big.cxx * dx * dx + big.cyy * dy * dy + big.cxy * dx * dy);
+  return val > 1.0 && static_cast<float>(val < 1e10 ? amp * pow(val, -beta) : 0.0) > small.mthresh;
+}
+
+// What SEP's clean loop does with the pair (i, j), i < j, both surviving: 0 nothing, 1 i
+// removes j, 2 j removes i.
+IMFLOW_HOST_DEVICE inline int clean_outcome(const CleanObject& o1, const CleanObject& o2, double beta) {
+  constexpr double kCleanZone = 10.0;
+  const float dx = static_cast<float>(o1.mx - o2.mx);
+  const float dy = static_cast<float>(o1.my - o2.my);
+  float rlim = o1.a + o2.a;
+  rlim *= rlim;
+  if (dx * dx + dy * dy > rlim * kCleanZone * kCleanZone) return 0;
+  double amp, alpha;
+  if (o2.fdflux < o1.fdflux) {
+    clean_moffat(o1, beta, amp, alpha);
+    return clean_eats(o1, amp, alpha, beta, dx, dy, o2) ? 1 : 0;
+  }
+  clean_moffat(o2, beta, amp, alpha);
+  return clean_eats(o2, amp, alpha, beta, dx, dy, o1) ? 2 : 0;
+}
+
+}  // namespace imflow::cuda::deblend_detail

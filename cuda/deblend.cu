@@ -2,7 +2,7 @@
 // and the order of the jobs (cuda/deblend_jobs.hpp). Before the one synchronization: the label
 // statistics, the segments SEP keeps in its order (a selection of their last pixels), their
 // pixels grouped by a stable radix sort, the scans of their sizes and working areas. After it:
-// the split (one thread per segment, largest first), the objects, the allocation (a scan numbers
+// the split (one warp per segment, largest first), the objects, the allocation (a scan numbers
 // SEP's draws), the allocated pixels grouped by object (a second radix sort), the measurements,
 // CLEAN and the outputs.
 #include <cub/cub.cuh>
@@ -14,42 +14,12 @@
 #include "cuda/buffers.hpp"
 #include "cuda/cuda_check.hpp"
 #include "cuda/deblend.hpp"
+#include "cuda/deblend_buffers.hpp"
 #include "cuda/deblend_kernels.hpp"
 
 namespace imflow::cuda {
 
 using namespace deblend_detail;
-
-struct DeblendBuffers {
-  DeviceBuffer<int32_t> label_npix, label_last, label_xmin, label_xmax, label_rank;
-  DeviceBuffer<int32_t> seg_pixel, seg_label, seg_npix, seg_off, seg_branches, seg_objects, obj_off, seg_order;
-  DeviceBuffer<long long> seg_words, arena_off;
-  DeviceBuffer<float> seg_thresh0;
-  DeviceBuffer<uint32_t> keys_a, keys_b;  // the radix sorts (pixels by segment, allocated pixels by object)
-  DeviceBuffer<int32_t> values_a, values_b;
-  DeviceBuffer<int32_t> chain, branch_pixels, owner, nearest, arena;
-  DeviceBuffer<float> weight_total, heap;
-  DeviceBuffer<uint32_t> draw_flag, draw_index;
-  DeviceBuffer<int32_t> obj_seg, obj_bstart, obj_bnpix, obj_alloc, alloc_off, obj_npix, obj_pix_off, obj_iota;
-  DeviceBuffer<float> obj_level;
-  DeviceBuffer<BranchModel> model;
-  DeviceBuffer<CleanObject> objects;
-  DeviceBuffer<int32_t> obj_cell, cell_count, cell_off, cell_fill, cell_items, big_list, edge_count, edge_off, edges,
-      survives, new_id;
-  DeviceBuffer<uint8_t> big_flag;
-  DeviceBuffer<DeblendCounters> counters;
-  DeviceBuffer<unsigned char> temp;  // CUB's temporary storage
-  PinnedBuffer<DeblendCounters> census;
-  PinnedBuffer<DeblendSummary> summary;  // mapped: written by the device
-  PinnedBuffer<DeblendRecord> records;   // mapped: written by the device
-  long long edge_capacity = 0;
-  bool has_result = false;
-};
-
-DeblendWorkspace::DeblendWorkspace() : buffers_(std::make_unique<DeblendBuffers>()) {}
-DeblendWorkspace::~DeblendWorkspace() = default;
-DeblendWorkspace::DeblendWorkspace(DeblendWorkspace&&) noexcept = default;
-DeblendWorkspace& DeblendWorkspace::operator=(DeblendWorkspace&&) noexcept = default;
 
 namespace {
 
@@ -388,40 +358,6 @@ void deblend(const DeblendDeviceInput& in, const kernels::DeblendParams& params,
   launch_records(p, c, B.records.device_pointer(), Ob, stream);
   launch_summary(p, c, B.summary.device_pointer(), nlabels_out, stream);
   B.has_result = true;
-}
-
-int32_t DeblendWorkspace::objects() const {
-  if (!buffers_->has_result || !buffers_->summary.data()->valid)
-    throw std::logic_error("deblend: no result (no call, or its stream has not completed)");
-  return buffers_->summary.data()->survivors;
-}
-
-kernels::DeblendResult DeblendWorkspace::result() const {
-  const DeblendBuffers& B = *buffers_;
-  if (!B.has_result || !B.summary.data()->valid)
-    throw std::logic_error("deblend: no result (no call, or its stream has not completed)");
-  const DeblendSummary s = *B.summary.data();
-  if (s.error == kErrorNotConnected) throw std::invalid_argument("deblend: a label is not one 8-connected component");
-  if (s.error == kErrorLabelRange) throw std::invalid_argument("deblend: a label outside 1..nlabels");
-  if (s.error != kErrorNone) throw std::logic_error("deblend: the device found its state inconsistent");
-  kernels::DeblendResult result;
-  result.segments = s.segments;
-  result.segments_split = s.segments_split;
-  result.objects_cleaned = s.objects - s.survivors;
-  result.random_draws = s.draws;
-  result.objects.resize(static_cast<size_t>(s.survivors));
-  for (int32_t i = 0; i < s.survivors; ++i) {
-    const DeblendRecord& r = B.records.data()[i];
-    kernels::DeblendObject& o = result.objects[static_cast<size_t>(i)];
-    o.segment = r.segment;
-    o.blended = r.blended != 0;
-    o.x = r.x;
-    o.y = r.y;
-    o.thresh = r.thresh;
-    o.npix = r.npix;
-    o.flux = r.flux;
-  }
-  return result;
 }
 
 }  // namespace imflow::cuda

@@ -1,6 +1,6 @@
 // Deblending on the device: the twin of kernels::deblend_sources (SEP's multi-threshold split,
 // allocation and CLEAN), equal to it pixel for pixel and record for record. The segments are
-// deblended in parallel, one thread each; the allocation runs one thread per pixel (SEP's
+// deblended in parallel, one warp each; the allocation runs one thread per pixel (SEP's
 // rand_r stream cut by jumping ahead to each pixel's draw) and CLEAN one thread per object.
 // How it is organised: cuda/deblend_jobs.hpp; the arithmetic: cuda/deblend_sep.hpp.
 #pragma once

@@ -10,7 +10,9 @@ namespace imflow::cuda::deblend_detail {
 namespace {
 
 constexpr int kThreads = 256;
-constexpr int kTreeThreads = 64;  // one heavy, divergent thread per segment
+// One segment per warp, worked by its first lane: the split's control flow differs from segment
+// to segment, so 32 segments in one warp would run one after the other.
+constexpr int kTreeThreads = 64;
 
 __device__ __forceinline__ int64_t first_index() { return static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; }
 __device__ __forceinline__ int64_t stride() { return static_cast<int64_t>(gridDim.x) * blockDim.x; }
@@ -50,7 +52,11 @@ __global__ void census_kernel(DeblendPlan p, const double* threshold_device) {
 
 IMFLOW_DEBLEND_KERNEL(order_key_kernel, n, (keys[k] = static_cast<uint32_t>(p.seg_npix[k]), values[k] = k),
                       DeblendPlan p, uint32_t* keys, int32_t* values)
-IMFLOW_DEBLEND_KERNEL(tree_kernel, n, tree_job(args, order[k]), TreeArgs args, const int32_t* order)
+__global__ void tree_kernel(TreeArgs args, const int32_t* order, int64_t n) {
+  if ((threadIdx.x & 31) != 0) return;
+  const int64_t warps = (static_cast<int64_t>(gridDim.x) * blockDim.x) / 32;
+  for (int64_t i = first_index() / 32; i < n; i += warps) tree_job(args, order[i]);
+}
 IMFLOW_DEBLEND_KERNEL(object_count_kernel, n, object_count_job(p, k), DeblendPlan p)
 
 __global__ void object_total_kernel(DeblendPlan p) { p.counters->objects = p.obj_off[p.counters->segments]; }
@@ -128,7 +134,7 @@ void launch_order_keys(const DeblendPlan& p, uint32_t* keys, int32_t* values, in
   IMFLOW_CUDA_CHECK_LAUNCH();
 }
 void launch_tree(const DeblendPlan& p, const int32_t* order, int64_t n, cudaStream_t stream) {
-  tree_kernel<<<blocks(n, kTreeThreads), kTreeThreads, 0, stream>>>(tree_args(p), order, n);
+  tree_kernel<<<blocks(n * 32, kTreeThreads), kTreeThreads, 0, stream>>>(tree_args(p), order, n);
   IMFLOW_CUDA_CHECK_LAUNCH();
 }
 void launch_object_counts(const DeblendPlan& p, int64_t n, cudaStream_t stream) {

@@ -4,7 +4,7 @@
 //   census:     label_stats_job (per pixel), segment_job (per segment in SEP's order: label,
 //               pixel count, working-area size), then scans give each segment its pixels and
 //               working area; pixel_key_job sorts the pixels by segment (raster order kept);
-//   split:      tree_job (cuda/deblend_tree.hpp), one thread per segment;
+//   split:      tree_job (cuda/deblend_branches.hpp), one warp per segment;
 //   objects:    objects_job (per segment: its objects, numbered in SEP's order), model_job (per
 //               blended object: its branch's Gaussian model);
 //   allocation: weights_job (per pixel in chain order: the branches' summed weight, whether SEP
@@ -17,33 +17,9 @@
 #include <cstdint>
 
 #include "cuda/deblend_sep.hpp"
-#include "cuda/deblend_tree.hpp"
+#include "cuda/deblend_branches.hpp"
 
 namespace imflow::cuda::deblend_detail {
-
-IMFLOW_HOST_DEVICE inline int32_t atomic_add(int32_t* p, int32_t v) {
-#ifdef __CUDA_ARCH__
-  return atomicAdd(p, v);
-#else
-  const int32_t old = *p;
-  *p += v;
-  return old;
-#endif
-}
-IMFLOW_HOST_DEVICE inline void atomic_max(int32_t* p, int32_t v) {
-#ifdef __CUDA_ARCH__
-  atomicMax(p, v);
-#else
-  if (v > *p) *p = v;
-#endif
-}
-IMFLOW_HOST_DEVICE inline void atomic_min(int32_t* p, int32_t v) {
-#ifdef __CUDA_ARCH__
-  atomicMin(p, v);
-#else
-  if (v < *p) *p = v;
-#endif
-}
 
 // Scalars the jobs write on the device; the host reads the census part at the one sync point.
 struct DeblendCounters {

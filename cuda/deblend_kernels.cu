@@ -10,8 +10,8 @@ namespace imflow::cuda::deblend_detail {
 namespace {
 
 constexpr int kThreads = 256;
-// One segment per warp, worked by its first lane: the split's control flow differs from segment
-// to segment, so 32 segments in one warp would run one after the other.
+// One segment per warp (cuda/deblend_team.hpp): the split's sequential logic runs on one lane,
+// its work per pixel on all 32.
 constexpr int kTreeThreads = 64;
 
 __device__ __forceinline__ int64_t first_index() { return static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; }
@@ -53,9 +53,11 @@ __global__ void census_kernel(DeblendPlan p, const double* threshold_device) {
 IMFLOW_DEBLEND_KERNEL(order_key_kernel, n, (keys[k] = static_cast<uint32_t>(p.seg_npix[k]), values[k] = k),
                       DeblendPlan p, uint32_t* keys, int32_t* values)
 __global__ void tree_kernel(TreeArgs args, const int32_t* order, int64_t n) {
-  if ((threadIdx.x & 31) != 0) return;
+  Team team;
+  team.lane = static_cast<int>(threadIdx.x & 31);
+  team.size = 32;
   const int64_t warps = (static_cast<int64_t>(gridDim.x) * blockDim.x) / 32;
-  for (int64_t i = first_index() / 32; i < n; i += warps) tree_job(args, order[i]);
+  for (int64_t i = first_index() / 32; i < n; i += warps) tree_job(team, args, order[i]);
 }
 IMFLOW_DEBLEND_KERNEL(object_count_kernel, n, object_count_job(p, k), DeblendPlan p)
 

@@ -1,13 +1,14 @@
 // SEP's Lutz scan (lutz.c; kernels' deblend_detail::lutz_scan) over a raster-ordered list of
 // pixels instead of a mask, host and device. It visits only the positions where the pixel scan
 // does something (the starts and ends of the runs of the current row and of the row above, where
-// the markers are), and appends each stretch of a run between two such positions to the chain
-// at once: O(runs + pixels) instead of O(bounding box), with the same components, completed in
-// the same order, each with its pixels linked in the same order (SEP's chain order).
+// the markers are), finds the runs' and rows' ends in bitmasks (list_bits, cuda/deblend_team.hpp)
+// and appends each stretch of a run between two such positions to the chain at once, as one
+// piece: O(runs) steps instead of O(bounding box), with the same components, completed in the
+// same order, each with its pixels linked in the same order (SEP's chain order).
 #pragma once
 #include <cstdint>
 
-#include "imflow/kernels/host_device.hpp"
+#include "cuda/deblend_team.hpp"
 
 namespace imflow::cuda::deblend_detail {
 
@@ -44,6 +45,7 @@ constexpr int32_t kNone = 0x7fffffff;
 template <class XY>
 struct RowPositions {
   const XY* xy;
+  const uint32_t* run_end;
   int32_t e, end;       // next unread entry, end of the row's entries
   int32_t pending = kNone;  // a run's end position still to give
   int32_t run_e0 = 0, run_x0 = 0, run_x1 = -1;  // the last run read: first entry, columns
@@ -64,26 +66,22 @@ struct RowPositions {
     (*xy)(e, x, y);
     run_e0 = e;
     run_x0 = x;
-    int32_t last = x;
-    for (++e; e < end; ++e) {
-      int32_t nx, ny;
-      (*xy)(e, nx, ny);
-      if (nx != last + 1) break;
-      last = nx;
-    }
-    run_x1 = last;
-    pending = last + 1;
+    const int32_t last = next_set(run_end, e);
+    run_x1 = x + (last - e);
+    e = last + 1;
+    pending = run_x1 + 1;
   }
 };
 }  // namespace lutz_detail
 
 // The components of the m list entries (raster order, distinct pixels): xy(e, x, y) gives
-// entry e's column relative to the bounding box (0..width-1) and its row. Writes next[e] (the
-// chain links: -1 ends a chain) and calls done(first, npix) for every component in the order the
-// scan completes it (SEP's order), its entries linked from `first` through next.
+// entry e's column relative to the bounding box (0..width-1) and its row; run_end and row_end
+// from list_bits. Calls done(first, npix) for every component in the order the scan completes it
+// (SEP's order): its chain of pieces starts at entry `first` (walk_chain: piece_len[e] at a
+// piece's first entry, next[e] at its last). One thread.
 template <class XY, class Done>
 IMFLOW_HOST_DEVICE void lutz_list(int32_t m, const XY& xy, int32_t width, const LutzStacks& s, int32_t* next,
-                                  Done&& done) {
+                                  int32_t* piece_len, const uint32_t* run_end, const uint32_t* row_end, Done&& done) {
   using namespace lutz_detail;
   const int32_t cap = width + 2;
   for (int32_t i = 0; i < cap; ++i) {
@@ -111,8 +109,8 @@ IMFLOW_HOST_DEVICE void lutz_list(int32_t m, const XY& xy, int32_t width, const 
   // One row: the runs of entries [cb, ce) below the row of entries [pb, pe) (empty: none above).
   auto row = [&](int32_t pb, int32_t pe, int32_t cb, int32_t ce) {
     int32_t ps = kComplete, cs = kNonObject;
-    RowPositions<XY> prev{&xy, pb, pe};
-    RowPositions<XY> cur{&xy, cb, ce};
+    RowPositions<XY> prev{&xy, run_end, pb, pe};
+    RowPositions<XY> cur{&xy, run_end, cb, ce};
     bool in_run = false;
     while (true) {
       const int32_t pc = cur.peek(), pp = prev.peek();
@@ -197,7 +195,7 @@ IMFLOW_HOST_DEVICE void lutz_list(int32_t m, const XY& xy, int32_t width, const 
         const int32_t pc2 = cur.peek(), pp2 = prev.peek();
         const int32_t stop = pc2 < pp2 ? pc2 : pp2;  // <= the run's end position
         const int32_t first = cur.run_e0 + (xl - cur.run_x0), len = stop - xl;
-        for (int32_t e = first; e < first + len - 1; ++e) next[e] = e + 1;
+        piece_len[first] = len;
         next[first + len - 1] = -1;
         update(s.info_n[co], s.info_first[co], s.info_last[co], len, first, first + len - 1);
       } else if (cs == kObject) {
@@ -233,12 +231,7 @@ IMFLOW_HOST_DEVICE void lutz_list(int32_t m, const XY& xy, int32_t width, const 
       have_prev = false;
       continue;
     }
-    int32_t ce = e + 1;
-    for (; ce < m; ++ce) {
-      int32_t cx, cy;
-      xy(ce, cx, cy);
-      if (cy != y) break;
-    }
+    const int32_t ce = next_set(row_end, e) + 1;
     if (have_prev) {
       row(pb, pe, e, ce);
     } else {

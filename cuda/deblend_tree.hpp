@@ -1,7 +1,8 @@
-// One segment's split, host and device (cuda/deblend.hpp): the segment's pixels in SEP's chain
-// order, the tree of branches over the nthresh levels and the kept branches in SEP's order, each
-// with its pixels in chain order: what src/kernels/deblend_tree.cpp decides, computed so that it
-// fits a working area proportional to the segment:
+// One segment's split, host and device (cuda/deblend.hpp), by one warp (cuda/deblend_team.hpp):
+// the segment's pixels in SEP's chain order, the tree of branches over the nthresh levels and
+// the kept branches in SEP's order, each with its pixels in chain order: what
+// src/kernels/deblend_tree.cpp decides, computed so that it fits a working area proportional to
+// the segment. Steps 1 (the chain) and 2 (the levels) here, 3 and 4 in cuda/deblend_branches.hpp.
 //   - a level's branches are the 8-connected groups of the segment's pixels above the level with
 //     at least min(minarea, 3) pixels (a group inside a branch of the level below is never smaller
 //     than its own groups, so every such group has a parent branch), found by one Lutz scan over
@@ -20,22 +21,29 @@
 
 #include "cuda/deblend_lutz.hpp"
 #include "cuda/deblend_sep.hpp"
+#include "cuda/deblend_team.hpp"
 
 namespace imflow::cuda::deblend_detail {
 
 // Where each array of one segment's working area lies (int32 words from its start).
 struct TreeLayout {
   int64_t nodes_cap = 0, cnodes_cap = 0;
-  int64_t list = 0, next = 0, node_at = 0, cnode_at = 0, stacks = 0, levels = 0, cnodes = 0, branches = 0, words = 0;
+  int64_t list = 0, next = 0, node_at = 0, cnode_at = 0, piece_len = 0, run_end = 0, row_end = 0, stacks = 0,
+          levels = 0, cnodes = 0, branches = 0, words = 0;
   static constexpr int kNodeArrays = 6, kCnodeArrays = 11, kBranchArrays = 4;
+  TreeLayout() = default;
   IMFLOW_HOST_DEVICE TreeLayout(int64_t n, int64_t width, int64_t min_pixels) {
     nodes_cap = n / min_pixels + 1;
     cnodes_cap = 2 * (n / min_pixels) + 2;
+    const int64_t bit_words = n / 32 + 1;
     list = 0;
     next = n;
     node_at = 2 * n;
     cnode_at = 3 * n;
-    stacks = 4 * n;
+    piece_len = 4 * n;
+    run_end = 5 * n;
+    row_end = run_end + bit_words;
+    stacks = row_end + bit_words;
     levels = stacks + LutzStacks::words(width);
     cnodes = levels + 2 * kNodeArrays * nodes_cap;
     branches = cnodes + kCnodeArrays * cnodes_cap;
@@ -102,237 +110,216 @@ IMFLOW_HOST_DEVICE inline BranchRecord branch_record(const int32_t* area, const 
   return r;
 }
 
-IMFLOW_HOST_DEVICE inline void tree_job(const TreeArgs& a, int32_t r) {
-  const int32_t off = a.seg_off[r], n = a.seg_off[r + 1] - off;
-  const int32_t* P = a.pixels + off;
-  const int32_t label = a.seg_label[r];
-  const int32_t x0 = a.label_xmin[label], w = a.label_xmax[label] - x0 + 1;
-  const int32_t W = a.im.width;
-  a.seg_branches[r] = 0;
-  a.seg_thresh0[r] = 0.0f;
-  for (int32_t e = 0; e < n; ++e) a.pixel_branch[P[e]] = -1;
-  // On an error the chain is left in raster order, so that the later jobs stay in bounds.
-  for (int32_t e = 0; e < n; ++e) a.chain[off + e] = P[e];
-  if (w > n) {  // an 8-connected group is never wider than its pixel count
-    report_error(a.error, kErrorNotConnected);
-    return;
+// One segment's job in progress: its pixels, its working area and what the steps pass on.
+struct SegmentWork {
+  int32_t off = 0, n = 0, x0 = 0, w = 0, W = 0;
+  const int32_t* P = nullptr;
+  int32_t* base = nullptr;
+  TreeLayout L;
+  int32_t *A = nullptr, *next = nullptr, *node_at = nullptr, *cnode_at = nullptr, *piece_len = nullptr;
+  uint32_t *run_end = nullptr, *row_end = nullptr;
+  LutzStacks stacks{};
+  int32_t* lv[2][TreeLayout::kNodeArrays] = {};
+  int32_t* cn[TreeLayout::kCnodeArrays] = {};
+  float thresh0 = 0.0f;
+  double value0 = 0.0, th0 = 0.0, peak = 0.0;
+  int32_t ncnodes = 0;
+  // SEP stores each level as a float (PIXTYPE).
+  IMFLOW_HOST_DEVICE float level_of(int k, int xn) const {
+    return peak > 0.0 ? static_cast<float>(th0 * pow(peak / th0, static_cast<double>(k) / xn)) : static_cast<float>(th0);
   }
-  const TreeLayout L(n, w, a.min_pixels);
-  int32_t* base = a.arena + a.arena_off[r];
-  int32_t* A = base + L.list;
-  int32_t* next = base + L.next;
-  int32_t* node_at = base + L.node_at;
-  int32_t* cnode_at = base + L.cnode_at;
-  const LutzStacks stacks = LutzStacks::carve(base + L.stacks, w);
+};
 
-  // 1. The segment's chain, SEP's sums over it.
-  int32_t components = 0, first0 = -1, count0 = 0;
-  lutz_list(n, ListXY{P, nullptr, W, x0}, w, stacks, next, [&](int32_t first, int32_t npix) {
-    ++components;
-    first0 = first;
-    count0 = npix;
-  });
-  if (components != 1 || count0 != n) {
-    report_error(a.error, kErrorNotConnected);
-    return;
+// Cnode arrays: parent, first child, last child, next sibling, start level, end level (of the
+// node where it branches), significant sons there, flags, kept branch, preorder, stack.
+enum CnodeArray { kParent, kFirst, kLast, kSibling, kLevel, kEnd, kNsig, kFlags, kBranch, kPre, kStack };
+enum : int32_t { kSig = 1, kOk = 2 };
+// Node arrays (per level, two alternating): parent, first entry, pixels, cnode, sons, flux.
+enum NodeArray { kNodeParent, kNodeFirst, kNodeNpix, kNodeCnode, kNodeSons, kNodeFlux };
+
+IMFLOW_HOST_DEVICE inline void new_cnode(SegmentWork& s, int32_t u, int32_t parent, int32_t level) {
+  int32_t** cn = s.cn;
+  cn[kParent][u] = parent;
+  cn[kFirst][u] = cn[kLast][u] = cn[kSibling][u] = -1;
+  cn[kLevel][u] = level;
+  cn[kEnd][u] = -1;
+  cn[kNsig][u] = 0;
+  cn[kFlags][u] = 0;
+  cn[kBranch][u] = -1;
+  if (parent >= 0) {
+    if (cn[kLast][parent] < 0) cn[kFirst][parent] = u;
+    else cn[kSibling][cn[kLast][parent]] = u;
+    cn[kLast][parent] = u;
   }
+}
+
+// Lutz over list entries 0..m-1 on lane 0, once the warp has marked their runs' and rows' ends.
+template <class TeamT, class Done>
+IMFLOW_HOST_DEVICE void scan_list(const TeamT& team, SegmentWork& s, int32_t m, const ListXY& xy, Done&& done) {
+  list_bits(team, m, xy, s.run_end, s.row_end);
+  if (team.lane == 0) lutz_list(m, xy, s.w, s.stacks, s.next, s.piece_len, s.run_end, s.row_end, done);
+  team.sync();
+}
+
+template <class TeamT>
+IMFLOW_HOST_DEVICE bool fail(const TeamT& team, const TreeArgs& a, int32_t code) {
+  if (team.lane == 0) report_error(a.error, code);
+  return false;
+}
+
+// 1. The segment's chain (into a.chain) and SEP's sums over it.
+template <class TeamT>
+IMFLOW_HOST_DEVICE bool segment_chain(const TeamT& team, const TreeArgs& a, SegmentWork& s) {
+  int32_t components = 0, first = -1, count = 0;
+  scan_list(team, s, s.n, ListXY{s.P, nullptr, s.W, s.x0}, [&](int32_t f, int32_t c) {
+    ++components;
+    first = f;
+    count = c;
+  });
+  components = team.shfl(components, 0);
+  first = team.shfl(first, 0);
+  count = team.shfl(count, 0);
+  if (components != 1 || count != s.n) return fail(team, a, kErrorNotConnected);
   double rv = 0.0, thresh_sum = 0.0;
   float cpeak = -1e+30f;
-  int32_t t = 0;
-  for (int32_t e = first0; e != -1; e = next[e]) {
-    const int32_t p = P[e];
-    a.chain[off + t++] = p;
-    const float c = a.im.cd[p];
-    if (cpeak < c) cpeak = c;
-    rv += c;
-    thresh_sum += static_cast<double>(a.im.threshold(p));
-  }
-  const float thresh0 = static_cast<float>(thresh_sum / static_cast<double>(n));
-  a.seg_thresh0[r] = thresh0;
-  const int xn = a.nthresh;
-  if (xn < 2) return;
-  const double value0 = static_cast<float>(rv) * a.mincont;
-  const double th0 = thresh0, peak = cpeak;
-  auto level_of = [&](int k) {
-    return peak > 0.0 ? static_cast<float>(th0 * pow(peak / th0, static_cast<double>(k) / xn)) : static_cast<float>(th0);
-  };
+  walk_chain(
+      team, s.piece_len, s.next, first,
+      [&](int32_t e, float& v, float& t) {
+        const int32_t p = s.P[e];
+        v = a.im.cd[p];
+        t = a.im.threshold(p);
+      },
+      [&](int32_t e, int32_t t) { a.chain[s.off + t] = s.P[e]; },
+      [&](float v, float t) {
+        if (cpeak < v) cpeak = v;
+        rv += v;
+        thresh_sum += static_cast<double>(t);
+      });
+  s.thresh0 = static_cast<float>(thresh_sum / static_cast<double>(s.n));
+  s.value0 = static_cast<float>(rv) * a.mincont;
+  s.th0 = s.thresh0;
+  s.peak = cpeak;
+  return true;
+}
 
-  // 2. The levels, bottom up. Node arrays (per level, two alternating): parent, first entry,
-  // pixels, chain (cnode), sons, flux. Cnode arrays: parent, first child, last child, next
-  // sibling, start level, end level, significant sons, flags, branch, preorder, stack.
-  int32_t* lv[2][TreeLayout::kNodeArrays];
-  for (int s = 0; s < 2; ++s)
-    for (int f = 0; f < TreeLayout::kNodeArrays; ++f) lv[s][f] = base + L.levels + (s * TreeLayout::kNodeArrays + f) * L.nodes_cap;
-  int32_t* cn[TreeLayout::kCnodeArrays];
-  for (int f = 0; f < TreeLayout::kCnodeArrays; ++f) cn[f] = base + L.cnodes + f * L.cnodes_cap;
-  int32_t *c_parent = cn[0], *c_first = cn[1], *c_last = cn[2], *c_sibling = cn[3], *c_level = cn[4], *c_end = cn[5],
-          *c_nsig = cn[6], *c_flags = cn[7], *c_branch = cn[8], *c_pre = cn[9], *c_stack = cn[10];
-  enum : int32_t { kSig = 1, kOk = 2 };
-  auto new_cnode = [&](int32_t u, int32_t parent, int32_t level) {
-    c_parent[u] = parent;
-    c_first[u] = c_last[u] = c_sibling[u] = -1;
-    c_level[u] = level;
-    c_end[u] = -1;
-    c_nsig[u] = 0;
-    c_flags[u] = 0;
-    c_branch[u] = -1;
-    if (parent >= 0) {
-      if (c_last[parent] < 0) c_first[parent] = u;
-      else c_sibling[c_last[parent]] = u;
-      c_last[parent] = u;
-    }
-  };
-  int32_t ncnodes = 1;
-  new_cnode(0, -1, 0);
-  int32_t nprev = 1;
-  {
-    int32_t** pv = lv[0];
-    pv[0][0] = -1;
-    pv[1][0] = -1;
-    pv[2][0] = n;
-    pv[3][0] = 0;
-    pv[4][0] = 0;
-    pv[5][0] = 0;
+// 2. The levels, bottom up: each level's branches (their fluxes in chain order) and the chains
+// of the compressed tree.
+template <class TeamT>
+IMFLOW_HOST_DEVICE bool build_levels(const TeamT& team, const TreeArgs& a, SegmentWork& s) {
+  const int xn = a.nthresh;
+  int32_t** cn = s.cn;
+  for (int32_t e = team.lane; e < s.n; e += team.size) {
+    s.A[e] = e;
+    s.node_at[e] = 0;
+    s.cnode_at[e] = 0;
   }
-  for (int32_t e = 0; e < n; ++e) {
-    A[e] = e;
-    node_at[e] = 0;
-    cnode_at[e] = 0;
+  if (team.lane == 0) {
+    new_cnode(s, 0, -1, 0);
+    int32_t** pv = s.lv[0];
+    pv[kNodeParent][0] = -1;
+    pv[kNodeFirst][0] = -1;
+    pv[kNodeNpix][0] = s.n;
+    pv[kNodeCnode][0] = 0;
+    pv[kNodeSons][0] = 0;
+    pv[kNodeFlux][0] = 0;
   }
-  int32_t m = n;
+  team.sync();
+  s.ncnodes = 1;
+  int32_t m = s.n, nprev = 1;
   for (int k = 1; k < xn && nprev > 0; ++k) {
-    const float level = level_of(k);
-    int32_t m2 = 0;
-    for (int32_t e = 0; e < m; ++e)
-      if (a.im.cd[P[A[e]]] > level) A[m2++] = A[e];
-    m = m2;
+    const float level = s.level_of(k, xn);
+    // The pixels above the level, in place and in order (each lane's read of A precedes the
+    // ballot, which needs it, and so every write after it).
+    int32_t kept = 0;
+    for (int32_t base = 0; base < m; base += team.size) {
+      const int32_t e = base + team.lane;
+      int32_t pos = 0;
+      bool keep = false;
+      if (e < m) {
+        pos = s.A[e];
+        keep = a.im.cd[s.P[pos]] > level;
+      }
+      const uint32_t mask = team.ballot(keep);
+      if (keep) s.A[kept + popcount(mask & team.below())] = pos;
+      kept += popcount(mask);
+    }
+    team.sync();
+    m = kept;
     if (m == 0) break;
-    int32_t** pv = lv[(k - 1) & 1];
-    int32_t** cv = lv[k & 1];
-    int32_t nc = 0;
-    lutz_list(m, ListXY{P, A, W, x0}, w, stacks, next, [&](int32_t first, int32_t npix) {
+    int32_t** pv = s.lv[(k - 1) & 1];
+    int32_t** cv = s.lv[k & 1];
+    int32_t nc = 0, overflow = 0;
+    scan_list(team, s, m, ListXY{s.P, s.A, s.W, s.x0}, [&](int32_t first, int32_t npix) {
       if (npix < a.min_pixels) return;
-      const int32_t parent = node_at[A[first]];
-      if (parent < 0 || parent >= nprev || nc >= L.nodes_cap) {
-        report_error(a.error, kErrorInternal);
+      if (nc >= s.L.nodes_cap) {
+        overflow = 1;
         return;
       }
-      double sum = 0.0;
-      for (int32_t e = first; e != -1; e = next[e]) {
-        sum += a.im.cd[P[A[e]]];
-        node_at[A[e]] = nc;
-      }
-      const float flux = static_cast<float>(sum);
-      cv[0][nc] = parent;
-      cv[1][nc] = first;
-      cv[2][nc] = npix;
-      cv[3][nc] = -1;
-      cv[4][nc] = 0;
-      memcpy(cv[5] + nc, &flux, sizeof flux);
+      cv[kNodeFirst][nc] = first;
+      cv[kNodeNpix][nc] = npix;
       ++nc;
     });
-    for (int32_t i = 0; i < nprev; ++i) pv[4][i] = 0;
-    for (int32_t c = 0; c < nc; ++c) ++pv[4][cv[0][c]];
+    nc = team.shfl(nc, 0);
+    if (team.shfl(overflow, 0) != 0) return fail(team, a, kErrorInternal);
+    // Each branch's parent (the branch below holding its first pixel) and flux.
     for (int32_t c = 0; c < nc; ++c) {
-      const int32_t p = cv[0][c], pc = pv[3][p];
-      if (pv[4][p] == 1) {
-        cv[3][c] = pc;  // the parent's only son: the same chain
-        continue;
+      const int32_t first = cv[kNodeFirst][c];
+      const int32_t parent = s.node_at[s.A[first]];
+      team.sync();  // every lane has read it before node_at changes
+      if (parent < 0 || parent >= nprev) return fail(team, a, kErrorInternal);
+      double sum = 0.0;
+      walk_chain(
+          team, s.piece_len, s.next, first, [&](int32_t e, float& v, float&) { v = a.im.cd[s.P[s.A[e]]]; },
+          [&](int32_t e, int32_t) { s.node_at[s.A[e]] = c; }, [&](float v, float) { sum += v; });
+      if (team.lane == 0) {
+        const float flux = static_cast<float>(sum);
+        cv[kNodeParent][c] = parent;
+        cv[kNodeCnode][c] = -1;
+        cv[kNodeSons][c] = 0;
+        memcpy(cv[kNodeFlux] + c, &flux, sizeof flux);
       }
-      if (ncnodes >= L.cnodes_cap) {
-        report_error(a.error, kErrorInternal);
-        return;
+    }
+    team.sync();
+    // The chains: an only son continues its parent's, the sons of a node with two or more start
+    // new ones (with SEP's significance, float32 as SEP computes it).
+    int32_t failed = 0;
+    if (team.lane == 0) {
+      for (int32_t i = 0; i < nprev; ++i) pv[kNodeSons][i] = 0;
+      for (int32_t c = 0; c < nc; ++c) ++pv[kNodeSons][cv[kNodeParent][c]];
+      for (int32_t c = 0; c < nc && !failed; ++c) {
+        const int32_t p = cv[kNodeParent][c], pc = pv[kNodeCnode][p];
+        if (pv[kNodeSons][p] == 1) {
+          cv[kNodeCnode][c] = pc;
+          continue;
+        }
+        if (s.ncnodes >= s.L.cnodes_cap) {
+          failed = 1;
+          break;
+        }
+        const int32_t u = s.ncnodes++;
+        new_cnode(s, u, pc, k);
+        float flux;
+        memcpy(&flux, cv[kNodeFlux] + c, sizeof flux);
+        const float above = flux - level * static_cast<float>(cv[kNodeNpix][c]);
+        if (above > s.value0) {
+          cn[kFlags][u] |= kSig;
+          ++cn[kNsig][pc];
+        }
+        cn[kEnd][pc] = k - 1;
+        cv[kNodeCnode][c] = u;
       }
-      const int32_t u = ncnodes++;
-      new_cnode(u, pc, k);
-      float flux;
-      memcpy(&flux, cv[5] + c, sizeof flux);
-      // SEP's significance, float32 as SEP computes it.
-      const float above = flux - level * static_cast<float>(cv[2][c]);
-      if (above > value0) {
-        c_flags[u] |= kSig;
-        ++c_nsig[pc];
-      }
-      c_end[pc] = k - 1;
-      cv[3][c] = u;
-      for (int32_t e = cv[1][c]; e != -1; e = next[e]) cnode_at[A[e]] = u;
+    }
+    team.sync();
+    if (team.shfl(failed, 0) != 0) return fail(team, a, kErrorInternal);
+    s.ncnodes = team.shfl(s.ncnodes, 0);
+    for (int32_t c = 0; c < nc; ++c) {
+      if (pv[kNodeSons][cv[kNodeParent][c]] == 1) continue;
+      const int32_t u = cv[kNodeCnode][c];
+      visit_chain(team, s.piece_len, s.next, cv[kNodeFirst][c], [&](int32_t e, int32_t) { s.cnode_at[s.A[e]] = u; });
     }
     nprev = nc;
   }
-
-  // 3. SEP's walk: ok = no split in the subtree; the kept branches in SEP's order.
-  for (int32_t u = 0; u < ncnodes; ++u)
-    if (c_nsig[u] < 2) c_flags[u] |= kOk;
-  for (int32_t u = ncnodes - 1; u > 0; --u)
-    if (!(c_flags[u] & kOk)) c_flags[c_parent[u]] &= ~kOk;
-  if (c_flags[0] & kOk) return;  // not split
-  int32_t sp = 0, npre = 0;
-  c_stack[sp++] = 0;
-  while (sp > 0) {
-    const int32_t u = c_stack[--sp];
-    c_pre[npre++] = u;
-    const int32_t from = sp;
-    for (int32_t c = c_first[u]; c != -1; c = c_sibling[c]) c_stack[sp++] = c;
-    for (int32_t i = from, j = sp - 1; i < j; ++i, --j) {
-      const int32_t swap = c_stack[i];
-      c_stack[i] = c_stack[j];
-      c_stack[j] = swap;
-    }
-  }
-  int32_t* br_start = base + L.branches;
-  int32_t* br_npix = br_start + L.cnodes_cap;
-  int32_t* br_level = br_start + 2 * L.cnodes_cap;
-  int32_t* br_fill = br_start + 3 * L.cnodes_cap;
-  int32_t nb = 0;
-  for (int lvl = xn - 2; lvl >= 0; --lvl) {
-    for (int32_t i = 0; i < npre; ++i) {
-      const int32_t u = c_pre[i];
-      if (c_nsig[u] < 2 || c_end[u] != lvl) continue;
-      for (int32_t c = c_first[u]; c != -1; c = c_sibling[c]) {
-        if ((c_flags[c] & kSig) && (c_flags[c] & kOk)) {
-          c_branch[c] = nb;
-          const float level = level_of(c_level[c]);
-          memcpy(br_level + nb, &level, sizeof level);
-          ++nb;
-        }
-      }
-    }
-  }
-  for (int32_t u = 1; u < ncnodes; ++u)
-    if (c_branch[u] < 0) c_branch[u] = c_branch[c_parent[u]];
-
-  // 4. Each kept branch's pixels (raster order, grouped), then in chain order.
-  for (int32_t b = 0; b < nb; ++b) br_npix[b] = 0;
-  for (int32_t pos = 0; pos < n; ++pos) {
-    const int32_t b = c_branch[cnode_at[pos]];
-    a.pixel_branch[P[pos]] = b;
-    if (b >= 0) ++br_npix[b];
-  }
-  int32_t total = 0;
-  for (int32_t b = 0; b < nb; ++b) {
-    br_start[b] = br_fill[b] = total;
-    total += br_npix[b];
-  }
-  for (int32_t pos = 0; pos < n; ++pos) {
-    const int32_t b = c_branch[cnode_at[pos]];
-    if (b >= 0) A[br_fill[b]++] = pos;
-  }
-  for (int32_t b = 0; b < nb; ++b) {
-    const int32_t start = br_start[b];
-    int32_t parts = 0, first = -1, count = 0;
-    lutz_list(br_npix[b], ListXY{P, A + start, W, x0}, w, stacks, next, [&](int32_t f, int32_t c) {
-      ++parts;
-      first = f;
-      count = c;
-    });
-    if (parts != 1 || count != br_npix[b]) {
-      report_error(a.error, kErrorInternal);
-      return;
-    }
-    int32_t i = 0;
-    for (int32_t e = first; e != -1; e = next[e]) a.branch_pixels[off + start + i++] = P[A[start + e]];
-  }
-  a.seg_branches[r] = nb;
+  return true;
 }
 
 }  // namespace imflow::cuda::deblend_detail

@@ -179,15 +179,17 @@ IMFLOW_HOST_DEVICE inline int32_t segment_of(const DeblendPlan& p, int32_t t) {
   return lo;
 }
 
-// Object o of a blended segment: its branch measured on its own pixels, then its model.
-IMFLOW_HOST_DEVICE inline void model_job(const DeblendPlan& p, int32_t o) {
+// Object o of a blended segment: its branch measured on its own pixels, then its model. By a
+// team (one warp per object on the device).
+template <class TeamT>
+IMFLOW_HOST_DEVICE void model_job(const TeamT& team, const DeblendPlan& p, int32_t o) {
   const int32_t r = p.obj_seg[o];
   if (p.seg_branches[r] == 0) return;
   const int32_t* px = p.branch_pixels + p.seg_off[r] + p.obj_bstart[o];
   SepObject so;
   so.thresh = p.obj_level[o];
   so.merged = true;
-  sep_analyse(p.im, [px](int64_t i) { return px[i]; }, p.obj_bnpix[o], false, so);
+  sep_analyse(team, p.im, [px](int64_t i) { return px[i]; }, p.obj_bnpix[o], false, so);
   so.thresh = p.seg_thresh0[r];  // past the deblending: back to the segment's threshold
   BranchModel m;
   m.mx = so.mx;
@@ -197,7 +199,7 @@ IMFLOW_HOST_DEVICE inline void model_job(const DeblendPlan& p, int32_t o) {
   m.cxy = so.cxy;
   m.abcor = so.abcor;
   m.amp = branch_amplitude(so);
-  p.model[o] = m;
+  if (team.lane == 0) p.model[o] = m;
 }
 
 // ---- allocation
@@ -295,8 +297,9 @@ IMFLOW_HOST_DEVICE inline void npix_job(const DeblendPlan& p, int32_t o) {
 }
 
 // Object o: SEP's final analyse over its pixels (a blended object's branch, then its allocated
-// pixels, each in chain order), and CLEAN's mthresh.
-IMFLOW_HOST_DEVICE inline void measure_job(const DeblendPlan& p, int32_t o) {
+// pixels, each in chain order), and CLEAN's mthresh. By a team (one warp per object).
+template <class TeamT>
+IMFLOW_HOST_DEVICE void measure_job(const TeamT& team, const DeblendPlan& p, int32_t o) {
   const int32_t r = p.obj_seg[o];
   const int32_t off = p.seg_off[r];
   SepObject so;
@@ -307,8 +310,8 @@ IMFLOW_HOST_DEVICE inline void measure_job(const DeblendPlan& p, int32_t o) {
   if (p.seg_branches[r] == 0) {
     const int32_t* px = p.chain + off;
     auto at = [px](int64_t i) { return px[i]; };
-    sep_analyse(p.im, at, n, true, so);
-    if (p.clean) mthresh = sep_mthresh(p.im, at, n, p.minarea, heap);
+    sep_analyse(team, p.im, at, n, true, so);
+    if (p.clean) mthresh = sep_mthresh(team, p.im, at, n, p.minarea, heap);
   } else {
     so.merged = true;
     so.mx = p.model[o].mx;
@@ -320,8 +323,8 @@ IMFLOW_HOST_DEVICE inline void measure_job(const DeblendPlan& p, int32_t o) {
     auto at = [branch, nbranch, allocated, chain](int64_t i) {
       return i < nbranch ? branch[i] : chain[allocated[i - nbranch]];
     };
-    sep_analyse(p.im, at, n, true, so);
-    if (p.clean) mthresh = sep_mthresh(p.im, at, n, p.minarea, heap);
+    sep_analyse(team, p.im, at, n, true, so);
+    if (p.clean) mthresh = sep_mthresh(team, p.im, at, n, p.minarea, heap);
   }
   CleanObject c;
   c.mx = so.mx;
@@ -336,7 +339,7 @@ IMFLOW_HOST_DEVICE inline void measure_job(const DeblendPlan& p, int32_t o) {
   c.thresh = so.thresh;
   c.mthresh = mthresh;
   c.fdnpix = so.fdnpix;
-  p.objects[o] = c;
+  if (team.lane == 0) p.objects[o] = c;
 }
 
 }  // namespace imflow::cuda::deblend_detail

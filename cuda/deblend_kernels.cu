@@ -10,8 +10,8 @@ namespace imflow::cuda::deblend_detail {
 namespace {
 
 constexpr int kThreads = 256;
-// One segment per warp (cuda/deblend_team.hpp): the split's sequential logic runs on one lane,
-// its work per pixel on all 32.
+// One segment (or object) per warp (cuda/deblend_team.hpp): the sequential logic runs on one
+// lane, the work per pixel on all 32.
 constexpr int kTreeThreads = 64;
 
 __device__ __forceinline__ int64_t first_index() { return static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; }
@@ -64,13 +64,24 @@ IMFLOW_DEBLEND_KERNEL(object_count_kernel, n, object_count_job(p, k), DeblendPla
 __global__ void object_total_kernel(DeblendPlan p) { p.counters->objects = p.obj_off[p.counters->segments]; }
 
 IMFLOW_DEBLEND_KERNEL(objects_kernel, n, objects_job(p, k), DeblendPlan p)
-IMFLOW_DEBLEND_KERNEL(model_kernel, at_most(n, p.counters->objects), model_job(p, k), DeblendPlan p)
+// One warp per object (its sums in SEP's order from the lanes' shuffled values).
+template <bool Model>
+__global__ void object_warp_kernel(DeblendPlan p, int64_t n) {
+  Team team;
+  team.lane = static_cast<int>(threadIdx.x & 31);
+  team.size = 32;
+  const int64_t warps = (static_cast<int64_t>(gridDim.x) * blockDim.x) / 32;
+  const int64_t end = at_most(n, p.counters->objects);
+  for (int64_t i = first_index() / 32; i < end; i += warps) {
+    if (Model) model_job(team, p, static_cast<int32_t>(i));
+    else measure_job(team, p, static_cast<int32_t>(i));
+  }
+}
 IMFLOW_DEBLEND_KERNEL(weights_kernel, n, weights_job(p, k), DeblendPlan p)
 IMFLOW_DEBLEND_KERNEL(allocate_kernel, n, allocate_job(p, k), DeblendPlan p)
 IMFLOW_DEBLEND_KERNEL(alloc_key_kernel, n, (keys[k] = alloc_key(p, k, sentinel), values[k] = k), DeblendPlan p,
                       uint32_t* keys, int32_t* values, uint32_t sentinel)
 IMFLOW_DEBLEND_KERNEL(npix_kernel, at_most(n, p.counters->objects), npix_job(p, k), DeblendPlan p)
-IMFLOW_DEBLEND_KERNEL(measure_kernel, at_most(n, p.counters->objects), measure_job(p, k), DeblendPlan p)
 
 __global__ void clean_cells_kernel(DeblendPlan p, CleanPlan c, int32_t* iota, int64_t n) {
   const int64_t objects = p.counters->objects;
@@ -152,7 +163,7 @@ void launch_objects(const DeblendPlan& p, int64_t n, cudaStream_t stream) {
   IMFLOW_CUDA_CHECK_LAUNCH();
 }
 void launch_models(const DeblendPlan& p, int64_t n, cudaStream_t stream) {
-  model_kernel<<<blocks(n), kThreads, 0, stream>>>(p, n);
+  object_warp_kernel<true><<<blocks(n * 32, kTreeThreads), kTreeThreads, 0, stream>>>(p, n);
   IMFLOW_CUDA_CHECK_LAUNCH();
 }
 void launch_weights(const DeblendPlan& p, int64_t n, cudaStream_t stream) {
@@ -173,7 +184,7 @@ void launch_npix(const DeblendPlan& p, int64_t n, cudaStream_t stream) {
   IMFLOW_CUDA_CHECK_LAUNCH();
 }
 void launch_measure(const DeblendPlan& p, int64_t n, cudaStream_t stream) {
-  measure_kernel<<<blocks(n, 128), 128, 0, stream>>>(p, n);
+  object_warp_kernel<false><<<blocks(n * 32, kTreeThreads), kTreeThreads, 0, stream>>>(p, n);
   IMFLOW_CUDA_CHECK_LAUNCH();
 }
 void launch_clean_cells(const DeblendPlan& p, const CleanPlan& c, int32_t* iota, int64_t n, cudaStream_t stream) {

@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <cstring>
 
+#include "cuda/deblend_team.hpp"
 #include "imflow/kernels/host_device.hpp"
 
 namespace imflow::cuda::deblend_detail {
@@ -143,18 +144,41 @@ struct SepObject {
 
 constexpr double kPi = 3.14159265358979323846;
 
+// Calls f(x, y, a, b) on every lane of the team for pixels 0..n-1 in order (px(i): the image
+// index of the i-th; load(p, a, b): its two values), the lanes loading 32 at a time.
+template <class TeamT, class PixelAt, class Load, class F>
+IMFLOW_HOST_DEVICE void for_each_in_order(const TeamT& team, const Pixels& im, const PixelAt& px, int64_t n, Load&& load,
+                                          F&& f) {
+  for (int64_t base = 0; base < n; base += team.size) {
+    const int64_t i = base + team.lane;
+    int32_t x = 0, y = 0;
+    float a = 0.0f, b = 0.0f;
+    if (i < n) {
+      const int32_t p = px(i);
+      y = p / im.width;
+      x = p - y * im.width;
+      load(p, a, b);
+    }
+    const int64_t count = n - base < team.size ? n - base : team.size;
+    for (int j = 0; j < count; ++j) f(team.shfl(x, j), team.shfl(y, j), team.shfl(a, j), team.shfl(b, j));
+  }
+}
+
 // SEP's analyse (preanalyse, then the moments) over n pixels, px(i) the image index of the
-// i-th in SEP's order; robust: a merged object keeps o.mx, o.my as its centre.
-template <class PixelAt>
-IMFLOW_HOST_DEVICE void sep_analyse(const Pixels& im, const PixelAt& px, int64_t n, bool robust, SepObject& o) {
+// i-th in SEP's order; robust: a merged object keeps o.mx, o.my as its centre. Every lane ends
+// with the same o.
+template <class TeamT, class PixelAt>
+IMFLOW_HOST_DEVICE void sep_analyse(const TeamT& team, const Pixels& im, const PixelAt& px, int64_t n, bool robust,
+                                    SepObject& o) {
+  auto values = [&](int32_t p, float& cval, float& val) {
+    cval = im.cd[p];
+    val = im.value[p];
+  };
   // preanalyse
   double rv = 0.0;
   float peak = -1e+30f, cpeak = -1e+30f;
   int64_t xmin = 2 * 1048576, ymin = 2 * 1048576, xmax = 0, ymax = 0;
-  for (int64_t i = 0; i < n; ++i) {
-    const int32_t p = px(i);
-    const int64_t y = p / im.width, x = p - y * im.width;
-    const float val = im.value[p], cval = im.cd[p];
+  for_each_in_order(team, im, px, n, values, [&](int64_t x, int64_t y, float cval, float val) {
     if (peak < val) peak = val;
     if (cpeak < cval) cpeak = cval;
     rv += cval;
@@ -162,22 +186,18 @@ IMFLOW_HOST_DEVICE void sep_analyse(const Pixels& im, const PixelAt& px, int64_t
     if (x > xmax) xmax = x;
     if (y < ymin) ymin = y;
     if (y > ymax) ymax = y;
-  }
+  });
   o.fdnpix = n;
   o.fdflux = static_cast<float>(rv);
   o.fdpeak = cpeak;
   // analyse
   int64_t dnpix = 0, area2 = 0;
-  double mx = 0.0, my = 0.0, tv = 0.0, mx2 = 0.0, my2 = 0.0, mxy = 0.0;
+  double mx = 0.0, my = 0.0, mx2 = 0.0, my2 = 0.0, mxy = 0.0;
   const double thresh = o.thresh;
   const double rvf = o.fdflux;
   const double thresh2 = (thresh + peak) / 2.0;
-  for (int64_t i = 0; i < n; ++i) {
-    const int32_t p = px(i);
-    const int64_t py = p / im.width, pxc = p - py * im.width;
-    const float x = static_cast<float>(pxc - xmin), y = static_cast<float>(py - ymin);
-    const float cval = im.cd[p], val = im.value[p];
-    tv += val;
+  for_each_in_order(team, im, px, n, values, [&](int64_t px_, int64_t py_, float cval, float val) {
+    const float x = static_cast<float>(px_ - xmin), y = static_cast<float>(py_ - ymin);
     if (val > thresh) ++dnpix;
     if (val > thresh2) ++area2;
     const float cx = cval * x, cy = cval * y;
@@ -186,8 +206,7 @@ IMFLOW_HOST_DEVICE void sep_analyse(const Pixels& im, const PixelAt& px, int64_t
     mx2 += cx * x;
     my2 += cy * y;
     mxy += cx * y;
-  }
-  (void)tv;
+  });
   const double abs_xmin = static_cast<double>(xmin), abs_ymin = static_cast<double>(ymin);
   double xm = mx / rvf, ym = my / rvf, xm2, ym2, xym;
   if (robust && o.merged) {
@@ -230,67 +249,69 @@ IMFLOW_HOST_DEVICE void sep_analyse(const Pixels& im, const PixelAt& px, int64_t
   }
 }
 
+// Ascending sort of heap[0..m) (a heapsort: any correct sort leaves the same values in place).
+IMFLOW_HOST_DEVICE inline void sort_ascending(float* heap, int64_t m) {
+  auto sift = [heap](int64_t root, int64_t end) {
+    for (;;) {
+      int64_t child = 2 * root + 1;
+      if (child >= end) break;
+      if (child + 1 < end && heap[child] < heap[child + 1]) ++child;
+      if (!(heap[root] < heap[child])) break;
+      const float swap = heap[root];
+      heap[root] = heap[child];
+      heap[child] = swap;
+      root = child;
+    }
+  };
+  for (int64_t start = m / 2 - 1; start >= 0; --start) sift(start, m);
+  for (int64_t end = m - 1; end > 0; --end) {
+    const float swap = heap[0];
+    heap[0] = heap[end];
+    heap[end] = swap;
+    sift(0, end);
+  }
+}
+
 // analysemthresh: SEP's heap of the minarea brightest (detection - threshold), quirks included
-// (kernels' sep_mthresh); `heap` holds minarea floats.
-template <class PixelAt>
-IMFLOW_HOST_DEVICE float sep_mthresh(const Pixels& im, const PixelAt& px, int64_t n, int minarea, float* heap) {
+// (kernels' sep_mthresh); `heap` holds minarea floats, kept by lane 0. Every lane gets the result.
+template <class TeamT, class PixelAt>
+IMFLOW_HOST_DEVICE float sep_mthresh(const TeamT& team, const Pixels& im, const PixelAt& px, int64_t n, int minarea,
+                                     float* heap) {
   if (n < minarea) return 0.0f;
   int64_t h = minarea, filled = 0;
-  for (int64_t i = 0; i < n; ++i) {
-    const int32_t p = px(i);
-    const float tpix = im.cd[p] - im.threshold(p);
-    if (h > 0) {
-      heap[filled++] = tpix;
-    } else if (h != 0) {
-      if (tpix > heap[0]) {
-        heap[0] = tpix;
-        for (int64_t j = 0, k; (k = (j + 1) << 1) <= minarea; j = k) {
-          float* heapk = heap + k;
-          float* heapj = heap + j;
-          if (k != minarea && *(heapk - 1) > *heapk) {
-            heapk++;
-            k++;
+  auto values = [&](int32_t p, float& tpix, float& unused) {
+    tpix = im.cd[p] - im.threshold(p);
+    unused = 0.0f;
+  };
+  for_each_in_order(team, im, px, n, values, [&](int64_t, int64_t, float tpix, float) {
+    if (team.lane == 0) {
+      if (h > 0) {
+        heap[filled++] = tpix;
+      } else if (h != 0) {
+        if (tpix > heap[0]) {
+          heap[0] = tpix;
+          for (int64_t j = 0, k; (k = (j + 1) << 1) <= minarea; j = k) {
+            float* heapk = heap + k;
+            float* heapj = heap + j;
+            if (k != minarea && *(heapk - 1) > *heapk) {
+              heapk++;
+              k++;
+            }
+            if (*heapj <= *(--heapk)) break;
+            const float swap = *heapk;
+            *heapk = *heapj;
+            *heapj = swap;
           }
-          if (*heapj <= *(--heapk)) break;
-          const float swap = *heapk;
-          *heapk = *heapj;
-          *heapj = swap;
         }
-      }
-    } else {
-      // Ascending sort (a heapsort: any correct sort leaves the same values in place).
-      const int64_t m = minarea;
-      for (int64_t start = m / 2 - 1; start >= 0; --start) {
-        for (int64_t root = start;;) {
-          int64_t child = 2 * root + 1;
-          if (child >= m) break;
-          if (child + 1 < m && heap[child] < heap[child + 1]) ++child;
-          if (!(heap[root] < heap[child])) break;
-          const float swap = heap[root];
-          heap[root] = heap[child];
-          heap[child] = swap;
-          root = child;
-        }
-      }
-      for (int64_t end = m - 1; end > 0; --end) {
-        const float swap = heap[0];
-        heap[0] = heap[end];
-        heap[end] = swap;
-        for (int64_t root = 0;;) {
-          int64_t child = 2 * root + 1;
-          if (child >= end) break;
-          if (child + 1 < end && heap[child] < heap[child + 1]) ++child;
-          if (!(heap[root] < heap[child])) break;
-          const float s2 = heap[root];
-          heap[root] = heap[child];
-          heap[child] = s2;
-          root = child;
-        }
+      } else {
+        sort_ascending(heap, minarea);
       }
     }
     h--;
-  }
-  return heap[0];
+  });
+  float result = 0.0f;
+  if (team.lane == 0) result = heap[0];
+  return team.shfl(result, 0);
 }
 
 // The Gaussian model of one kept branch for the allocation (gather_model).

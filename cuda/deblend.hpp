@@ -48,7 +48,7 @@ class DeblendWorkspace {
   // The same, without the object records.
   int32_t objects() const;
 
-  DeblendBuffers& buffers() { return *buffers_; }
+  DeblendBuffers& buffers() { return *buffers_; }  // for cuda::deblend (cuda/deblend_buffers.hpp)
 
  private:
   std::unique_ptr<DeblendBuffers> buffers_;
@@ -60,9 +60,11 @@ class DeblendWorkspace {
 // and counts: workspace.result() once the stream has completed.
 //
 // One synchronization: after the census of the segments (which labels SEP keeps, their pixels
-// and working areas), the host waits for the stream to size the buffers of the rest exactly
-// (working areas total ~ 20 int32 per pixel of a kept segment with minarea >= 3); everything
-// after it is enqueued without waiting. Throws std::invalid_argument on bad parameters (as
+// and working areas), the host waits for the stream to size the buffers of the rest exactly;
+// everything after it is enqueued without waiting. Device memory: ~26 bytes per image pixel
+// (the sorts, the per-label census for the default bound), and per pixel of a kept segment
+// ~80 bytes of working area (~190 with minarea 1 or 2; plus 48 bytes per column of the
+// segment's box) and ~90 bytes of per-pixel and per-object arrays. Throws std::invalid_argument on bad parameters (as
 // kernels::deblend_sources) or a label outside 1..n, std::length_error for images of 2^31
 // pixels or more, CudaError on CUDA failures.
 void deblend(const DeblendDeviceInput& input, const kernels::DeblendParams& params, int32_t* labels_out,

@@ -1,18 +1,19 @@
 // The GPU deblending's per-index jobs (cuda/deblend.hpp), host and device: each function does
-// the work of one thread (one pixel, one label, one segment or one object) on the arrays of a
+// the work of one thread (one pixel, one label or one segment) or of one warp (a team,
+// cuda/deblend_team.hpp: one segment's split, one object's measurements) on the arrays of a
 // DeblendPlan, so that cuda/deblend_kernels.cu only launches them. In stream order:
 //   census:     label_stats_job (per pixel), segment_job (per segment in SEP's order: label,
 //               pixel count, working-area size), then scans give each segment its pixels and
-//               working area; pixel_key_job sorts the pixels by segment (raster order kept);
+//               working area; pixel_key sorts the pixels by segment (raster order kept);
 //   split:      tree_job (cuda/deblend_branches.hpp), one warp per segment;
-//   objects:    objects_job (per segment: its objects, numbered in SEP's order), model_job (per
-//               blended object: its branch's Gaussian model);
+//   objects:    objects_job (per segment: its objects, numbered in SEP's order), model_job (one
+//               warp per blended object: its branch's Gaussian model);
 //   allocation: weights_job (per pixel in chain order: the branches' summed weight, whether SEP
 //               draws), a scan numbers the draws over the whole image in SEP's order, and
 //               allocate_job takes the draw's seed by jumping rand_r ahead to it;
-//   measure:    alloc_key_job sorts the allocated pixels by object (chain order kept), measure_job
-//               (per object: SEP's analyse over its branch's pixels then its allocated ones, and
-//               CLEAN's mthresh). CLEAN and the outputs: cuda/deblend_clean.hpp.
+//   measure:    alloc_key sorts the allocated pixels by object (chain order kept), measure_job
+//               (one warp per object: SEP's analyse over its branch's pixels then its allocated
+//               ones, and CLEAN's mthresh). CLEAN and the outputs: cuda/deblend_clean.hpp.
 #pragma once
 #include <cstdint>
 

@@ -5,6 +5,7 @@
 #pragma once
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -25,12 +26,31 @@ using imflow::kernels::DeblendAllocation;
 using imflow::kernels::DeblendParams;
 using imflow::kernels::DeblendResult;
 
-// Background-subtracted detection values, an optional threshold map and the scalar threshold.
+// Background-subtracted detection values, an optional threshold map and the scalar threshold,
+// and optional unfiltered values (SEP's `value` when the detection image is filtered).
 struct Field {
   int64_t w = 0, h = 0;
-  std::vector<float> image, threshold_map;
+  std::vector<float> image, threshold_map, measurement;
   float threshold = 1.5f;
 };
+
+// The field's values smoothed by a 3 x 3 box as the detection image, the values themselves as
+// the measurement.
+inline Field filtered(const Field& f) {
+  Field g = f;
+  g.measurement = f.image;
+  for (int64_t y = 0; y < f.h; ++y)
+    for (int64_t x = 0; x < f.w; ++x) {
+      float sum = 0.0f;
+      for (int64_t dy = -1; dy <= 1; ++dy)
+        for (int64_t dx = -1; dx <= 1; ++dx) {
+          const int64_t xx = std::clamp<int64_t>(x + dx, 0, f.w - 1), yy = std::clamp<int64_t>(y + dy, 0, f.h - 1);
+          sum += f.image[static_cast<size_t>(yy * f.w + xx)];
+        }
+      g.image[static_cast<size_t>(y * f.w + x)] = sum / 9.0f;
+    }
+  return g;
+}
 
 inline void add_star(Field& f, double cx, double cy, double amp, double sigma) {
   const int64_t r = static_cast<int64_t>(6 * sigma) + 1;
@@ -146,6 +166,7 @@ inline void check(const char* name, const Field& f, const DeblendParams& params,
   const size_t n = f.image.size();
   imflow::kernels::DeblendInput input;
   input.detection = {f.image.data(), f.w, f.h};
+  input.measurement = f.measurement.empty() ? nullptr : f.measurement.data();
   input.threshold_map = f.threshold_map.empty() ? nullptr : f.threshold_map.data();
   input.threshold = f.threshold;
   input.labels = labels.data();
@@ -156,6 +177,7 @@ inline void check(const char* name, const Field& f, const DeblendParams& params,
   const auto t1 = std::chrono::steady_clock::now();
 
   auto d_image = upload(f.image);
+  auto d_measurement = upload(f.measurement);
   auto d_threshold_map = upload(f.threshold_map);
   auto d_labels = upload(labels);
   imflow::cuda::DeviceBuffer<int32_t> d_out(std::max<size_t>(1, n));
@@ -169,6 +191,7 @@ inline void check(const char* name, const Field& f, const DeblendParams& params,
   gin.width = f.w;
   gin.height = f.h;
   gin.detection = d_image.data();
+  gin.measurement = f.measurement.empty() ? nullptr : d_measurement.data();
   gin.threshold_map = f.threshold_map.empty() ? nullptr : d_threshold_map.data();
   gin.threshold = variant.threshold_on_device ? -12345.0f : f.threshold;
   gin.threshold_device = variant.threshold_on_device ? d_threshold.data() : nullptr;

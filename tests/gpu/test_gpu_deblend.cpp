@@ -1,8 +1,9 @@
 // cuda::deblend against kernels::deblend_sources (SEP's deblending and CLEAN): identical label
 // maps, object records and counts on the committed sample images, crowded synthetic fields
-// (pairs 2-8 px apart, flux ratios 1 to 100, a varying threshold), a segment of more than 10^6
-// pixels, a segment of more than 1000 objects, the degenerate parameters, bad label maps, and
-// one workspace reused across sizes. Each case prints one line (counts, CPU and GPU times) and,
+// (pairs 2-8 px apart, flux ratios 1 to 100, a varying threshold, a filtered detection image
+// with the unfiltered values beside it), a segment of more than 10^6 pixels, a segment of more
+// than 1000 objects, the degenerate parameters, bad label maps, and one workspace reused across
+// sizes. Each case prints one line (counts, CPU and GPU times) and,
 // on a mismatch, the first differing pixel and object.
 #include <algorithm>
 #include <cmath>
@@ -88,6 +89,17 @@ TEST_CASE("GPU deblending on crowded fields: close pairs, flux ratios, a thresho
       variant.threshold_on_device = f.threshold_map.empty() && (t + v) % 3 == 1;
       check(("crowded " + std::to_string(t) + " set " + std::to_string(v)).c_str(), f, sets[v], workspace, stream, variant);
     }
+  }
+}
+
+TEST_CASE("GPU deblending of a filtered detection image with the unfiltered values", "[gpu][deblend]") {
+  imflow::cuda::Stream stream;
+  imflow::cuda::DeblendWorkspace workspace;
+  for (uint32_t seed = 31; seed < 34; ++seed) {
+    const Field f = filtered(stars(seed, 260, 200, 120, true, seed == 32));
+    const auto sets = parameter_sets();
+    for (size_t v = 0; v < sets.size(); ++v)
+      check(("filtered " + std::to_string(seed) + " set " + std::to_string(v)).c_str(), f, sets[v], workspace, stream);
   }
 }
 

@@ -5,7 +5,7 @@
 # `imflow run config/astro.yaml --device cpu` under /usr/bin/time -v with no other option, and
 # writes OUT/rss.json. Exit 1 when the peak RSS exceeds the limit.
 # usage: tools/mosaic_rss.sh [IMFLOW] [WxH] [OUT] [LIMIT_MB]
-#   defaults: build/imflow 32000x32000 bench/results/cpu-2core/mosaic-rss 1500
+#   defaults: build/imflow 32000x32000 bench/results/mosaic-rss 1500
 set -euo pipefail
 src=$(cd "$(dirname "$0")/.." && pwd)
 imflow=${1:-$src/build/imflow}; size=${2:-32000x32000}; out=${3:-$src/bench/results/mosaic-rss}; limit=${4:-1500}

@@ -45,7 +45,7 @@ std::string device_param(ParamReader& params, const std::string& key) {
 }
 
 // The reconstruction kernel `auto` picks: the fastest measured on the H100 for 217x181 rank 50
-// (docs/performance.md, "MRI SVD on the GPU").
+// (docs/mri.md, "On the GPU: solvers, batches, `solver: auto`").
 constexpr const char* kFastestKernel = "tiled";
 // The solver `auto` picks: per slice the fastest exact one measured (randomized misses the
 // accuracy bar); in batches gesvda, the fastest batched solver on the H100 (docs/mri.md), whose

@@ -58,6 +58,10 @@ install -m 0644 "$tmp/x/usr/share/doc/mricron-data/copyright" "$DEST/COPYRIGHT.m
 install -m 0644 "$tmp/x/usr/share/doc/insighttoolkit5-examples/copyright" "$DEST/COPYRIGHT.insighttoolkit5-examples"
 
 rm -f "$DEST/slices/"*.png
+if ! /usr/bin/python3 -c "import numpy" 2>/dev/null; then  # the slices are cut with Debian's NumPy
+    if [ "$(id -u)" = 0 ]; then apt-get install -y -qq python3-numpy > /dev/null
+    else echo "fetch_mri.sh: needs Debian's python3-numpy (tools/install-deps.sh)" >&2; exit 1; fi
+fi
 /usr/bin/python3 "$here/../tools/make_mri_slices.py" "$DEST/volumes/ch2.nii.gz" "$DEST/volumes/ch2bet.nii.gz" \
     -o "$DEST/slices" --axis 2 --count 880
 

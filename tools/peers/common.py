@@ -11,8 +11,9 @@ import time
 import numpy as np
 
 # The common catalog: 0-based centroids (first pixel's centre is 0), background-subtracted
-# isophotal flux, pixel count, ellipse (a, b in px, theta in degrees counter-clockwise from +x).
-CSV_COLUMNS = ("x", "y", "flux", "npix", "a", "b", "theta_deg")
+# isophotal flux, pixel count, ellipse (a, b in px, theta in degrees counter-clockwise from +x),
+# deblended (1: split from a blend, 0: not; nan: the tool does not say).
+CSV_COLUMNS = ("x", "y", "flux", "npix", "a", "b", "theta_deg", "deblended")
 
 
 def add_common_args(parser: argparse.ArgumentParser) -> None:
@@ -110,7 +111,7 @@ def read_catalog(path: str) -> dict:
     """The common CSV as float64 arrays by column."""
     with open(path, newline="") as handle:
         rows = list(csv.DictReader(handle))
-    return {c: np.array([float(r[c]) for r in rows], dtype=np.float64) for c in CSV_COLUMNS}
+    return {c: np.array([float(r.get(c, "nan")) for r in rows], dtype=np.float64) for c in CSV_COLUMNS}
 
 
 class Timing:

@@ -42,6 +42,7 @@ def match(a: dict, b: dict, radius: float) -> dict:
              "nonfinite_b": bad_b,
              "matched_a": int(ok.sum()), "matched_b": int((b_to_a >= 0).sum())}
     stats["pairs"] = {"flux_ratio": (a["flux"][ok] / b["flux"][a_to_b[ok]]).tolist(),
+                      "deblended": ((a["deblended"][ok] == 1) | (b["deblended"][a_to_b[ok]] == 1)).tolist(),
                       "offset": dist[ok].tolist(),
                       "npix_ratio": (a["npix"][ok] / b["npix"][a_to_b[ok]]).tolist()}
     return stats
@@ -58,6 +59,10 @@ def summarize(stats: dict) -> dict:
     npix = np.asarray(pairs["npix_ratio"])
     out["median_flux_ratio"] = float(np.median(ratio)) if ratio.size else None
     out["median_abs_flux_deviation"] = float(np.median(np.abs(ratio - 1))) if ratio.size else None
+    off = np.abs(np.asarray(pairs["flux_ratio"]) - 1) > 1e-4
+    out["pairs_flux_off_1e-4"] = int(np.sum(off))
+    out["pairs_deblended"] = int(np.sum(pairs["deblended"]))  # A's or B's object split from a blend
+    out["pairs_flux_off_1e-4_not_deblended"] = int(np.sum(off & ~np.asarray(pairs["deblended"], bool)))
     out["median_offset_px"] = float(np.median(offset)) if offset.size else None
     out["p95_offset_px"] = float(np.percentile(offset, 95)) if offset.size else None
     out["npix_equal_fraction"] = float(np.mean(npix == 1.0)) if npix.size else None
@@ -71,7 +76,7 @@ def crossmatch(dir_a: str, dir_b: str, radius: float) -> dict:
         raise SystemExit(f"{dir_a} and {dir_b}: no image catalog in common")
     images, pooled = {}, {"n_a": 0, "n_b": 0, "nonfinite_a": 0, "nonfinite_b": 0,
                           "matched_a": 0, "matched_b": 0,
-                          "pairs": {"flux_ratio": [], "offset": [], "npix_ratio": []}}
+                          "pairs": {"flux_ratio": [], "deblended": [], "offset": [], "npix_ratio": []}}
     for name in names:
         stats = match(common.read_catalog(os.path.join(dir_a, name)),
                       common.read_catalog(os.path.join(dir_b, name)), radius)

@@ -2,7 +2,11 @@
 run) and converts its catalogs to the common CSV; writes timing.json with imflow's own per-image
 stage seconds (compute stages: everything but read and write) and the whole process's wall time.
 Flux: `flux_iso` when the catalog has it (background-subtracted), else the global background's
-`flux - npix x median` (today's `flux` sums raw pixels)."""
+`flux - npix x median` (today's `flux` sums raw pixels). --deblend-variant runs a copy of a
+pipeline with a `deblend` step without it (`drop`: segments as they are, every size) or with it
+splitting and cleaning nothing (`nosplit`: mincont 1, clean false; only its minarea acts), or
+splitting without CLEAN (`noclean`).
+Usage: imflow_run.py --pipeline P --images DIR --out DIR [--threads 0] [--deblend-variant drop|nosplit|noclean]"""
 import argparse
 import csv
 import json
@@ -20,14 +24,22 @@ import common  # noqa: E402
 NOT_COMPUTE = ("read", "write")
 
 
-def pipeline_with_bgsub(pipeline: str, directory: str) -> str:
+def pipeline_variant(pipeline: str, directory: str, bgsub=False, deblend=None) -> str:
     """A copy of the pipeline that also writes the background-subtracted image (output format
-    `bgsub`), for background_check.py."""
+    `bgsub`, for background_check.py), or whose `deblend` step is dropped or splits nothing."""
     import yaml
     with open(pipeline) as handle:
         config = yaml.safe_load(handle)
-    config.setdefault("output", {})["formats"] = ["csv", "bgsub"]
-    path = os.path.join(directory, "pipeline-bgsub.yaml")
+    if bgsub:
+        config.setdefault("output", {})["formats"] = ["csv", "bgsub"]
+    is_deblend = lambda step: isinstance(step, dict) and "deblend" in step  # noqa: E731
+    if deblend == "drop":
+        config["steps"] = [step for step in config["steps"] if not is_deblend(step)]
+    change = {"nosplit": {"mincont": 1.0, "clean": False}, "noclean": {"clean": False}}.get(deblend, {})
+    for step in config["steps"] if change else []:
+        if is_deblend(step):
+            step["deblend"] = {**(step["deblend"] or {}), **change}
+    path = os.path.join(directory, f"pipeline-{'bgsub' if bgsub else deblend}.yaml")
     with open(path, "w") as handle:
         yaml.safe_dump(config, handle)
     return path
@@ -61,7 +73,9 @@ def convert(item, out_dir):
     theta = np.degrees(theta) if theta is not None else None
     columns = {"x": col("x") if rows else np.empty(0), "y": col("y") if rows else np.empty(0),
                "flux": flux if flux is not None else np.empty(0), "npix": npix}
-    for name, values in (("a", col("a")), ("b", col("b")), ("theta_deg", theta)):
+    flags = col("flags")
+    deblended = (flags.astype(np.int64) & 4) > 0 if flags is not None else None  # 4: split by deblend
+    for name, values in (("a", col("a")), ("b", col("b")), ("theta_deg", theta), ("deblended", deblended)):
         if values is not None:
             columns[name] = values
     name = os.path.basename(item["file"])[:-len(".fits")]
@@ -78,12 +92,17 @@ def main():
     parser.add_argument("--device", default="cpu", help="imflow --device")
     parser.add_argument("--label", default="imflow", help="tool name in timing.json")
     parser.add_argument("--bgsub-out", help="warm-up run writes background-subtracted images here")
+    parser.add_argument("--deblend-variant", choices=("drop", "nosplit", "noclean"),
+                        help="run the pipeline without its deblend step, with it splitting nothing, "
+                             "or without CLEAN")
     args = parser.parse_args()
     os.makedirs(args.out, exist_ok=True)
+    if args.deblend_variant:
+        args.pipeline = pipeline_variant(args.pipeline, args.out, deblend=args.deblend_variant)
     run_dir = os.path.join(args.out, "imflow-out")
     if args.bgsub_out:  # the warm-up run also writes <image>.bgsub.fits for background_check.py
         os.makedirs(args.out, exist_ok=True)
-        run_imflow(args, args.bgsub_out, pipeline_with_bgsub(args.pipeline, args.out))
+        run_imflow(args, args.bgsub_out, pipeline_variant(args.pipeline, args.out, bgsub=True))
     else:  # warm-up: page cache, first-touch allocations, GPU context
         run_imflow(args, run_dir)
     cmd, wall = run_imflow(args, run_dir)

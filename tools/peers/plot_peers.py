@@ -1,6 +1,8 @@
 """Plots completeness against S/N for each tool (one panel per PSF, sizes pooled) from
-OUT/truth.json into OUT/completeness.png. Runs under /usr/bin/python3 (Debian's matplotlib).
-Usage: plot_peers.py OUT"""
+OUT/truth.json into OUT/completeness.png; --deblend: the close pairs' secondaries found against
+separation, one panel per flux ratio, from OUT/peers-deblend-summary.json (report.py --deblend)
+into OUT/peers-deblend-completeness.png. Runs under /usr/bin/python3 (Debian's matplotlib).
+Usage: plot_peers.py OUT [--deblend]"""
 import json
 import os
 import sys
@@ -27,8 +29,38 @@ def pooled_curve(fields: dict, psf: str):
     return [centres[lo] for lo in los], [found[lo] / stars[lo] for lo in los]
 
 
+def plot_deblend(out: str):
+    with open(os.path.join(out, "peers-deblend-summary.json")) as handle:
+        summary = json.load(handle)
+    truth = summary["truth"]
+    ratios = sorted({c["flux_ratio"] for r in truth.values() for c in r["pairs"]}, reverse=True)
+    fig, axes = plt.subplots(2, (len(ratios) + 1) // 2, figsize=(12, 6.5), sharex=True, sharey=True)
+    styles = {"sep": ("o", "-"), "sextractor": ("x", "--"), "imflow": (".", ":"),
+              "imflow-drop": ("s", "-"), "imflow-nosplit": ("^", "-")}
+    for ax, ratio in zip(axes.flat, ratios):
+        for tool, r in truth.items():
+            cells = [c for c in r["pairs"] if c["flux_ratio"] == ratio and c["pairs"]]
+            marker, line = styles.get(tool, ("o", "-"))
+            ax.plot([c["sep_lo"] + 0.5 for c in cells], [c["secondary"] for c in cells], marker=marker,
+                    linestyle=line, label=tool)
+        ax.set_title(f"secondary / primary flux {ratio:g}")
+        ax.grid(True, alpha=0.3)
+    for ax in axes[-1]:
+        ax.set_xlabel("pair separation (px)")
+    for ax in axes[:, 0]:
+        ax.set_ylabel("secondaries found")
+    axes.flat[0].legend(fontsize=8)
+    fig.suptitle("Close pairs on the crowded fields (Gaussian and Moffat PSF, FWHM 3 px): "
+                 f"one-to-one match within {summary.get('radius_px', 1):g} px", fontsize=10)
+    fig.tight_layout()
+    fig.savefig(os.path.join(out, "peers-deblend-completeness.png"), dpi=100)
+    print(f"plot_peers: {out}/peers-deblend-completeness.png")
+
+
 def main():
     out = sys.argv[1]
+    if "--deblend" in sys.argv[2:]:
+        return plot_deblend(out)
     with open(os.path.join(out, "truth.json")) as handle:
         truth = json.load(handle)
     fig, axes = plt.subplots(1, 2, figsize=(10, 4), sharey=True)

@@ -1,6 +1,9 @@
 """Gathers a tools/peers/run.sh run into OUT: timing/<group>/<tool>.json (each runner's timing with
 its whole-process wall time), summary.json (the speed, fidelity and truth tables) and results.md
-(the same tables in markdown). Usage: report.py --work WORK --out OUT --pipeline P --imflow BIN"""
+(the same tables in markdown). --deblend (run.sh --deblend): OUT/peers-deblend-crossmatch.json (every
+cross-match), peers-deblend-summary.json (versions, settings, the fidelity table and the truth scores
+pooled over the crowded fields) and peers-deblend-results.md.
+Usage: report.py --work WORK --out OUT --pipeline P --imflow BIN [--deblend]"""
 import argparse
 import glob
 import json
@@ -130,12 +133,100 @@ def markdown(summary) -> str:
     return "\n".join(lines) + "\n"
 
 
+DEBLEND_TOOLS = {"sep": "SEP", "sextractor": "SExtractor", "imflow": "imflow",
+                 "imflow-drop": "imflow, no deblend step", "imflow-nosplit": "imflow, deblend splitting nothing"}
+
+
+def pool_truth(fields: dict) -> dict:
+    """One tool's crowded-field scores pooled over its fields (counts added up)."""
+    total = lambda key, weight: sum((r[key] or 0) * r[weight] for r in fields.values())  # noqa: E731
+    stars = sum(r["pair_stars"] for r in fields.values())
+    galaxies = sum(r["galaxies"] for r in fields.values())
+    detections = sum(r["detections"] for r in fields.values())
+    cells = {}
+    for r in fields.values():
+        for row in r["pairs"]:
+            cell = cells.setdefault((row["flux_ratio"], row["sep_lo"]), dict(row, pairs=0, primary=0.0,
+                                                                             secondary=0.0, both=0.0))
+            cell["pairs"] += row["pairs"]
+            for key in ("primary", "secondary", "both"):
+                cell[key] += (row[key] or 0) * row["pairs"]
+    for cell in cells.values():
+        for key in ("primary", "secondary", "both"):
+            cell[key] = cell[key] / cell["pairs"] if cell["pairs"] else None
+    return {"fields": sorted(fields), "detections": detections,
+            "purity": total("purity", "detections") / detections if detections else None,
+            "pair_stars": stars, "pair_star_completeness": total("pair_star_completeness", "pair_stars") / stars,
+            "galaxies": galaxies, "galaxy_completeness": total("galaxy_completeness", "galaxies") / galaxies,
+            "galaxies_split": total("galaxies_split", "galaxies") / galaxies,
+            "pairs": sorted(cells.values(), key=lambda c: (-c["flux_ratio"], c["sep_lo"]))}
+
+
+def deblend_markdown(summary) -> str:
+    lines = [f"# Peers comparison with deblending: {summary['date']}", "",
+             f"imflow `{summary['imflow_version']}` with `{summary['pipeline']}`; peers: "
+             + ", ".join(f"{k} {v}" for k, v in summary["peer_versions"].items()) + ".", "",
+             "## Fidelity (nearest neighbour within 1 px, both ways)", "",
+             "| group | A vs B | objects A / B | A matched | B matched | median abs(flux ratio - 1) | "
+             "pairs with abs(flux ratio - 1) > 1e-4 (of them not deblended) | pairs with equal area | "
+             "offset p95 (px) |",
+             "|" + " --- |" * 9]
+    for r in summary["fidelity"]:
+        lines.append(f"| {r['group']} | {r['pair']} | {r['n_a']} / {r['n_b']} | {fmt(r['fraction_a_matched'])} | "
+                     f"{fmt(r['fraction_b_matched'])} | {fmt(r['median_abs_flux_deviation'], '.2g')} | "
+                     f"{r['pairs_flux_off_1e-4']} ({r['pairs_flux_off_1e-4_not_deblended']}) | "
+                     f"{fmt(r['npix_equal_fraction'])} | "
+                     f"{fmt(r['p95_offset_px'], '.2g')} |")
+    lines += ["", "## Crowded fields against the truth (one-to-one match within 1 px)", "",
+              "| tool | detections | purity | pair stars found | galaxies found | galaxies split |",
+              "|" + " --- |" * 6]
+    for tool, r in summary["truth"].items():
+        lines.append(f"| {DEBLEND_TOOLS.get(tool, tool)} | {r['detections']} | {fmt(r['purity'], '.3f')} | "
+                     f"{fmt(r['pair_star_completeness'], '.3f')} | {fmt(r['galaxy_completeness'], '.3f')} | "
+                     f"{fmt(r['galaxies_split'], '.3f')} |")
+    seps = sorted({c["sep_lo"] for r in summary["truth"].values() for c in r["pairs"]})
+    lines += ["", "Secondaries found, by flux ratio and separation (px):", "",
+              "| tool | flux ratio | " + " | ".join(f"{lo}-{lo + 1}" for lo in seps) + " |",
+              "|" + " --- |" * (2 + len(seps))]
+    for tool, r in summary["truth"].items():
+        for ratio in sorted({c["flux_ratio"] for c in r["pairs"]}, reverse=True):
+            cells = {c["sep_lo"]: c["secondary"] for c in r["pairs"] if c["flux_ratio"] == ratio}
+            lines.append(f"| {DEBLEND_TOOLS.get(tool, tool)} | {ratio:g} | "
+                         + " | ".join(fmt(cells.get(lo), ".2f") for lo in seps) + " |")
+    return "\n".join(lines + ["", "![completeness](peers-deblend-completeness.png)"]) + "\n"
+
+
+def deblend_report(args, summary):
+    crossmatches = {}
+    for path in sorted(glob.glob(os.path.join(args.work, "crossmatch", "*", "*.json"))):
+        crossmatches.setdefault(os.path.basename(os.path.dirname(path)), {})[
+            os.path.basename(path)[:-len(".json")]] = load(path)
+    summary["fidelity"] = [{"group": group, "pair": pair, **result["pooled"]}
+                           for group, pairs in crossmatches.items() for pair, result in pairs.items()]
+    summary["settings"] = {tool: load(path)["settings"] for tool in DEBLEND_TOOLS
+                           for path in glob.glob(os.path.join(args.work, "cat", "real", tool, "timing.json"))}
+    summary["sextractor_command"] = load(os.path.join(args.work, "cat", "real", "sextractor",
+                                                      "timing.json"))["images"][0]["command"]
+    truth = load(os.path.join(args.out, "peers-deblend-truth.json"))
+    summary["radius_px"], summary["one_to_one"] = truth["radius_px"], truth["one_to_one"]
+    summary["truth"] = {tool: pool_truth(fields) for tool, fields in truth["tools"].items()}
+    prefix = os.path.join(args.out, "peers-deblend-")
+    with open(prefix + "crossmatch.json", "w") as handle:
+        json.dump(crossmatches, handle, indent=1)
+    with open(prefix + "summary.json", "w") as handle:
+        json.dump(summary, handle, indent=1)
+    with open(prefix + "results.md", "w") as handle:
+        handle.write(deblend_markdown(summary))
+    print(f"report: {prefix}results.md")
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--work", required=True)
     parser.add_argument("--out", required=True)
     parser.add_argument("--pipeline", required=True)
     parser.add_argument("--imflow", required=True)
+    parser.add_argument("--deblend", action="store_true", help="run.sh --deblend's outputs")
     args = parser.parse_args()
     versions = {}
     for tool in ("sep", "sextractor", "photutils"):
@@ -152,8 +243,10 @@ def main():
                "cpu": cpu, "cores": os.cpu_count(), "loadavg": [round(v, 2) for v in os.getloadavg()],
                "pipeline": args.pipeline, "imflow_version": subprocess.run(
                    [args.imflow, "--version"], capture_output=True, text=True).stdout.strip(),
-               "peer_versions": versions, "speed": speed(args.work, args.out),
-               "fidelity": fidelity(args.out)}
+               "peer_versions": versions}
+    if args.deblend:
+        return deblend_report(args, summary)
+    summary.update({"speed": speed(args.work, args.out), "fidelity": fidelity(args.out)})
     truth_path = os.path.join(args.out, "truth.json")
     if os.path.exists(truth_path):
         summary["truth"] = load(truth_path)

@@ -3,7 +3,12 @@ settings (tools/peers/sex/peers.sex, .param, .conv) plus the options given; conv
 catalog to the common CSV and writes timing.json. The per-image seconds are the whole
 source-extractor process (start, FITS read, background, extraction, catalog write): SExtractor has
 no library entry point. Each image runs twice; the second run is timed (the first finds the
-object/pixel stacks the image needs, starting at SExtractor's defaults, and warms the page cache)."""
+object/pixel stacks the image needs, starting at SExtractor's defaults, and warms the page cache).
+--deblend adds SExtractor's default deblending on top of peers.sex (DEBLEND_OPTIONS: DETECT_MINAREA 5,
+DEBLEND_NTHRESH 32, DEBLEND_MINCONT 0.005, CLEAN Y, CLEAN_PARAM 1.0); --weight-type NONE thresholds
+against the global rms (default.sex's choice) instead of the rms map.
+--no-clean turns CLEAN off (with --deblend).
+Usage: sex_run.py --images DIR --out DIR [--nsigma 5] [--weight-type BACKGROUND|NONE] [--deblend [--no-clean]]"""
 import argparse
 import os
 import shutil
@@ -18,6 +23,9 @@ import common  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SEX_DIR = os.path.join(HERE, "sex")
+# peers.sex has none (DETECT_MINAREA 1, DEBLEND_MINCONT 1.0, CLEAN N); --deblend sets default.sex's.
+DEBLEND_OPTIONS = {"DETECT_MINAREA": "5", "DEBLEND_NTHRESH": "32", "DEBLEND_MINCONT": "0.005",
+                   "CLEAN": "Y", "CLEAN_PARAM": "1.0"}
 
 
 def sextractor_binary() -> str:
@@ -33,8 +41,12 @@ def command_line(binary, image, catalog, args, stacks):
            "-FILTER_NAME", os.path.join(SEX_DIR, "peers.conv"), "-CATALOG_NAME", catalog,
            "-BACK_SIZE", str(args.mesh), "-BACK_FILTERSIZE", str(args.filter),
            "-MEMORY_OBJSTACK", str(stacks[0]), "-MEMORY_PIXSTACK", str(stacks[1])]
+    if args.deblend:
+        options = dict(DEBLEND_OPTIONS, **({"CLEAN": "N"} if args.no_clean else {}))
+        cmd += [arg for key, value in options.items() for arg in ("-" + key, value)]
     if args.background == "mesh":
-        cmd += ["-DETECT_THRESH", str(args.nsigma), "-ANALYSIS_THRESH", str(args.nsigma)]
+        cmd += ["-DETECT_THRESH", str(args.nsigma), "-ANALYSIS_THRESH", str(args.nsigma),
+                "-WEIGHT_TYPE", args.weight_type]
         return cmd, {}
     median, std = common.kappa_sigma(common.read_image(image), args.kappa)
     thresh = repr(args.nsigma * std)
@@ -77,6 +89,10 @@ def read_sex_catalog(path):
 def main():
     parser = argparse.ArgumentParser(description=__doc__)
     common.add_common_args(parser)
+    parser.add_argument("--weight-type", choices=("BACKGROUND", "NONE"), default="BACKGROUND",
+                        help="mesh mode: threshold x the rms map (BACKGROUND) or the global rms")
+    parser.add_argument("--deblend", action="store_true", help="SExtractor's default deblending")
+    parser.add_argument("--no-clean", action="store_true", help="with --deblend: CLEAN N")
     args = parser.parse_args()
     os.makedirs(args.out, exist_ok=True)
     binary = sextractor_binary()
@@ -85,7 +101,10 @@ def main():
     settings = {"background": args.background, "mesh": args.mesh, "filter": args.filter,
                 "nsigma": args.nsigma, "config": "tools/peers/sex/peers.sex",
                 "minarea": 1, "filter_kernel": None, "deblend_mincont": 1.0, "clean": False,
-                "weight_type": "BACKGROUND" if args.background == "mesh" else "NONE"}
+                "weight_type": args.weight_type if args.background == "mesh" else "NONE"}
+    if args.deblend:
+        settings.update({"minarea": 5, "deblend_mincont": 0.005, "clean": not args.no_clean,
+                         "clean_param": 1.0})
     timing = common.Timing("sextractor", version, settings,
                            "whole source-extractor process per image (start, read, "
                            "background, extract, ASCII catalog write)")
@@ -112,7 +131,7 @@ def main():
         n = common.write_catalog(os.path.join(args.out, name + ".csv"), {
             "x": cat["X_IMAGE"] - 1.0, "y": cat["Y_IMAGE"] - 1.0, "flux": cat["FLUX_ISO"],
             "npix": cat["ISOAREA_IMAGE"], "a": cat["A_IMAGE"], "b": cat["B_IMAGE"],
-            "theta_deg": cat["THETA_IMAGE"]})
+            "theta_deg": cat["THETA_IMAGE"], "deblended": (cat["FLAGS"].astype(int) & 2) > 0})
         os.remove(catalog)
         info.update({"objstack": stacks[0], "pixstack": stacks[1]})
         timing.add(path, common.read_image(path).shape, n, seconds, background=info,

@@ -35,14 +35,14 @@ def plot_deblend(out: str):
     truth = summary["truth"]
     ratios = sorted({c["flux_ratio"] for r in truth.values() for c in r["pairs"]}, reverse=True)
     fig, axes = plt.subplots(2, (len(ratios) + 1) // 2, figsize=(12, 6.5), sharex=True, sharey=True)
-    styles = {"sep": ("o", "-"), "sextractor": ("x", "--"), "imflow": (".", ":"),
+    styles = {"sep": ("o", "-"), "sextractor": ("x", "--"), "imflow": (".", ":"), "imflow-noclean": ("v", "-."),
               "imflow-drop": ("s", "-"), "imflow-nosplit": ("^", "-")}
     for ax, ratio in zip(axes.flat, ratios):
-        for tool, r in truth.items():
+        for order, (tool, r) in enumerate(truth.items()):  # the first tools drawn on top
             cells = [c for c in r["pairs"] if c["flux_ratio"] == ratio and c["pairs"]]
             marker, line = styles.get(tool, ("o", "-"))
             ax.plot([c["sep_lo"] + 0.5 for c in cells], [c["secondary"] for c in cells], marker=marker,
-                    linestyle=line, label=tool)
+                    linestyle=line, label=tool, zorder=len(truth) - order)
         ax.set_title(f"secondary / primary flux {ratio:g}")
         ax.grid(True, alpha=0.3)
     for ax in axes[-1]:

@@ -102,7 +102,7 @@ if [[ $deblend == 1 ]]; then  # SEP, SExtractor and imflow, all deblending as SE
         stamp "$group done"
     done
     tools=()
-    for t in sep sextractor imflow imflow-drop imflow-nosplit; do
+    for t in sep sextractor imflow imflow-noclean imflow-drop imflow-nosplit; do
         mkdir -p "$work/cat/crowd-all/$t"
         for group in "${groups[@]:1}"; do cp "$work/cat/$group/$t/"*.csv "$work/cat/crowd-all/$t/"; done
         tools+=(--tool "$t=$work/cat/crowd-all/$t")

@@ -4,8 +4,8 @@ detection within --radius px; purity = fraction of detections with a truth star 
 --one-to-one pairs each detection with at most one truth object (closest pairs first), so a merged
 blend counts once. Crowded fields (make_starfield.py --crowded; truth with a `kind` column) add
 per flux ratio and separation bin the completeness of the primaries and secondaries of the close
-pairs, and for galaxies the completeness and how often one is split (more than one detection
-within 2 r_e + 1 px of its centre).
+pairs, for galaxies the completeness and how often one is split (more than one detection within
+2 r_e + 1 px of its centre), and the detections over FAR_PX px from every truth object (noise).
 Usage: truth_eval.py --truth FIELDS_DIR --tool NAME=CATALOG_DIR ... --out FILE.json [--one-to-one]"""
 import argparse
 import json
@@ -22,6 +22,7 @@ SNR_BINS = (0, 5, 10, 20, 50, 100, 1e12)
 
 
 SEPARATION_BINS = (2, 3, 4, 5, 6, 7, 8)
+FAR_PX = 12  # beyond every pair (8 px) and galaxy (2 r_e <= 10 px) of a crowded field: noise peaks
 
 
 def read_truth(path: str) -> dict:
@@ -67,7 +68,10 @@ def crowded(truth: dict, det_xy, found) -> dict:
                                              2 * truth["r_e"][galaxy] + 1, return_length=True)
             if len(det_xy) else np.zeros(int(galaxy.sum()), int))
     pair_star = kind < 2
+    far = (cKDTree(np.column_stack([truth["x"], truth["y"]])).query(det_xy)[0] > FAR_PX
+           if len(det_xy) else np.zeros(0, bool))
     return {"pairs": rows, "pair_stars": int(pair_star.sum()),
+            "far_px": FAR_PX, "detections_far_from_truth": int(far.sum()),
             "pair_star_completeness": float(found[pair_star].mean()) if pair_star.any() else None,
             "galaxies": int(galaxy.sum()),
             "galaxy_completeness": float(found[galaxy].mean()) if galaxy.any() else None,

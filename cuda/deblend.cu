@@ -103,6 +103,7 @@ void deblend(const DeblendDeviceInput& in, const kernels::DeblendParams& params,
 
   // ---- Census.
   B.label_npix.reserve(L1);
+  B.label_first.reserve(L1);
   B.label_last.reserve(L1);
   B.label_xmin.reserve(L1);
   B.label_xmax.reserve(L1);
@@ -138,6 +139,7 @@ void deblend(const DeblendDeviceInput& in, const kernels::DeblendParams& params,
   p.clean = params.clean;
   p.counters = B.counters.data();
   p.label_npix = B.label_npix.data();
+  p.label_first = B.label_first.data();
   p.label_last = B.label_last.data();
   p.label_xmin = B.label_xmin.data();
   p.label_xmax = B.label_xmax.data();
@@ -173,6 +175,7 @@ void deblend(const DeblendDeviceInput& in, const kernels::DeblendParams& params,
 
   fill_bytes(B.counters, 0, 1, stream);
   fill_bytes(B.label_npix, 0, L1, stream);
+  fill_bytes(B.label_first, 0x7f, L1, stream);  // beyond any pixel
   fill_bytes(B.label_last, 0xff, L1, stream);  // -1
   fill_bytes(B.label_xmin, 0x7f, L1, stream);  // 0x7f7f7f7f, beyond any column
   fill_bytes(B.label_xmax, 0xff, L1, stream);

@@ -28,6 +28,17 @@ struct DeblendDeviceInput {
   int32_t nlabels = 0;
 };
 
+// One object of the output as the device writes it (kernels::DeblendObject's fields, plain data
+// for mapped pinned memory).
+struct DeblendRecord {
+  double x, y;
+  long long npix;
+  int32_t segment;
+  float thresh, flux;
+  int32_t blended;
+  int32_t truncated;
+};
+
 // One slot's deblending buffers (device memory and mapped pinned memory for the results): they
 // only grow from call to call. Not thread-safe; one call at a time per workspace and stream.
 struct DeblendBuffers;
@@ -47,6 +58,9 @@ class DeblendWorkspace {
   kernels::DeblendResult result() const;
   // The same, without the object records.
   int32_t objects() const;
+  // The records as the device sees them (mapped pinned memory; record label - 1 of each object),
+  // valid in stream order after the last deblend call: for kernels that follow it (cuda::measure).
+  const DeblendRecord* device_records() const;
 
   DeblendBuffers& buffers() { return *buffers_; }  // for cuda::deblend (cuda/deblend_buffers.hpp)
 
@@ -61,7 +75,7 @@ class DeblendWorkspace {
 //
 // One synchronization: after the census of the segments (which labels SEP keeps, their pixels
 // and working areas), the host waits for the stream to size the buffers of the rest exactly;
-// everything after it is enqueued without waiting. Device memory: ~26 bytes per image pixel
+// everything after it is enqueued without waiting. Device memory: ~28 bytes per image pixel
 // (the sorts, the per-label census for the default bound), and per pixel of a kept segment
 // ~80 bytes of working area (~190 with minarea 1 or 2; plus 48 bytes per column of the
 // segment's box) and ~90 bytes of per-pixel and per-object arrays. Throws std::invalid_argument on bad parameters (as

@@ -10,11 +10,10 @@ namespace imflow::cuda {
 using deblend_detail::BranchModel;
 using deblend_detail::CleanObject;
 using deblend_detail::DeblendCounters;
-using deblend_detail::DeblendRecord;
 using deblend_detail::DeblendSummary;
 
 struct DeblendBuffers {
-  DeviceBuffer<int32_t> label_npix, label_last, label_xmin, label_xmax, label_rank;
+  DeviceBuffer<int32_t> label_npix, label_first, label_last, label_xmin, label_xmax, label_rank;
   DeviceBuffer<int32_t> seg_pixel, seg_label, seg_npix, seg_off, seg_branches, seg_objects, obj_off, seg_order;
   DeviceBuffer<long long> seg_words, arena_off;
   DeviceBuffer<float> seg_thresh0;

@@ -14,21 +14,13 @@
 #include <cmath>
 #include <cstdint>
 
+#include "cuda/deblend.hpp"
 #include "cuda/deblend_jobs.hpp"
 
 namespace imflow::cuda::deblend_detail {
 
 constexpr double kCleanCell = 32.0;
 constexpr double kCleanSmallReach = 64.0;
-
-// One object of the output (kernels::DeblendObject's fields, plain data for mapped memory).
-struct DeblendRecord {
-  double x, y;
-  long long npix;
-  int32_t segment;
-  float thresh, flux;
-  int32_t blended;
-};
 
 // The counts of one call, written by summary_job into mapped pinned memory.
 struct DeblendSummary {
@@ -155,6 +147,25 @@ IMFLOW_HOST_DEVICE inline void paint_job(const DeblendPlan& p, const CleanPlan& 
   if (c.survives[o]) labels_out[p.chain[t]] = c.new_id[o] + 1;
 }
 
+// SEP's OBJ_TRUNC of object o: a lone segment's box touches the image edge; a blended object's
+// branch (its pixels above the split level, not those allocated to it) has a pixel on the edge.
+IMFLOW_HOST_DEVICE inline bool touches_edge(const DeblendPlan& p, int32_t o) {
+  const int32_t r = p.obj_seg[o];
+  const auto on_edge = [&p](int32_t i) {
+    const int32_t x = i % p.width, y = i / p.width;
+    return x == 0 || y == 0 || x == p.width - 1 || y == p.height - 1;
+  };
+  if (p.seg_branches[r] == 0) {
+    const int32_t l = p.seg_label[r];
+    return p.label_xmin[l] == 0 || p.label_xmax[l] == p.width - 1 || p.label_first[l] / p.width == 0 ||
+           p.label_last[l] / p.width == p.height - 1;
+  }
+  const int32_t* branch = p.branch_pixels + p.seg_off[r] + p.obj_bstart[o];
+  for (int32_t i = 0; i < p.obj_bnpix[o]; ++i)
+    if (on_edge(branch[i])) return true;
+  return false;
+}
+
 IMFLOW_HOST_DEVICE inline void record_job(const DeblendPlan& p, const CleanPlan& c, DeblendRecord* records, int32_t o) {
   if (!c.survives[o]) return;
   const int32_t r = p.obj_seg[o];
@@ -167,6 +178,7 @@ IMFLOW_HOST_DEVICE inline void record_job(const DeblendPlan& p, const CleanPlan&
   rec.thresh = p.seg_thresh0[r];
   rec.flux = obj.fdflux;
   rec.blended = p.seg_branches[r] > 0 ? 1 : 0;
+  rec.truncated = touches_edge(p, o) ? 1 : 0;
   records[c.new_id[o]] = rec;
 }
 

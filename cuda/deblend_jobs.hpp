@@ -48,8 +48,8 @@ struct DeblendPlan {
   bool clean = true;
   DeblendCounters* counters = nullptr;
   // per label
-  int32_t *label_npix = nullptr, *label_last = nullptr, *label_xmin = nullptr, *label_xmax = nullptr,
-          *label_rank = nullptr;
+  int32_t *label_npix = nullptr, *label_first = nullptr, *label_last = nullptr, *label_xmin = nullptr,
+          *label_xmax = nullptr, *label_rank = nullptr;
   // per segment (SEP's order)
   int32_t *seg_pixel = nullptr, *seg_label = nullptr, *seg_npix = nullptr, *seg_off = nullptr;
   long long *seg_words = nullptr, *arena_off = nullptr;
@@ -86,6 +86,7 @@ IMFLOW_HOST_DEVICE inline void label_stats_job(const DeblendPlan& p, int32_t i) 
   }
   const int32_t x = i % p.width;
   atomic_add(p.label_npix + l, 1);
+  atomic_min(p.label_first + l, i);
   atomic_max(p.label_last + l, i);
   atomic_min(p.label_xmin + l, x);
   atomic_max(p.label_xmax + l, x);

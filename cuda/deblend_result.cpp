@@ -22,6 +22,8 @@ int32_t DeblendWorkspace::objects() const {
   return buffers_->summary.data()->survivors;
 }
 
+const DeblendRecord* DeblendWorkspace::device_records() const { return buffers_->records.device_pointer(); }
+
 kernels::DeblendResult DeblendWorkspace::result() const {
   const DeblendBuffers& B = *buffers_;
   if (!B.has_result || !B.summary.data()->valid)
@@ -41,6 +43,7 @@ kernels::DeblendResult DeblendWorkspace::result() const {
     kernels::DeblendObject& o = result.objects[static_cast<size_t>(i)];
     o.segment = r.segment;
     o.blended = r.blended != 0;
+    o.truncated = r.truncated != 0;
     o.x = r.x;
     o.y = r.y;
     o.thresh = r.thresh;

@@ -5,6 +5,7 @@
 #include <stdexcept>
 
 #include "cuda/background_mesh.hpp"
+#include "cuda/deblend_objects.hpp"
 #include "cuda/gpu_context.hpp"
 #include "cuda/measure.hpp"
 #include "cuda/svd.hpp"
@@ -76,7 +77,7 @@ void prepare_item(GpuContext& gpu, int64_t width, int64_t height) {
   gpu.has_detection = gpu.has_background = gpu.has_threshold = gpu.has_mask = false;
   gpu.has_labels = gpu.has_catalog = gpu.image_modified = false;
   gpu.has_normalization = gpu.has_svd_metrics = false;
-  gpu.has_background_maps = false;
+  gpu.has_background_maps = gpu.has_deblend = false;
   gpu.downloaded = DownloadWants{};
 }
 
@@ -130,6 +131,7 @@ void release_image_buffers(GpuContext& gpu) {
   gpu.scratch = DeviceBuffer<unsigned char>();
   gpu.background_work = DeviceBuffer<unsigned char>();
   gpu.mesh_background.reset();
+  gpu.deblend.reset();
   gpu.width = gpu.height = 0;
 }
 
@@ -180,7 +182,9 @@ Catalog host_catalog(GpuContext& gpu, const WorkItem& item, int32_t nlabels, con
     background.level = results.median;
     background.rms = results.std;
   }
-  Catalog catalog = kernels::measure_sources(ConstImageView{image, gpu.width, gpu.height}, labels, nlabels, background);
+  const ConstImageView view{image, gpu.width, gpu.height};
+  Catalog catalog = item.deblend ? kernels::measure_deblended(view, labels, nlabels, *item.deblend, background)
+                                 : kernels::measure_sources(view, labels, nlabels, background);
   set_catalog_capacity(gpu, next_power_of_two(static_cast<int64_t>(nlabels)));
   return catalog;
 }
@@ -242,6 +246,13 @@ void collect_results(GpuContext& gpu, WorkItem& item) {
   if (gpu.has_normalization) collect_normalization(r, item);
   if (gpu.has_svd_metrics) collect_svd_metrics(gpu, item);
   if (gpu.has_mask && gpu.downloaded.mask) item.mask.assign(gpu.mask_host.data(), gpu.mask_host.data() + n);
+  if (gpu.has_deblend) {
+    auto deblended = std::make_shared<kernels::DeblendResult>(gpu.deblend->workspace.result());
+    item.metrics["deblend_segments"] = static_cast<double>(deblended->segments);
+    item.metrics["deblend_split"] = static_cast<double>(deblended->segments_split);
+    item.metrics["deblend_cleaned"] = static_cast<double>(deblended->objects_cleaned);
+    item.deblend = std::move(deblended);
+  }
   if (gpu.has_labels) {
     item.nlabels = r.nlabels;
     if (gpu.downloaded.labels) item.labels.assign(gpu.labels_host.data(), gpu.labels_host.data() + n);

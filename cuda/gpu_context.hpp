@@ -72,6 +72,7 @@ struct DownloadWants {
 // A convolution kernel uploaded once per slot (kept for the slot's lifetime).
 struct SvdState;  // svd_reconstruct's per-slot solver state (cuda/svd.hpp)
 struct MeshBackgroundState;  // background method mesh's per-slot buffers (cuda/background_mesh.hpp)
+struct DeblendState;  // deblend's per-slot buffers and result (cuda/deblend_objects.hpp)
 
 struct ConvolveWeights {
   std::vector<float> host;  // content, the cache key (with the sizes)
@@ -136,6 +137,8 @@ struct GpuContext {
   std::shared_ptr<cuda::SvdState> svd;  // created by the first svd_reconstruct on this slot
   bool has_background_maps = false;  // background method mesh ran: mesh_background holds the maps
   std::shared_ptr<cuda::MeshBackgroundState> mesh_background;  // created by the first mesh background
+  bool has_deblend = false;  // deblend ran: gpu.labels holds its objects, deblend->workspace their records
+  std::shared_ptr<cuda::DeblendState> deblend;  // created by the first deblend on this slot
 
   // Device properties read once.
   int sm_count = 0;

@@ -4,6 +4,7 @@
 #include <stdexcept>
 
 #include "cuda/background_mesh.hpp"
+#include "cuda/deblend_objects.hpp"
 #include "cuda/device_common.cuh"
 #include "cuda/measure.hpp"
 #include "imflow/kernels/pixel_moments.hpp"
@@ -231,8 +232,10 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
+// records (null: none): deblend's objects; a blend's child gets SEP's centre, its moments about
+// it, kFlagDeblended, and the edge flag of its branch (kernels::measure_deblended's rows).
 __global__ void rows_kernel(Accumulators a, const DeviceResults* results, int64_t width, int64_t height, bool wide,
-                            DeviceSource* out) {
+                            const DeblendRecord* records, DeviceSource* out) {
   const int64_t rows = valid_rows(results, a.capacity);
   for (int64_t r = static_cast<int64_t>(blockIdx.x) * kThreads + threadIdx.x; r < rows;
        r += static_cast<int64_t>(gridDim.x) * kThreads) {
@@ -256,6 +259,16 @@ __global__ void rows_kernel(Accumulators a, const DeviceResults* results, int64_
     s.ymax = a.ymax[r];
     kernels::set_shape_columns(s, a.weights.at(r), a.variances.at(r));
     if (s.npix > 0 && (s.xmin == 0 || s.ymin == 0 || s.xmax == width - 1 || s.ymax == height - 1)) s.flags |= kFlagEdge;
+    if (records != nullptr && records[r].blended != 0) {
+      const DeblendRecord& object = records[r];
+      const int64_t first = static_cast<int64_t>(a.first[r]);
+      const int64_t ref_y = first / width, ref_x = first - ref_y * width;
+      s.x = object.x;
+      s.y = object.y;
+      kernels::set_shape_columns_about(s, a.weights.at(r), a.variances.at(r), object.x - static_cast<double>(ref_x),
+                                       object.y - static_cast<double>(ref_y));
+      s.flags = (s.flags & ~kFlagEdge) | kFlagDeblended | (object.truncated != 0 ? kFlagEdge : 0);
+    }
     out[r] = s;
   }
 }
@@ -300,9 +313,10 @@ void detail::enqueue_catalog_rows(GpuContext& gpu) {
   if (!gpu.has_catalog) return;
   gpu.catalog_host.reserve(static_cast<size_t>(gpu.catalog_capacity));
   const int rows_blocks = detail::blocks_for(gpu.catalog_capacity, kThreads, 1024);
+  const DeblendRecord* records = gpu.has_deblend ? gpu.deblend->workspace.device_records() : nullptr;
   rows_kernel<<<rows_blocks, kThreads, 0, gpu.stream>>>(accumulators_of(gpu), gpu.results.data(),
                                                        gpu.width > 0 ? gpu.width : 1, gpu.height, wide_peak(gpu),
-                                                       gpu.catalog_host.device_pointer());
+                                                       records, gpu.catalog_host.device_pointer());
   IMFLOW_CUDA_CHECK_LAUNCH();
 }
 

@@ -9,7 +9,8 @@ namespace imflow::cuda {
 // ellipse, the errors and flags, measured on gpu.image with float64 sums, background-subtracted
 // as kernels::MeasureBackground says (the mesh maps when has_background_maps, else the median
 // and std; `gain` in e-/ADU, 0 none). More labels than the capacity set
-// results.catalog_overflow; collect_results then measures on the host.
+// results.catalog_overflow; collect_results then measures on the host. After deblend
+// (has_deblend) the rows are kernels::measure_deblended's: a blend's child at SEP's centre.
 void measure(GpuContext& gpu, double gain = 0.0);
 
 namespace detail {

@@ -202,7 +202,7 @@ TEST_CASE("segment compare: float32 thresholds as SEP does, in float", "[deblend
     REQUIRE(item.segment_threshold);
     CHECK(item.segment_threshold->float32 == float32);
 #ifdef IMFLOW_HAVE_CUDA
-    CHECK(pipeline.steps[1]->has_cuda() == !float32);  // the GPU compares in float64
+    CHECK(pipeline.steps[1]->has_cuda());  // both comparisons on the GPU too (cuda/sep_detection.hpp)
 #endif
   }
 }
@@ -240,8 +240,9 @@ TEST_CASE("deblend step: configuration errors", "[deblend]") {
   CHECK(params["clean"].as<bool>());
   CHECK(params["clean_param"].as<double>() == 1.0);
   CHECK(params["minarea"].as<int>() == 5);
-  // CPU only: the engine refuses it on the CUDA device (run_pipeline's step check).
-  CHECK_FALSE(p.steps[3]->has_cuda());
+#ifdef IMFLOW_HAVE_CUDA
+  CHECK(p.steps[3]->has_cuda());  // cuda/deblend_objects.hpp
+#endif
   // Tiles: a pipeline with deblend processes large images whole (a segment is split once,
   // whole); asking for tiles explicitly is an error.
   const TilingPlan plan = plan_tiling(p);

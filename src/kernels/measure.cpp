@@ -2,6 +2,7 @@
 // (runs of background labels skipped eight at a time).
 #include "imflow/kernels/measure.hpp"
 
+#include "imflow/kernels/deblend.hpp"
 #include "imflow/kernels/mesh_rows.hpp"
 
 #include <tbb/blocked_range.h>
@@ -105,6 +106,21 @@ Catalog finish_sources(const std::vector<SourceSums>& sums, int64_t width, int64
 
 Catalog measure_sources(ConstImageView image, const int32_t* labels, int32_t nlabels, MeasureBackground background) {
   return finish_sources(accumulate_sources(image, labels, nlabels, 0, 0, background), image.width, image.height);
+}
+
+Catalog measure_deblended(ConstImageView image, const int32_t* labels, int32_t nlabels, const DeblendResult& deblend,
+                          MeasureBackground background) {
+  const auto& objects = deblend.objects;
+  if (static_cast<int64_t>(objects.size()) != nlabels)
+    throw std::runtime_error("measure: the label map is not the one deblend made");
+  const std::vector<SourceSums> sums = accumulate_sources(image, labels, nlabels, 0, 0, background);
+  Catalog catalog = finish_sources(sums, image.width, image.height);
+  for (size_t k = 0; k < objects.size(); ++k) {
+    if (!objects[k].blended) continue;
+    catalog[k] = sums[k].finish_about(static_cast<int32_t>(k + 1), image.width, image.height, objects[k].x, objects[k].y);
+    catalog[k].flags = (catalog[k].flags & ~kFlagEdge) | (objects[k].truncated ? kFlagEdge : 0);
+  }
+  return catalog;
 }
 
 }  // namespace imflow::kernels

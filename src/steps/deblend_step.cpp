@@ -3,7 +3,7 @@
 // values and thresholds `segment` detected with, in SEP's float32 arithmetic (steps/sep_detection.hpp),
 // drops segments under minarea, splits blends, and replaces the label map by the objects,
 // numbered in sep.extract's catalog order; `measure` then measures them (with SEP's centre for
-// the children of a blend). CPU only for now: the engine refuses it on the CUDA device.
+// the children of a blend). On the GPU the same, object for object (cuda/deblend_objects.hpp).
 #include <algorithm>
 #include <limits>
 #include <memory>
@@ -15,6 +15,10 @@
 #include "imflow/params.hpp"
 #include "imflow/step.hpp"
 #include "steps/sep_detection.hpp"
+
+#ifdef IMFLOW_HAVE_CUDA
+#include "cuda/deblend_objects.hpp"
+#endif
 
 namespace imflow {
 
@@ -87,6 +91,14 @@ class DeblendStep final : public Step {
     item.metrics["deblend_cleaned"] = static_cast<double>(result->objects_cleaned);
     item.deblend = std::move(result);
   }
+
+#ifdef IMFLOW_HAVE_CUDA
+  bool has_cuda() const override { return true; }
+  void run_cuda(WorkItem& item, GpuContext& gpu) const override {
+    if (!item.segment_threshold) throw std::runtime_error("deblend: needs the segment and label steps' results");
+    cuda::deblend_objects(gpu, *item.segment_threshold, params_);
+  }
+#endif
 
  private:
   kernels::DeblendParams params_;

@@ -44,20 +44,8 @@ class MeasureStep final : public Step {
           kernels::measure_sources(item.pixels.view(), item.labels.data(), item.nlabels.value(), background);
       return;
     }
-    const auto& objects = item.deblend->objects;
-    if (static_cast<int64_t>(objects.size()) != item.nlabels.value())
-      throw std::runtime_error("measure: the label map is not the one deblend made");
-    const int64_t width = item.pixels.width(), height = item.pixels.height();
-    const std::vector<kernels::SourceSums> sums =
-        kernels::accumulate_sources(item.pixels.view(), item.labels.data(), item.nlabels.value(), 0, 0, background);
-    Catalog catalog = kernels::finish_sources(sums, width, height);
-    for (size_t k = 0; k < objects.size(); ++k) {
-      if (!objects[k].blended) continue;
-      catalog[k] = sums[k].finish_about(static_cast<int32_t>(k + 1), width, height, objects[k].x, objects[k].y);
-      // SEP's edge flag of a blend's child: its branch touches the edge (DeblendObject::truncated).
-      catalog[k].flags = (catalog[k].flags & ~kFlagEdge) | (objects[k].truncated ? kFlagEdge : 0);
-    }
-    item.catalog = std::move(catalog);
+    item.catalog = kernels::measure_deblended(item.pixels.view(), item.labels.data(), item.nlabels.value(),
+                                              *item.deblend, background);
   }
 
 #ifdef IMFLOW_HAVE_CUDA

@@ -2,7 +2,8 @@
 // `data > 5 * std`, with relative_to: zero). After the mesh background: pixel - back(x,y) above
 // nsigma * globalrms (relative_to: background) or nsigma * rms(x,y) (relative_to: rms_map).
 // compare: float64 (the default) compares in float64; float32 in SEP's arithmetic (value
-// pixel - background in float32 against the float32 product nsigma x rms), which `deblend` needs.
+// pixel - background in float32 against the float32 product nsigma x rms), which `deblend` needs;
+// both on the CPU and the GPU, with the same masks.
 #include <stdexcept>
 
 #include "imflow/huge_pages.hpp"
@@ -14,6 +15,7 @@
 
 #ifdef IMFLOW_HAVE_CUDA
 #include "cuda/segment.hpp"
+#include "cuda/sep_detection.hpp"
 #endif
 
 namespace imflow {
@@ -42,11 +44,7 @@ class SegmentStep final : public Step {
       throw std::runtime_error("segment: relative_to: rms_map needs the background step's method: mesh");
     reserve_huge_pages(item.mask, static_cast<size_t>(image.size()));
     item.mask.resize(static_cast<size_t>(image.size()));
-    SegmentThreshold how;
-    how.nsigma = nsigma_;
-    how.subtract_background = relative_to_ != RelativeTo::zero;
-    how.rms_map = relative_to_ == RelativeTo::rms_map;
-    how.float32 = float32_;
+    const SegmentThreshold how = threshold_setting();
     item.segment_threshold = how;
     if (float32_) {
       item.threshold = (maps || relative_to_ == RelativeTo::zero ? 0.0 : stats.median) + nsigma_ * stats.std;
@@ -73,8 +71,13 @@ class SegmentStep final : public Step {
   }
 
 #ifdef IMFLOW_HAVE_CUDA
-  bool has_cuda() const override { return !float32_; }  // the GPU compares in float64
-  void run_cuda(WorkItem&, GpuContext& gpu) const override {
+  bool has_cuda() const override { return true; }
+  void run_cuda(WorkItem& item, GpuContext& gpu) const override {
+    item.segment_threshold = threshold_setting();
+    if (float32_) {
+      cuda::segment_sep(gpu, *item.segment_threshold);
+      return;
+    }
     const cuda::Threshold reference = relative_to_ == RelativeTo::zero      ? cuda::Threshold::zero
                                       : relative_to_ == RelativeTo::rms_map ? cuda::Threshold::rms_map
                                                                             : cuda::Threshold::background;
@@ -83,6 +86,15 @@ class SegmentStep final : public Step {
 #endif
 
  private:
+  SegmentThreshold threshold_setting() const {
+    SegmentThreshold how;
+    how.nsigma = nsigma_;
+    how.subtract_background = relative_to_ != RelativeTo::zero;
+    how.rms_map = relative_to_ == RelativeTo::rms_map;
+    how.float32 = float32_;
+    return how;
+  }
+
   double nsigma_;
   RelativeTo relative_to_;
   bool float32_;

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Real files through both backends on a GPU host: $SWEEP/astro (FITS) through config/astro.yaml
-# and $SWEEP/mri (PNG, NIfTI-1/2, Analyze) through the MRI pipeline (rank 50, clipped; solver gpu
-# on CUDA), each with --device cpu and --device cuda. Checks: the same items fail with the same
-# messages; catalogs agree (tools/gpu/compare-catalogs.py: same sources, centroids within 1e-4 px,
-# fluxes within 1e-5 relative); MRI metrics agree (rank equal, relative error within 1e-3).
+# and config/astro-sextractor.yaml (mesh background, deblending), $SWEEP/mri (PNG, NIfTI-1/2,
+# Analyze) through the MRI pipeline (rank 50, clipped; solver gpu on CUDA), each with --device
+# cpu and --device cuda. Checks: the same items fail with the same messages; catalogs agree
+# (tools/gpu/compare-catalogs.py: same sources, centroids within 1e-4 px, fluxes within 1e-5
+# relative); MRI metrics agree (rank equal, relative error within 1e-3).
 # SWEEP defaults to the fetched samples (datasets/fetch.sh: datasets/data/astro, and the MRI
 # volumes and PNG slices); point it at any tree with astro/ and mri/ to try other instruments.
 # Needs build-dev (tools/gpu/setup.sh). Logs and summaries under $OUT.
@@ -22,12 +23,13 @@ sed -e "s/patterns: .*/$patterns/" -e 's/rank: 50,/rank: 50, clip_rank: true,/' 
 sed -e "s/patterns: .*/$patterns/" -e 's/svd_reconstruct: {rank: 50, .*/svd_reconstruct: {rank: 50, clip_rank: true, solver: gpu}/' \
   config/mri-gpu.yaml > $mri_gpu
 status=0
-for set in astro mri; do
+for set in astro deblend mri; do
   for device in cpu cuda; do
-    pipeline=config/astro.yaml
+    pipeline=config/astro.yaml input=$SWEEP/$set
+    [ $set = deblend ] && pipeline=config/astro-sextractor.yaml input=$SWEEP/astro
     if [ $set = mri ]; then pipeline=$mri_cpu; [ $device = cuda ] && pipeline=$mri_gpu; fi
     rm -rf /tmp/sweep-$set-$device
-    $imflow run $pipeline --input "$SWEEP/$set" --output /tmp/sweep-$set-$device --device $device --threads 8 \
+    $imflow run $pipeline --input "$input" --output /tmp/sweep-$set-$device --device $device --threads 8 \
       > "$OUT/${set}_$device.log" 2>&1
     echo "$set $device: exit $? ($(tail -1 "$OUT/${set}_$device.log" | grep -o '[0-9]* items: .* failed'))"
     cp /tmp/sweep-$set-$device/summary.json "$OUT/${set}_$device.summary.json"
@@ -42,6 +44,7 @@ for set in astro mri; do
   fi
 done
 /usr/bin/python3 tools/gpu/compare-catalogs.py /tmp/sweep-astro-cpu /tmp/sweep-astro-cuda || status=1
+/usr/bin/python3 tools/gpu/compare-catalogs.py /tmp/sweep-deblend-cpu /tmp/sweep-deblend-cuda || status=1
 /usr/bin/python3 - /tmp/sweep-mri-cpu/metrics.csv /tmp/sweep-mri-cuda/metrics.csv <<'EOF' || status=1
 import csv, sys
 rows = [{(r["file"], r["slice"]): r for r in csv.DictReader(open(p))} for p in sys.argv[1:]]

@@ -45,4 +45,13 @@ Catalog finish_sources(const std::vector<SourceSums>& sums, int64_t width, int64
 Catalog measure_sources(ConstImageView image, const int32_t* labels, int32_t nlabels,
                         MeasureBackground background = {});
 
+struct DeblendResult;  // include/imflow/kernels/deblend.hpp
+// measure_sources for the objects `deblend` made (labels 1..objects.size()): the children of a
+// blend are measured as SEP's analyse does, x, y its centre (DeblendObject::x, y) with the
+// moments and their errors about it (SourceSums::finish_about), flagged kFlagDeblended, and
+// kFlagEdge when its branch touches the edge (DeblendObject::truncated). Throws
+// std::runtime_error when nlabels is not the number of objects.
+Catalog measure_deblended(ConstImageView image, const int32_t* labels, int32_t nlabels, const DeblendResult& deblend,
+                          MeasureBackground background = {});
+
 }  // namespace imflow::kernels

@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """The tables of docs/performance.md from one bench-suite folder (tools/bench-suite.sh):
-DIR/suite.json (one record per point of every bench.json, and the peers' ratios) and DIR/suite.md
+DIR/suite.json (one record per point of every bench.json, the peers' ratios, and SEP's time on
+the deblending fields against imflow's points on them) and DIR/suite.md
 (the same as Markdown). Per point: images/s median (min..max) and its spread, MB/s, megapixels/s,
 copy/compute overlap, bottleneck, milliseconds per item of each stage, peak RSS and GPU memory.
 Standard library only (the GPU hosts have no NumPy). usage: bench-report.py DIR"""
@@ -10,7 +11,8 @@ import sys
 
 # Pixels per input file of each workload (bench-suite.sh's inputs), for megapixels/s.
 MEGAPIXELS_PER_FILE = {"astro-2048": 2048 * 2048 / 1e6, "mosaic-32k": 32000 * 32000 / 1e6,
-                       "mosaic-16k": 16000 * 16000 / 1e6}
+                       "mosaic-16k": 16000 * 16000 / 1e6, "deblend-4096": 4096 * 4096 / 1e6,
+                       "deblend-2048": 2048 * 2048 / 1e6}
 
 
 def megapixels_per_file(name):
@@ -62,6 +64,28 @@ def peers_records(path):
     return {"workload": path.stem, "summary": summary}
 
 
+def sep_records(folder):
+    """Per tools/crowded_fields.py SEP timing (NAME-sep.json): SEP's seconds per image and its
+    ratio to each imflow point on the same fields (NAME-gpu.json, NAME-cpu-1thread.json, ...)."""
+    out = []
+    for path in sorted(folder.glob("*-sep.json")):
+        sep = json.loads(path.read_text())
+        tag = path.stem[:-len("-sep")]
+        summary = {"sep_version": sep["sep_version"], "settings": sep["settings"],
+                   "sep_seconds_per_image": sep["median_seconds"], "sep_objects_per_image": sep["images"][0]["objects"]}
+        for bench_path in sorted(folder.glob(f"{tag}-*.json")):
+            kind = bench_path.stem[len(tag) + 1:]
+            if bench_path == path or "-" in kind.replace("cpu-1thread", ""):
+                continue
+            for point in json.loads(bench_path.read_text()).get("points", []):
+                rate = point["images_per_second"]["median"]
+                key = kind + (f" {point['label']}" if point["label"] else "")
+                summary[f"imflow_{key}_images_per_second"] = significant(rate)
+                summary[f"sep_over_imflow_{key}"] = significant(sep["median_seconds"] * rate, 3)
+        out.append({"workload": f"{tag} against SEP", "summary": summary})
+    return out
+
+
 def markdown(records, peers):
     lines = ["| workload | point | device | images/s median (min..max) | spread | MB/s | Mpix/s | overlap | bottleneck | ms per item by stage |",
              "| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | --- | --- |"]
@@ -87,10 +111,13 @@ def main():
         if path.name.startswith("peers"):
             peers.append(peers_records(path))
             continue
+        if path.name.endswith("-sep.json"):
+            continue
         bench = json.loads(path.read_text())
         if "points" not in bench:
             continue
         records += [point_record(path.stem, bench, point) for point in bench["points"]]
+    peers += sep_records(folder)
     machine = json.loads((folder / "machine.json").read_text()) if (folder / "machine.json").exists() else {}
     (folder / "suite.json").write_text(json.dumps({"machine": machine, "points": records,
                                                    "peers": peers}, indent=1) + "\n")

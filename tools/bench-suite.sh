@@ -10,9 +10,13 @@
 #                (CPU): config/mri-gpu.yaml, the all-GPU batched form, config/mri.yaml on the CPU
 #   peers        SEP 1.4.1 and SExtractor against imflow on the same 4096x4096 fields
 #                (tools/peers/device.sh; needs the carried peers, see tools/gpu/README.md)
+#   deblend      config/astro-sextractor.yaml (SExtractor's defaults, deblending and CLEAN) on 8
+#                crowded 4096x4096 fields (tools/crowded_fields.py, DEBLEND_DENSITY stars per pixel,
+#                0.004; 2048 on a CPU host): GPU, CPU with 1 and all threads, and SEP 1.4.1 with
+#                the same settings on 3 of them when the Python has it
 # Then tools/bench-report.py writes suite.json and suite.md (the tables docs/performance.md shows).
 #
-# usage: tools/bench-suite.sh [--kind NAME] [--parts "astro-2048 mosaic-32k mri peers"]
+# usage: tools/bench-suite.sh [--kind NAME] [--parts "astro-2048 mosaic-32k mri deblend peers"]
 #                             [--imflow BIN] [--out DIR] [--scratch DIR]
 # kind: the results folder (default: h100, h200, h200x2, ... from nvidia-smi; cpu-<N>core without
 # a GPU). On a host without a GPU the CPU points of each part run (with fewer images).
@@ -21,7 +25,7 @@
 # from memory: the figures are the engine's, not the disk's.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-kind="" parts="astro-2048 mosaic-32k mri" imflow=build/imflow out="" scratch=/dev/shm/imflow-suite
+kind="" parts="astro-2048 mosaic-32k mri deblend" imflow=build/imflow out="" scratch=/dev/shm/imflow-suite
 while [ $# -gt 0 ]; do
   case $1 in
     --kind) kind=$2; shift 2 ;;
@@ -29,7 +33,7 @@ while [ $# -gt 0 ]; do
     --imflow) imflow=$2; shift 2 ;;
     --out) out=$2; shift 2 ;;
     --scratch) scratch=$2; shift 2 ;;
-    -h|--help) sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,25p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "bench-suite.sh: unknown argument $1 (see --help)" >&2; exit 1 ;;
   esac
 done
@@ -161,6 +165,28 @@ part_mri() {
   fi
 }
 
+part_deblend() {  # SExtractor's defaults with deblending (config/astro-sextractor.yaml) on crowded fields
+  local size=4096 count=8 density=${DEBLEND_DENSITY:-0.004} sep_json=""
+  [ "$gpus" -gt 0 ] || size=2048
+  local tag=deblend-$size; [ "$density" = 0.004 ] || tag=deblend-$size-d$density
+  local in=$scratch/crowded-$size-$density
+  $py -c "import sep" 2>/dev/null && sep_json=$out/$tag-sep.json
+  if [ ! -f "$in/.complete" ] || [ -n "$sep_json" ]; then
+    rm -rf "$in"
+    $py tools/crowded_fields.py --out "$in" --size $size --count $count --density "$density" \
+      ${sep_json:+--time-sep "$sep_json" --sep-fields 3} || return 1
+    touch "$in/.complete"
+  fi
+  if [ "$gpus" -gt 0 ]; then
+    bench $tag-gpu config/astro-sextractor.yaml "$in" --device cuda --threads "$cores" --images 64
+    bench $tag-cpu-1thread config/astro-sextractor.yaml "$in" --device cpu --threads 1 --images 4
+    bench $tag-cpu config/astro-sextractor.yaml "$in" --device cpu --threads "$cores" --images 32
+  else
+    bench $tag-cpu config/astro-sextractor.yaml "$in" --device cpu --images 8 --sweep "threads=1,$cores"
+  fi
+  [ -n "$sep_json" ] || log "deblend: no SEP in $py, no ratio to SEP"
+}
+
 part_peers() {
   [ "$gpus" -gt 0 ] || { log "peers: the CPU-host comparison is tools/peers/run.sh"; return 0; }
   log peers
@@ -178,6 +204,7 @@ for part in $parts; do
     mosaic-32k) part_mosaic || status=1 ;;
     mri) part_mri || status=1 ;;
     peers) part_peers || status=1 ;;
+    deblend) part_deblend || status=1 ;;
     *) echo "bench-suite.sh: unknown part $part" >&2; status=1 ;;
   esac
 done

@@ -4,6 +4,7 @@
 
 #include "imflow/huge_pages.hpp"
 #include "imflow/kernels/background.hpp"
+#include "imflow/kernels/background_histogram.hpp"
 #include "imflow/kernels/background_mesh.hpp"
 #include "imflow/params.hpp"
 #include "imflow/step.hpp"
@@ -16,6 +17,8 @@
 namespace imflow {
 
 namespace {
+constexpr int64_t kStreamingFromPixels = int64_t{1} << 20;
+
 class BackgroundStep final : public Step {
  public:
   explicit BackgroundStep(ParamReader& params)
@@ -40,7 +43,13 @@ class BackgroundStep final : public Step {
       item.rms_map.clear();
       item.mesh_grid = std::move(grid);
     } else {
-      item.background = kernels::kappa_sigma_clip(item.detection_image().view(), kappa_, max_iters_, item.scratch);
+      const ConstImageView image = item.detection_image().view();
+      // From 1 Mpix on, radix histograms (a few passes over the pixels, where the clip selects a
+      // median per iteration): the same median, iterations and counts, the std to float64
+      // rounding, ~9x faster on a 2048x2048 frame; below, the histograms' fixed cost dominates.
+      item.background = image.size() >= kStreamingFromPixels
+                            ? kernels::streaming_kappa_sigma(image, kappa_, max_iters_, image.height)
+                            : kernels::kappa_sigma_clip(image, kappa_, max_iters_, item.scratch);
     }
   }
 

@@ -1,0 +1,115 @@
+// Aperture photometry with SEP 1.4.1's definitions (sep.sum_circle, sum_circann, sum_ellipse,
+// sum_ellipann, kron_radius, flux_radius, winpos) and its FLUX_AUTO recipe: plain data in, plain
+// results out, one object per call, so the CPU, a CUDA twin and bindings share the definitions.
+// Coordinates are 0-based: (0, 0) is the centre of the first pixel (SEP's convention; SExtractor's
+// X_IMAGE is x + 1). Geometry and flags: imflow/kernels/aperture_geometry.hpp.
+#pragma once
+#include <cstdint>
+#include <span>
+
+#include "imflow/image.hpp"
+#include "imflow/kernels/aperture_geometry.hpp"
+
+namespace imflow::kernels {
+
+// What the noise arrays or value mean (SEP's err= or var=).
+enum class NoiseKind { none, stddev, variance };
+
+// The image and its optional companions; every array has the data's width and height.
+struct ApertureImage {
+  ConstImageView data;
+  const float* noise = nullptr;      // per-pixel err or var (noise_kind), or nullptr
+  double noise_value = 0.0;          // the one err or var used when noise is nullptr
+  NoiseKind noise_kind = NoiseKind::none;
+  const float* mask = nullptr;       // a pixel is masked when mask > mask_threshold
+  double mask_threshold = 0.0;
+  double gain = 0.0;                 // e-/ADU; > 0 adds the sum's Poisson variance sum / gain
+};
+
+// How masked pixels enter a sum: `correct` scales the sum and variance by total area / unmasked
+// area (masked pixels take the aperture's mean, SEP's default); `ignore` drops them and their area
+// (SEP_MASK_IGNORE, what its background annuli use).
+enum class MaskMode { correct, ignore };
+
+struct ApertureSum {
+  double sum = 0.0;
+  double error = 0.0;  // sqrt(sum of pixel variances x overlap [+ sum / gain]); 0 without noise or gain
+  double area = 0.0;   // pixels x overlap within the aperture, masked ones included unless `ignore`
+  int32_t flag = 0;    // kAperTrunc, kAperHasMasked
+};
+
+// Sums over the aperture; subpix = 0 weighs each pixel by its exact overlap, subpix = N by the
+// fraction of N x N points inside (pixels wholly inside or outside count 1 or 0 without sampling).
+// Invalid parameters (r < 0, rout < rin, b < 0, a < b, |theta| > pi/2, subpix < 0) give NaN sums.
+ApertureSum sum_circle(const ApertureImage& image, double x, double y, double r, int subpix = 5,
+                       MaskMode mode = MaskMode::correct);
+ApertureSum sum_circann(const ApertureImage& image, double x, double y, double rin, double rout, int subpix = 5,
+                        MaskMode mode = MaskMode::correct);
+ApertureSum sum_ellipse(const ApertureImage& image, double x, double y, double a, double b, double theta, double r,
+                        int subpix = 5, MaskMode mode = MaskMode::correct);
+ApertureSum sum_ellipann(const ApertureImage& image, double x, double y, double a, double b, double theta,
+                         double rin, double rout, int subpix = 5, MaskMode mode = MaskMode::correct);
+
+// sep.sum_circle(..., bkgann=(rin, rout)): the circle's sum minus the mean of the annulus
+// (summed at subpix 1 with masked pixels ignored) times the circle's area; the annulus's error,
+// scaled likewise, adds in quadrature; the flag is the circle's. An annulus without valid pixels
+// (SEP raises) gives NaN sum and error.
+ApertureSum sum_circle_bkgann(const ApertureImage& image, double x, double y, double r, double rin, double rout,
+                              int subpix = 5);
+// sep.sum_ellipse(..., bkgann=(rin, rout)): the same with the elliptical annulus rin..rout (in
+// units of a, b), which SEP sums at the ellipse's subpix with masked pixels corrected, not ignored.
+ApertureSum sum_ellipse_bkgann(const ApertureImage& image, double x, double y, double a, double b, double theta,
+                               double r, double rin, double rout, int subpix = 5);
+
+// sep.kron_radius with SEP's cxx, cyy, cxy: sum r I / sum I over the pixels whose centres have
+// r = sqrt(cxx dx^2 + cyy dy^2 + cxy dx dy) <= r_max (6 in the recipe), masked pixels (and values
+// below -1e30) left out. 0 with kAperAllMasked when no pixel counts, 0 with kAperNonPositive when
+// either sum is <= 0. Noise and gain are not used.
+struct KronRadius {
+  double radius = 0.0;
+  int32_t flag = 0;
+};
+KronRadius kron_radius(const ApertureImage& image, double x, double y, double cxx, double cyy, double cxy,
+                       double r_max);
+
+// sep.flux_radius: the radii of the circles holding fractions `fractions` of `normflux` (of the
+// sum within rmax when normflux is NaN), from 64 annuli out to rmax (pixels near an annulus
+// boundary sampled subpix x subpix, subpix >= 1) interpolated linearly; masked pixels corrected
+// per annulus. `radii` has one entry per fraction. Returns the flag (kAperTrunc when the box to
+// rmax + 1.5 leaves the image, kAperHasMasked). Noise and gain are not used.
+int32_t flux_radius(const ApertureImage& image, double x, double y, double rmax, std::span<const double> fractions,
+                    double normflux, int subpix, std::span<double> radii);
+
+// sep.winpos: SExtractor's XWIN/YWIN. From (x, y), up to 16 steps of x += 2 sum w I dx / sum w I,
+// w = exp(-r^2 / (2 sig^2)) over the circle r < 4 sig (boundary pixels weighed by their overlap,
+// subpix as above, 0 = exact), masked pixels replaced by the aperture's mean value; stops when a
+// step is under 1e-4 px or sum w I <= 0. sig below min_sig (SEP's 2 / 2.35 x 0.5) is raised to it.
+struct WindowedPosition {
+  double x = 0.0, y = 0.0;
+  int iterations = 0;
+  int32_t flag = 0;
+};
+inline constexpr double kWinposMinSig = 2.0 / 2.35 * 0.5;
+WindowedPosition winpos(const ApertureImage& image, double x, double y, double sig, int subpix = 11,
+                        double min_sig = kWinposMinSig);
+
+// SEP's documented FLUX_AUTO (SExtractor's PHOT_AUTOPARAMS 2.5, 3.5) for one catalog row:
+// kron_radius within kron_r_max (6) x the ellipse (a, b, theta); the sum in the ellipse at
+// kron_factor (2.5) x that radius, pixel centres only (subpix 1), its flag or-ed with the Kron
+// flag; when kron_radius x sqrt(a b) < min_radius (1.75, diameter 3.5) the circle of min_radius
+// (subpix 1) instead, with the circle's flag alone. `image`'s noise and gain give the error.
+struct AutoFlux {
+  double kron_radius = 0.0;
+  double flux = 0.0, flux_err = 0.0;
+  int32_t flag = 0;
+  bool circular = false;  // the min_radius circle was used
+};
+struct AutoParams {
+  double kron_factor = 2.5;
+  double min_radius = 1.75;
+  double kron_r_max = 6.0;
+};
+AutoFlux auto_flux(const ApertureImage& image, double x, double y, double a, double b, double theta,
+                   const AutoParams& params = {});
+
+}  // namespace imflow::kernels

@@ -1,0 +1,61 @@
+// The Kron radius (sep.kron_radius, SExtractor's KRON_RADIUS) and SEP's documented FLUX_AUTO
+// recipe built on it (SExtractor's FLUX_AUTO with PHOT_AUTOPARAMS 2.5, 3.5).
+#include <cmath>
+
+#include "imflow/kernels/aperture.hpp"
+
+namespace imflow::kernels {
+
+KronRadius kron_radius(const ApertureImage& image, double x, double y, double cxx, double cyy, double cxy,
+                       double r_max) {
+  constexpr float kBig = 1e30f;  // SEP's BIG: values below -BIG are invalid
+  KronRadius out;
+  const EllipseCoeffs e{cxx, cyy, cxy};
+  const PixelBox box = ellipse_box(x, y, e, r_max, image.data.width, image.data.height, out.flag);
+  const double r2 = r_max * r_max;
+  double r1 = 0.0, v1 = 0.0;
+  int64_t area = 0;
+  for (int64_t iy = box.ymin; iy < box.ymax; ++iy) {
+    const int64_t row = iy * image.data.width;
+    for (int64_t ix = box.xmin; ix < box.xmax; ++ix) {
+      const double dx = static_cast<double>(ix) - x, dy = static_cast<double>(iy) - y;
+      const double q = cxx * dx * dx + cyy * dy * dy + cxy * dx * dy;
+      if (q > r2) continue;
+      const int64_t at = row + ix;
+      const float pix = image.data.data[at];
+      if (pix < -kBig || (image.mask != nullptr && image.mask[at] > image.mask_threshold)) {
+        out.flag |= kAperHasMasked;
+        continue;
+      }
+      r1 += std::sqrt(q) * pix;
+      v1 += pix;
+      ++area;
+    }
+  }
+  if (area == 0) {
+    out.flag |= kAperAllMasked;
+  } else if (r1 <= 0.0 || v1 <= 0.0) {
+    out.flag |= kAperNonPositive;
+  } else {
+    out.radius = r1 / v1;
+  }
+  return out;
+}
+
+AutoFlux auto_flux(const ApertureImage& image, double x, double y, double a, double b, double theta,
+                   const AutoParams& params) {
+  AutoFlux out;
+  const EllipseCoeffs e = ellipse_coeffs(a, b, theta);
+  const KronRadius kron = kron_radius(image, x, y, e.cxx, e.cyy, e.cxy, params.kron_r_max);
+  out.kron_radius = kron.radius;
+  out.circular = kron.radius * std::sqrt(a * b) < params.min_radius;
+  const ApertureSum sum = out.circular
+                              ? sum_circle(image, x, y, params.min_radius, 1)
+                              : sum_ellipse(image, x, y, a, b, theta, params.kron_factor * kron.radius, 1);
+  out.flux = sum.sum;
+  out.flux_err = sum.error;
+  out.flag = out.circular ? sum.flag : (sum.flag | kron.flag);
+  return out;
+}
+
+}  // namespace imflow::kernels

@@ -1,0 +1,188 @@
+// Aperture sums (sep.sum_circle, sum_circann, sum_ellipse, sum_ellipann and their bkgann forms):
+// one loop over the aperture's pixel box, each pixel weighed by its overlap with the aperture
+// (1 when wholly inside, exact or subsampled in the boundary band), with SEP 1.4.1's masking,
+// noise and Poisson terms.
+#include <cmath>
+#include <limits>
+
+#include "imflow/kernels/aperture.hpp"
+#include "aperture_internal.hpp"
+
+namespace imflow::kernels {
+namespace {
+
+constexpr double kPi = 3.14159265358979323846;
+
+// An aperture shape: its scaled squared radius at an offset, which pixels may touch it, which
+// are cut by its boundary, which subsamples are inside, and a pixel's exact overlap.
+struct Circle {
+  double r, r2;
+  BoundaryBand band;
+  double rpix2(double dx, double dy) const { return dx * dx + dy * dy; }
+  double rpix2_sub(double dx1, double dy, double dy2) const { (void)dy; return dx1 * dx1 + dy2; }
+  bool touches(double q) const { return q < band.outer2; }
+  bool cut(double q) const { return q > band.inner2; }
+  bool inside(double q) const { return q < r2; }
+  double exact(double dx, double dy) const { return circle_overlap(dx - 0.5, dy - 0.5, dx + 0.5, dy + 0.5, r); }
+};
+
+struct CircularAnnulus {
+  Circle in, out;
+  double rpix2(double dx, double dy) const { return dx * dx + dy * dy; }
+  double rpix2_sub(double dx1, double dy, double dy2) const { (void)dy; return dx1 * dx1 + dy2; }
+  bool touches(double q) const { return q < out.band.outer2 && q > in.band.inner2; }
+  bool cut(double q) const { return q > out.band.inner2 || q < in.band.outer2; }
+  bool inside(double q) const { return q < out.r2 && q > in.r2; }
+  double exact(double dx, double dy) const { return out.exact(dx, dy) - in.exact(dx, dy); }
+};
+
+// An ellipse of unit semi-axes (a, b, theta) scaled by r: q = cxx dx^2 + cyy dy^2 + cxy dx dy < r^2.
+struct Ellipse {
+  EllipseCoeffs e;
+  double a, b, theta, r, r2;  // a, b unscaled
+  BoundaryBand band;
+  double rpix2(double dx, double dy) const { return e.cxx * dx * dx + e.cyy * dy * dy + e.cxy * dx * dy; }
+  double rpix2_sub(double dx1, double dy, double dy2) const {
+    return e.cxx * dx1 * dx1 + e.cyy * dy2 + e.cxy * dx1 * dy;
+  }
+  bool touches(double q) const { return q < band.outer2; }
+  bool cut(double q) const { return q > band.inner2; }
+  bool inside(double q) const { return q < r2; }
+  double exact(double dx, double dy) const {
+    return ellipse_overlap(dx - 0.5, dy - 0.5, dx + 0.5, dy + 0.5, a * r, b * r, theta);
+  }
+};
+
+struct EllipticalAnnulus {
+  Ellipse in, out;
+  double rpix2(double dx, double dy) const { return out.rpix2(dx, dy); }
+  double rpix2_sub(double dx1, double dy, double dy2) const { return out.rpix2_sub(dx1, dy, dy2); }
+  bool touches(double q) const { return q < out.band.outer2 && q > in.band.inner2; }
+  bool cut(double q) const { return q > out.band.inner2 || q < in.band.outer2; }
+  bool inside(double q) const { return q < out.r2 && q > in.r2; }
+  double exact(double dx, double dy) const { return out.exact(dx, dy) - in.exact(dx, dy); }
+};
+
+Circle make_circle(double r) { return {r, r * r, boundary_band(r)}; }
+Ellipse make_ellipse(double a, double b, double theta, double r) {
+  return {ellipse_coeffs(a, b, theta), a, b, theta, r, r * r, boundary_band(r, b)};
+}
+
+ApertureSum invalid_sum() {
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  return {nan, nan, nan, 0};
+}
+
+template <typename Shape>
+ApertureSum sum_aperture(const ApertureImage& image, double x, double y, const Shape& shape, const PixelBox& box,
+                         int32_t flag, int subpix, MaskMode mode) {
+  const PixelNoise noise(image);
+  double tv = 0.0, sigtv = 0.0, totarea = 0.0, maskarea = 0.0;
+  for (int64_t iy = box.ymin; iy < box.ymax; ++iy) {
+    const int64_t row = iy * image.data.width;
+    for (int64_t ix = box.xmin; ix < box.xmax; ++ix) {
+      const double dx = static_cast<double>(ix) - x, dy = static_cast<double>(iy) - y;
+      const double q = shape.rpix2(dx, dy);
+      if (!shape.touches(q)) continue;
+      double overlap = 1.0;
+      if (shape.cut(q)) {
+        if (subpix == 0) {
+          overlap = shape.exact(dx, dy);
+        } else {
+          overlap = subsampled_overlap(dx, dy, subpix, [&shape](double sx, double sy, double sy2) {
+            return shape.inside(shape.rpix2_sub(sx, sy, sy2));
+          });
+        }
+      }
+      const int64_t at = row + ix;
+      if (image.mask != nullptr && image.mask[at] > image.mask_threshold) {
+        flag |= kAperHasMasked;
+        maskarea += overlap;
+      } else {
+        tv += image.data.data[at] * overlap;
+        sigtv += noise.variance(at) * overlap;
+      }
+      totarea += overlap;
+    }
+  }
+  if (image.mask != nullptr) {
+    if (mode == MaskMode::ignore) {
+      totarea -= maskarea;
+    } else {  // SEP divides even when nothing is masked (0/0 = NaN for an empty aperture)
+      const double correction = totarea / (totarea - maskarea);
+      tv *= correction;
+      sigtv *= correction;
+    }
+  }
+  if (image.gain > 0.0 && tv > 0.0) sigtv += tv / image.gain;
+  return {tv, std::sqrt(sigtv), totarea, flag};
+}
+
+bool valid_subpix(int subpix) { return subpix >= 0; }
+bool valid_ellipse(double a, double b, double theta) {
+  return b >= 0.0 && a >= b && theta >= -kPi / 2.0 && theta <= kPi / 2.0;
+}
+
+// sum - mean(annulus) x area, with the annulus's scaled error in quadrature (SEP's sep.pyx).
+ApertureSum subtract_annulus(ApertureSum sum, const ApertureSum& annulus) {
+  if (!(annulus.area > 0.0)) {
+    const double nan = std::numeric_limits<double>::quiet_NaN();
+    sum.sum = sum.error = nan;
+    return sum;
+  }
+  if (sum.area > 0.0) {
+    sum.sum -= annulus.sum / annulus.area * sum.area;
+    const double err = annulus.error / annulus.area * sum.area;
+    sum.error = std::sqrt(sum.error * sum.error + err * err);
+  }
+  return sum;
+}
+
+}  // namespace
+
+ApertureSum sum_circle(const ApertureImage& image, double x, double y, double r, int subpix, MaskMode mode) {
+  if (r < 0.0 || !valid_subpix(subpix)) return invalid_sum();
+  int32_t flag = 0;
+  const PixelBox box = aperture_box(x, y, r, r, image.data.width, image.data.height, flag);
+  return sum_aperture(image, x, y, make_circle(r), box, flag, subpix, mode);
+}
+
+ApertureSum sum_circann(const ApertureImage& image, double x, double y, double rin, double rout, int subpix,
+                        MaskMode mode) {
+  if (!(rin >= 0.0 && rout >= rin) || !valid_subpix(subpix)) return invalid_sum();
+  int32_t flag = 0;
+  const PixelBox box = aperture_box(x, y, rout, rout, image.data.width, image.data.height, flag);
+  return sum_aperture(image, x, y, CircularAnnulus{make_circle(rin), make_circle(rout)}, box, flag, subpix, mode);
+}
+
+ApertureSum sum_ellipse(const ApertureImage& image, double x, double y, double a, double b, double theta, double r,
+                        int subpix, MaskMode mode) {
+  if (!(r >= 0.0 && valid_ellipse(a, b, theta)) || !valid_subpix(subpix)) return invalid_sum();
+  const Ellipse shape = make_ellipse(a, b, theta, r);
+  int32_t flag = 0;
+  const PixelBox box = ellipse_box(x, y, shape.e, r, image.data.width, image.data.height, flag);
+  return sum_aperture(image, x, y, shape, box, flag, subpix, mode);
+}
+
+ApertureSum sum_ellipann(const ApertureImage& image, double x, double y, double a, double b, double theta,
+                         double rin, double rout, int subpix, MaskMode mode) {
+  if (!(rin >= 0.0 && rout >= rin && valid_ellipse(a, b, theta)) || !valid_subpix(subpix)) return invalid_sum();
+  const EllipticalAnnulus shape{make_ellipse(a, b, theta, rin), make_ellipse(a, b, theta, rout)};
+  int32_t flag = 0;
+  const PixelBox box = ellipse_box(x, y, shape.out.e, rout, image.data.width, image.data.height, flag);
+  return sum_aperture(image, x, y, shape, box, flag, subpix, mode);
+}
+
+ApertureSum sum_circle_bkgann(const ApertureImage& image, double x, double y, double r, double rin, double rout,
+                              int subpix) {
+  const ApertureSum sum = sum_circle(image, x, y, r, subpix);
+  return subtract_annulus(sum, sum_circann(image, x, y, rin, rout, 1, MaskMode::ignore));
+}
+
+ApertureSum sum_ellipse_bkgann(const ApertureImage& image, double x, double y, double a, double b, double theta,
+                               double r, double rin, double rout, int subpix) {
+  const ApertureSum sum = sum_ellipse(image, x, y, a, b, theta, r, subpix);
+  return subtract_annulus(sum, sum_ellipann(image, x, y, a, b, theta, rin, rout, subpix));
+}
+
+}  // namespace imflow::kernels

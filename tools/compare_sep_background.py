@@ -93,6 +93,17 @@ def fits_images(np, fits, path):
     return images
 
 
+def mesh_background(sep, np, data, mesh=64, filter_size=3):
+    """SEP's mesh background of an image with NaN for invalid pixels: (valid, the pixels with 0 for
+    invalid ones, the sep.Background, its back() and rms() maps as contiguous float32)."""
+    valid = np.isfinite(data)
+    clean = np.where(valid, data, 0).astype(np.float32)
+    bkg = sep.Background(clean, mask=~valid, bw=mesh, bh=mesh, fw=filter_size, fh=filter_size)
+    back = np.ascontiguousarray(bkg.back(), dtype=np.float32)
+    rms = np.ascontiguousarray(bkg.rms(), dtype=np.float32)
+    return valid, clean, bkg, back, rms
+
+
 # sep.extract's fields written per object (SEP 1.4: float64 positions, moments and their
 # errors; cxx, cyy, cxy and the fluxes as float32), and flux_err (not a SEP field): the flux_iso
 # error from SEP's segmentation map, sqrt(sum over the segment of rms^2 + max(data - back, 0) /
@@ -138,11 +149,7 @@ def main():
     for path in args.images:
         inputs += fits_images(np, fits, path)
     for name, data in inputs:
-        valid = np.isfinite(data)
-        clean = np.where(valid, data, 0).astype(np.float32)
-        bkg = sep.Background(clean, mask=~valid, bw=args.mesh, bh=args.mesh, fw=args.filter, fh=args.filter)
-        back = np.ascontiguousarray(bkg.back(), dtype=np.float32)
-        rms = np.ascontiguousarray(bkg.rms(), dtype=np.float32)
+        valid, clean, bkg, back, rms = mesh_background(sep, np, data, args.mesh, args.filter)
         h, w = data.shape
         for suffix, array in (("image", data), ("back", back), ("rms", rms)):
             array.astype("<f4").tofile(os.path.join(args.output, f"{name}.{suffix}.f32"))

@@ -34,7 +34,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from compare_sep_background import ensure, fits_images  # noqa: E402
+from compare_sep_background import ensure, fits_images, mesh_background  # noqa: E402
 
 SEP_VERSION = "1.4.1"
 FIELDS = ("xmin", "xmax", "ymin", "ymax", "npix", "x", "y", "x2", "y2", "xy", "errx2", "erry2", "errxy",
@@ -148,11 +148,7 @@ def main():
         inputs += fits_images(np, fits, path)
     cases = []
     for name, data in inputs:
-        valid = np.isfinite(data)
-        clean_data = np.where(valid, data, 0).astype(np.float32)
-        bkg = sep.Background(clean_data, mask=~valid, bw=64, bh=64, fw=3, fh=3)
-        back = np.ascontiguousarray(bkg.back(), dtype=np.float32)
-        rms = np.ascontiguousarray(bkg.rms(), dtype=np.float32)
+        valid, clean_data, bkg, back, rms = mesh_background(sep, np, data)
         sub = clean_data - back
         sep.set_extract_pixstack(max(300000, data.size))  # SEP fails on more active pixels
         h, w = data.shape

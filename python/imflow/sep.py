@@ -1,0 +1,153 @@
+"""SEP 1.4's Python API over imflow's kernels: ``import imflow.sep as sep``.
+
+``Background`` is sep.Background (SEP's mesh background, map for map), ``extract`` is
+sep.extract without a filter (SEP's float32 detection, 8-connected segments, deblending and
+CLEAN object for object, SEP's measurements). What imflow cannot reproduce raises
+NotImplementedError naming the argument; docs/python.md has the table.
+"""
+import numpy as np
+
+from . import _imflow
+
+__all__ = ["Background", "extract", "set_extract_pixstack", "set_sub_object_limit", "OBJ_MERGED", "OBJ_TRUNC", "OBJ_DOVERFLOW", "OBJ_SINGU", "default_kernel"]
+
+OBJ_MERGED = 1      # the object is one of several a blend was split into
+OBJ_TRUNC = 2       # the object touches the image edge
+OBJ_DOVERFLOW = 4   # SEP: a pixel buffer overflowed (never set: imflow has no fixed buffers)
+OBJ_SINGU = 8       # SEP: singular moments (imflow gives NaN moments instead; docs/python.md)
+default_kernel = np.array([[1.0, 2.0, 1.0], [2.0, 4.0, 2.0], [1.0, 2.0, 1.0]], dtype=np.float32)
+
+# SEP's catalog columns and dtypes (sep.extract's structured array), less tnpix, xcpeak, ycpeak
+# and cpeak's own filter: without a filter cpeak is peak and (xcpeak, ycpeak) is (xpeak, ypeak).
+_FIELDS = [("thresh", "f8"), ("npix", "i8"), ("xmin", "i8"), ("xmax", "i8"), ("ymin", "i8"), ("ymax", "i8"),
+           ("x", "f8"), ("y", "f8"), ("x2", "f8"), ("y2", "f8"), ("xy", "f8"), ("errx2", "f8"), ("erry2", "f8"),
+           ("errxy", "f8"), ("a", "f8"), ("b", "f8"), ("theta", "f8"), ("cxx", "f8"), ("cyy", "f8"), ("cxy", "f8"),
+           ("cflux", "f8"), ("flux", "f8"), ("cpeak", "f8"), ("peak", "f8"), ("xcpeak", "i8"), ("ycpeak", "i8"),
+           ("xpeak", "i8"), ("ypeak", "i8"), ("flag", "i2")]
+_SAME_AS = {"cpeak": "peak", "xcpeak": "xpeak", "ycpeak": "ypeak"}
+
+
+def _image(data, name="data"):
+    """A C-contiguous float32 copy-or-view of a 2-d numeric array, as SEP converts it (any byte order)."""
+    array = np.asarray(data)
+    if array.ndim != 2:
+        raise ValueError(f"{name}: must be a 2-d array, got {array.ndim}-d")
+    if not (np.issubdtype(array.dtype, np.number) or array.dtype == np.bool_):
+        raise ValueError(f"{name}: array dtype not supported: {array.dtype}")
+    return np.ascontiguousarray(array, dtype=np.float32)
+
+
+def _masked(data, mask, maskthresh):
+    """data (float32) with NaN where mask > maskthresh (SEP compares the mask as float32 values)."""
+    if mask is None:
+        return data
+    mask = np.asarray(mask)
+    if mask.shape != data.shape:
+        raise ValueError(f"mask: shape {mask.shape} differs from data's {data.shape}")
+    masked = mask.astype(np.float32).astype(np.float64) > float(maskthresh)
+    if not masked.any():
+        return data
+    data = data.copy()
+    data[masked] = np.nan
+    return data
+
+
+class Background:
+    """Spatially variable background and noise, as sep.Background (SEP's mesh method).
+
+    Background(data, mask=None, maskthresh=0.0, bw=64, bh=64, fw=3, fh=3, fthresh=0.0)
+    """
+
+    __array_ufunc__ = None  # `data - bkg` calls __rsub__, as with SEP's Background
+
+    def __init__(self, data, mask=None, maskthresh=0.0, bw=64, bh=64, fw=3, fh=3, fthresh=0.0):
+        original = np.asarray(data)
+        pixels = _masked(_image(original), mask, maskthresh)
+        self._dtype = original.dtype.newbyteorder("=")
+        self._shape = pixels.shape
+        self._back, self._rms, self.globalback, self.globalrms = _imflow.mesh_background(
+            pixels, int(bw), int(bh), int(fw), int(fh), float(fthresh))
+
+    def back(self, dtype=None):
+        """The background map (dtype: that of the data by default, as SEP)."""
+        return self._back.astype(dtype or self._dtype)
+
+    def rms(self, dtype=None):
+        """The background RMS map (dtype: that of the data by default, as SEP)."""
+        return self._rms.astype(dtype or self._dtype)
+
+    def subfrom(self, data):
+        """Subtract the background from `data` (float32 or float64, the original shape) in place."""
+        if not isinstance(data, np.ndarray) or data.dtype.kind != "f" or data.itemsize not in (4, 8):
+            raise ValueError("subfrom: data must be a float32 or float64 array")
+        if data.shape != self._shape:
+            raise ValueError(f"subfrom: data's shape {data.shape} differs from the background's {self._shape}")
+        data -= self._back.astype(data.dtype)
+
+    def __rsub__(self, data):
+        result = np.array(data, copy=True)
+        self.subfrom(result)
+        return result
+
+
+def _noise(err, var, shape):
+    """(err map, err value): the noise sep.extract thresholds against (var: its float32 square root)."""
+    if err is not None and var is not None:
+        raise ValueError("Cannot specify both err and var")
+    name, noise = ("err", err) if err is not None else ("var", var)
+    if noise is None:
+        return None, None
+    if np.ndim(noise) == 0:
+        value = np.float32(noise)
+        return None, float(np.sqrt(value) if name == "var" else value)
+    noise = _image(noise, name)
+    if noise.shape != shape:
+        raise ValueError(f"{name}: shape {noise.shape} differs from data's {shape}")
+    return (np.sqrt(noise) if name == "var" else noise), None
+
+
+def _unsupported(filter_kernel, filter_type, segmentation_map):
+    if filter_kernel is not None:
+        raise NotImplementedError("filter_kernel: imflow.sep.extract does not filter yet; pass filter_kernel=None "
+                                  "(SEP's default is a 3x3 kernel, whose detection imflow does not reproduce)")
+    if filter_type not in ("matched", "conv"):
+        raise ValueError("filter_type must be 'matched' or 'conv'")
+    if segmentation_map is not None and not isinstance(segmentation_map, (bool, np.bool_)):
+        raise NotImplementedError("segmentation_map: an existing segmentation map as input is not supported")
+
+
+def extract(data, thresh, err=None, var=None, gain=None, mask=None, maskthresh=0.0, minarea=5,
+            filter_kernel=default_kernel, filter_type="matched", deblend_nthresh=32, deblend_cont=0.005,
+            clean=True, clean_param=1.0, segmentation_map=False):
+    """Extract sources as sep.extract: SEP's structured array (and segmentation map when asked).
+
+    Only filter_kernel=None is supported (NotImplementedError otherwise).
+    """
+    _unsupported(filter_kernel, filter_type, segmentation_map)
+    pixels = _image(data)
+    err_map, err_value = _noise(err, var, pixels.shape)
+    if mask is not None and (thresh < 0 or (err_value is not None and err_value < 0)):
+        raise NotImplementedError("mask: with a negative threshold SEP detects masked pixels (as zeros)")
+    pixels = _masked(pixels, mask, maskthresh)
+    if int(deblend_nthresh) < 1:
+        raise ValueError("deblend_nthresh must be >= 1")
+    columns = _imflow.extract(pixels, float(thresh), err_map, err_value, float(gain or 0.0), int(minarea),
+                              int(deblend_nthresh), float(deblend_cont), bool(clean), float(clean_param))
+    objects = np.empty(len(columns["x"]), dtype=_FIELDS)
+    for name, _ in _FIELDS:
+        objects[name] = columns[_SAME_AS.get(name, name)]
+    if segmentation_map:
+        return objects, columns["segmap"]
+    return objects
+
+
+def set_extract_pixstack(size):
+    """Accepted for SEP compatibility and ignored: imflow's extraction has no fixed pixel buffer."""
+    if int(size) < 1:
+        raise ValueError("size must be >= 1")
+
+
+def set_sub_object_limit(limit):
+    """Accepted for SEP compatibility and ignored: imflow's deblending has no limit on sub-objects."""
+    if int(limit) < 1:
+        raise ValueError("limit must be >= 1")

@@ -1,0 +1,12 @@
+// The binding functions module.cpp calls, one per source file.
+#pragma once
+#include <nanobind/nanobind.h>
+
+namespace imflow::python {
+
+void bind_errors(nanobind::module_& module);      // errors.cpp: imflow's exceptions as Python exceptions
+void bind_background(nanobind::module_& module);  // background.cpp: SEP's mesh background maps
+void bind_extract(nanobind::module_& module);     // extract.cpp: sep.extract's detection, deblending and measurements
+void bind_run(nanobind::module_& module);         // run.cpp: run_pipeline over a directory
+
+}  // namespace imflow::python

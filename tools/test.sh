@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
-# Install what is missing, build (Release), run every test with ctest. GPU tests skip, with the
-# reason printed, on a machine without a CUDA device.
+# Install what is missing, build (Release, with the Python module), run every test with ctest. GPU
+# tests skip, with the reason printed, on a machine without a CUDA device.
 # tools/test.sh --sanitize [ctest args...]: instead, every test that needs no GPU under ASan, UBSan
 # and LeakSanitizer in build-asan/ (tools/sanitize.sh); CI runs it after the normal suite.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 tools/install-deps.sh
 if [ "${1:-}" = "--sanitize" ]; then shift; exec tools/sanitize.sh "$@"; fi
-tools/build.sh "$@"
+tools/install-python-deps.sh  # the Python package's module and tests (ctest's `python`)
+tools/build.sh -DIMFLOW_PYTHON=ON "$@"
 cd "${BUILD_DIR:-build}"
 ctest --output-on-failure -j "$(nproc)" --timeout 900
 # ctest hides a skipped test's output: say why the GPU tests were skipped.

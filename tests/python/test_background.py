@@ -1,0 +1,69 @@
+# imflow.sep.Background against sep.Background (SEP 1.4.1): the same maps and global values on
+# the committed crops and a crowded field, with masks, other dtypes, byte orders and layouts.
+import numpy as np
+import pytest
+import sep
+
+import imflow.sep as isep
+from conftest import native
+
+NAMES = ["isaac_crop", "dss_crop", "crowded_400"]
+
+
+def relative(ours, theirs):
+    ours, theirs = np.asarray(ours, np.float64), np.asarray(theirs, np.float64)
+    return float(np.max(np.abs(ours - theirs) / np.maximum(np.abs(theirs), 1e-30)))
+
+
+@pytest.mark.parametrize("name", NAMES)
+@pytest.mark.parametrize("mesh", [(64, 64, 3, 3), (32, 48, 5, 3)])
+def test_maps_equal_seps(images, name, mesh):
+    bw, bh, fw, fh = mesh
+    ours = isep.Background(images[name], bw=bw, bh=bh, fw=fw, fh=fh)  # big-endian FITS data as they are
+    theirs = sep.Background(native(images[name]), bw=bw, bh=bh, fw=fw, fh=fh)
+    assert ours.back(np.float32).shape == images[name].shape
+    assert relative(ours.back(np.float32), theirs.back(np.float32)) <= 1e-6
+    assert relative(ours.rms(np.float32), theirs.rms(np.float32)) <= 1e-6
+    assert ours.globalback == pytest.approx(theirs.globalback, rel=1e-6)
+    assert ours.globalrms == pytest.approx(theirs.globalrms, rel=1e-6)
+    assert ours.globalrms > 0
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_mask_and_maskthresh(images, name):
+    data = native(images[name]).astype(np.float32)
+    h, w = data.shape
+    weights = np.zeros((h, w), np.float32)
+    weights[h // 4: h // 2, w // 3: w - 5] = 2.0   # masked with maskthresh 1.5
+    weights[: h // 5, : w // 5] = 1.0              # kept with maskthresh 1.5
+    ours = isep.Background(data, mask=weights, maskthresh=1.5, bw=32, bh=32)
+    theirs = sep.Background(data, mask=weights, maskthresh=1.5, bw=32, bh=32)
+    assert relative(ours.back(), theirs.back()) <= 1e-6
+    assert relative(ours.rms(), theirs.rms()) <= 1e-6
+    plain = isep.Background(data, bw=32, bh=32)
+    assert relative(plain.back(), ours.back()) > 1e-6  # the mask mattered
+    boolean = weights > 1.5
+    assert relative(isep.Background(data, mask=boolean, bw=32, bh=32).back(),
+                    sep.Background(data, mask=boolean, bw=32, bh=32).back()) <= 1e-6
+
+
+def test_dtypes_layouts_and_subtraction(images):
+    data = native(images["isaac_crop"]).astype(np.float64) * 3.1
+    theirs = sep.Background(data)
+    for variant in (data, np.asfortranarray(data), data.astype(">f8")):
+        ours = isep.Background(variant)
+        assert ours.back().dtype == theirs.back().dtype == np.float64
+        assert relative(ours.back(), theirs.back()) <= 1e-6
+        assert relative(ours.rms(), theirs.rms()) <= 1e-6
+    ours = isep.Background(data)
+    assert relative(data - ours, data - theirs) <= 1e-6
+    copy = data.copy()
+    ours.subfrom(copy)
+    assert relative(copy, data - theirs) <= 1e-6
+    single = data.astype(np.float32)
+    assert np.array_equal(single - isep.Background(single), single - sep.Background(single))
+    integers = native(images["dss_crop"])  # int32, as SEP takes it
+    assert relative(isep.Background(images["dss_crop"]).back(np.float32),
+                    sep.Background(integers).back(np.float32)) <= 1e-6
+    with pytest.raises(ValueError, match="2-d"):
+        isep.Background(np.zeros(10))

@@ -1,0 +1,53 @@
+# imflow.run over the committed crops (the deblending pipeline of config/peers-deblend.yaml) and
+# imflow.read_catalog of what it wrote: the catalogs are imflow.sep.extract's objects on the same
+# images; errors come back as Python exceptions naming the file and the reason.
+import os
+
+import numpy as np
+import pytest
+
+import imflow
+import imflow.sep as isep
+from conftest import ROOT
+
+PIPELINE = {
+    "input": {"dir": os.path.join(ROOT, "datasets", "samples"), "patterns": ["*_crop.fits"]},
+    "output": {"dir": "unused", "formats": ["csv", "fits"]},
+    "device": "cpu",
+    "steps": [{"background": {"method": "mesh", "size": 64, "filter_size": 3}},
+              {"segment": {"nsigma": 1.5, "relative_to": "background", "compare": "float32"}},
+              {"label": {"connectivity": 8}},
+              {"deblend": {"nthresh": 32, "mincont": 0.005, "clean": True, "clean_param": 1.0, "minarea": 5}},
+              "measure"],
+}
+
+
+def test_run_and_read_catalog_match_extract(tmp_path, images):
+    summary = imflow.run(PIPELINE, output=tmp_path, threads=2)
+    assert summary["totals"]["items"] == 2
+    records = {os.path.basename(r["file"]): r for r in summary["items"]}
+    assert sorted(records) == ["dss_crop.fits", "isaac_crop.fits"]
+    for name, record in records.items():
+        assert record["status"] == "ok"
+        csv = next(path for path in record["outputs"] if path.endswith(".csv"))
+        catalog = imflow.read_catalog(csv)
+        assert len(catalog) == record["nsources"] > 10
+        data = images[name[:-5]].astype(np.float32)
+        bkg = isep.Background(data)
+        objects = isep.extract(data - bkg, 1.5, err=bkg.globalrms, filter_kernel=None)
+        assert len(objects) == len(catalog)
+        assert np.allclose(np.asarray(catalog["x"]), objects["x"], rtol=0, atol=1e-9)
+        assert np.allclose(np.asarray(catalog["y"]), objects["y"], rtol=0, atol=1e-9)
+        assert np.allclose(np.asarray(catalog["flux_iso"]), objects["flux"], rtol=1e-12, atol=0)
+        fits = next(path for path in record["outputs"] if path.endswith(".fits"))
+        assert len(imflow.read_catalog(fits)) == len(catalog)
+
+
+def test_errors_name_the_file_and_reason(tmp_path):
+    bad = dict(PIPELINE, steps=[{"segment": {"nsigma": "many"}}])
+    with pytest.raises(imflow.ConfigError, match="nsigma"):
+        imflow.run(bad, output=tmp_path)
+    with pytest.raises(TypeError, match="unknown option"):
+        imflow.run(PIPELINE, output=tmp_path, colour="blue")
+    with pytest.raises(Exception, match="does-not-exist"):
+        imflow.run(PIPELINE, input=tmp_path / "does-not-exist", output=tmp_path)

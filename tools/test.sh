@@ -8,7 +8,7 @@ cd "$(dirname "$0")/.."
 tools/install-deps.sh
 if [ "${1:-}" = "--sanitize" ]; then shift; exec tools/sanitize.sh "$@"; fi
 tools/install-python-deps.sh  # the Python package's module and tests (ctest's `python`)
-tools/build.sh -DIMFLOW_PYTHON=ON "$@"
+tools/build.sh -DIMFLOW_PYTHON=ON -DPython_EXECUTABLE="$(command -v python3)" "$@"
 cd "${BUILD_DIR:-build}"
 ctest --output-on-failure -j "$(nproc)" --timeout 900
 # ctest hides a skipped test's output: say why the GPU tests were skipped.

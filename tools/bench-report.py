@@ -70,6 +70,8 @@ def sep_records(folder):
     out = []
     for path in sorted(folder.glob("*-sep.json")):
         sep = json.loads(path.read_text())
+        if path.name.startswith("peers") or "median_seconds" not in sep:
+            continue  # the peers comparison's own timing files (tools/peers)
         tag = path.stem[:-len("-sep")]
         summary = {"sep_version": sep["sep_version"], "settings": sep["settings"],
                    "sep_seconds_per_image": sep["median_seconds"], "sep_objects_per_image": sep["images"][0]["objects"]}
@@ -108,8 +110,9 @@ def main():
     for path in sorted(folder.glob("*.json")):
         if path.name in ("suite.json", "machine.json"):
             continue
-        if path.name.startswith("peers"):
-            peers.append(peers_records(path))
+        if path.name.startswith("peers"):  # the suite's peers part writes peers-<size>.json; the
+            if path.stem[len("peers-"):].isdigit():  # peers comparison's own files are not the suite's
+                peers.append(peers_records(path))
             continue
         if path.name.endswith("-sep.json"):
             continue

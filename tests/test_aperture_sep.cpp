@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "imflow/kernels/aperture.hpp"
+#include "sep_fixture.hpp"
 #include "test_helpers.hpp"
 
 namespace fs = std::filesystem;
@@ -69,11 +70,7 @@ std::string radius_key(double r, int subpix) {
 }  // namespace
 
 TEST_CASE("aperture photometry equals SEP's recipes on sep.extract's catalogs", "[sep][sep_photometry]") {
-  const char* other = std::getenv("IMFLOW_SEP_PHOTOMETRY_DIR");
-  const fs::path dir = other != nullptr ? fs::path(other) : fs::path(IMFLOW_TEST_OUTPUT_DIR) / "sep_photometry";
-  std::ifstream cases_in(dir / "cases.json");
-  REQUIRE(cases_in.good());
-  const json cases = json::parse(cases_in);
+  const auto [dir, cases] = test::sep_fixture("IMFLOW_SEP_PHOTOMETRY_DIR", "sep_photometry");
   REQUIRE(cases["sep_version"] == "1.4.1");
   REQUIRE(cases["cases"].size() >= 3);
 

@@ -17,6 +17,7 @@
 
 #include "imflow/pipeline.hpp"
 #include "imflow/source.hpp"
+#include "sep_fixture.hpp"
 #include "test_helpers.hpp"
 
 namespace fs = std::filesystem;
@@ -52,11 +53,7 @@ struct Worst {
 }  // namespace
 
 TEST_CASE("the deblending pipeline gives sep.extract's catalog and segmentation map", "[sep][sep_deblend]") {
-  const char* other = std::getenv("IMFLOW_SEP_DEBLEND_DIR");
-  const fs::path dir = other != nullptr ? fs::path(other) : fs::path(IMFLOW_TEST_OUTPUT_DIR) / "sep_deblend";
-  std::ifstream cases_file(dir / "cases.json");
-  REQUIRE(cases_file.good());
-  const auto cases = nlohmann::json::parse(cases_file);
+  const auto [dir, cases] = test::sep_fixture("IMFLOW_SEP_DEBLEND_DIR", "sep_deblend");
   int compared = 0;
   for (const auto& c : cases["cases"]) {
     const std::string name = c["name"];

@@ -22,6 +22,7 @@
 #include "imflow/kernels/label.hpp"
 #include "imflow/kernels/measure.hpp"
 #include "kernels/deblend_internal.hpp"
+#include "sep_fixture.hpp"
 #include "test_helpers.hpp"
 
 namespace fs = std::filesystem;
@@ -141,11 +142,7 @@ double quantile(std::vector<double> v, double q) {
 
 TEST_CASE("deblend: the objects and segmentation maps of sep.extract with deblending", "[sep][sep_deblend]") {
   // The ctest fixture's directory, or another one made by the script (IMFLOW_SEP_DEBLEND_DIR).
-  const char* other = std::getenv("IMFLOW_SEP_DEBLEND_DIR");
-  const fs::path dir = other != nullptr ? fs::path(other) : fs::path(IMFLOW_TEST_OUTPUT_DIR) / "sep_deblend";
-  std::ifstream cases_file(dir / "cases.json");
-  REQUIRE(cases_file.good());
-  const auto cases = nlohmann::json::parse(cases_file);
+  const auto [dir, cases] = test::sep_fixture("IMFLOW_SEP_DEBLEND_DIR", "sep_deblend");
   int compared = 0;
   for (const auto& c : cases["cases"]) {
     const std::string name = c["name"];

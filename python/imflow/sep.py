@@ -2,14 +2,22 @@
 
 ``Background`` is sep.Background (SEP's mesh background, map for map), ``extract`` is
 sep.extract without a filter (SEP's float32 detection, 8-connected segments, deblending and
-CLEAN object for object, SEP's measurements). What imflow cannot reproduce raises
+CLEAN object for object, SEP's measurements); the aperture functions (sum_circle, ..., winpos)
+are SEP's over imflow's photometry kernels (imflow/_apertures.py). What imflow cannot reproduce raises
 NotImplementedError naming the argument; docs/python.md has the table.
 """
 import numpy as np
 
 from . import _imflow
+from ._apertures import _image  # noqa: F401  (a C-contiguous float32 image, as SEP converts it)
+from ._apertures import (APER_ALLMASKED, APER_HASMASKED, APER_NONPOSITIVE, APER_TRUNC, ellipse_axes,  # noqa: F401
+                         ellipse_coeffs, flux_radius, kron_radius, mask_ellipse, sum_circann, sum_circle,
+                         sum_ellipann, sum_ellipse, winpos)
 
-__all__ = ["Background", "extract", "set_extract_pixstack", "set_sub_object_limit", "OBJ_MERGED", "OBJ_TRUNC", "OBJ_DOVERFLOW", "OBJ_SINGU", "default_kernel"]
+__all__ = ["Background", "extract", "set_extract_pixstack", "set_sub_object_limit", "OBJ_MERGED", "OBJ_TRUNC", "OBJ_DOVERFLOW", "OBJ_SINGU", "default_kernel",
+           "sum_circle", "sum_circann", "sum_ellipse", "sum_ellipann", "kron_radius", "flux_radius", "winpos",
+           "ellipse_coeffs", "ellipse_axes", "mask_ellipse", "APER_TRUNC", "APER_HASMASKED", "APER_ALLMASKED",
+           "APER_NONPOSITIVE"]
 
 OBJ_MERGED = 1      # the object is one of several a blend was split into
 OBJ_TRUNC = 2       # the object touches the image edge
@@ -25,16 +33,6 @@ _FIELDS = [("thresh", "f8"), ("npix", "i8"), ("xmin", "i8"), ("xmax", "i8"), ("y
            ("cflux", "f8"), ("flux", "f8"), ("cpeak", "f8"), ("peak", "f8"), ("xcpeak", "i8"), ("ycpeak", "i8"),
            ("xpeak", "i8"), ("ypeak", "i8"), ("flag", "i2")]
 _SAME_AS = {"cpeak": "peak", "xcpeak": "xpeak", "ycpeak": "ypeak"}
-
-
-def _image(data, name="data"):
-    """A C-contiguous float32 copy-or-view of a 2-d numeric array, as SEP converts it (any byte order)."""
-    array = np.asarray(data)
-    if array.ndim != 2:
-        raise ValueError(f"{name}: must be a 2-d array, got {array.ndim}-d")
-    if not (np.issubdtype(array.dtype, np.number) or array.dtype == np.bool_):
-        raise ValueError(f"{name}: array dtype not supported: {array.dtype}")
-    return np.ascontiguousarray(array, dtype=np.float32)
 
 
 def _masked(data, mask, maskthresh):

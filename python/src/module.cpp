@@ -10,4 +10,5 @@ NB_MODULE(_imflow, module) {
   imflow::python::bind_background(module);
   imflow::python::bind_extract(module);
   imflow::python::bind_run(module);
+  imflow::python::bind_apertures(module);
 }

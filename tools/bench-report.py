@@ -75,9 +75,9 @@ def sep_records(folder):
         tag = path.stem[:-len("-sep")]
         summary = {"sep_version": sep["sep_version"], "settings": sep["settings"],
                    "sep_seconds_per_image": sep["median_seconds"], "sep_objects_per_image": sep["images"][0]["objects"]}
-        for bench_path in sorted(folder.glob(f"{tag}-*.json")):
-            kind = bench_path.stem[len(tag) + 1:]
-            if bench_path == path or "-" in kind.replace("cpu-1thread", ""):
+        for kind in ("cpu", "cpu-1thread", "gpu"):  # the points bench-suite.sh's deblend part writes
+            bench_path = folder / f"{tag}-{kind}.json"
+            if not bench_path.exists():
                 continue
             for point in json.loads(bench_path.read_text()).get("points", []):
                 rate = point["images_per_second"]["median"]

@@ -1,4 +1,4 @@
-// The direct read of uncompressed FITS image data (issues 8 and 10): CFITSIO finds where an HDU's
+// The direct read of uncompressed FITS image data: CFITSIO finds where an HDU's
 // data lies and how it is scaled; the pixels are then pread row by row from an own file descriptor
 // and converted in place, bit for bit as CFITSIO's TFLOAT read would (fits_pixel_convert.hpp).
 #pragma once

@@ -119,8 +119,8 @@ part_astro() {
   variant "$scratch/astro-fits.yaml" config/astro.yaml 's/formats: \[csv, fits\]/formats: [fits]/'
   moffat_pipeline "$scratch/astro-moffat.yaml"
   if [ "$gpus" -gt 0 ]; then
-    bench astro-2048-gpu config/astro.yaml "$in" --device cuda --threads "$cores" --sweep streams=4 --sweep buffers=2,8
-    bench astro-2048-gpu-fits-only "$scratch/astro-fits.yaml" "$in" --device cuda --threads "$cores" --streams 4 --buffers-per-stream 8
+    bench astro-2048-gpu config/astro.yaml "$in" --device cuda --threads "$cores" --sweep streams=4 --sweep buffers=auto,2,8
+    bench astro-2048-gpu-fits-only "$scratch/astro-fits.yaml" "$in" --device cuda --threads "$cores" --streams 4 --sweep buffers=auto,8
     bench astro-2048-gpu-moffat41 "$scratch/astro-moffat.yaml" "$in" --device cuda --threads "$cores" --streams 8 --buffers-per-stream 4
     bench astro-2048-cpu-1thread config/astro.yaml "$in" --device cpu --images 16 --threads 1
     bench astro-2048-cpu config/astro.yaml "$in" --device cpu --images 64 --threads "$cores"

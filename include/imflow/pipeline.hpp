@@ -37,7 +37,7 @@ struct EngineConfig {
   int buffers = 0;              // work buffers in flight on the CPU path; 0: 2 x threads
   std::vector<int> devices;     // CUDA devices to use; empty: all of them
   int streams = 4;              // CUDA streams per GPU
-  int buffers_per_stream = 2;   // pinned buffers per stream (double buffering)
+  int buffers_per_stream = 0;   // pinned buffers per stream; 0: chosen per run (src/engine/gpu_tokens.hpp)
   int batch = 64;               // same-shape items per GPU launch for batchable pipelines (1: per item)
   bool fail_fast = false;
 };

@@ -117,7 +117,13 @@ nlohmann::json measured_run(const Pipeline& pipeline, const RunOptions& options,
   double service = 0;
   for (const auto& [stage, seconds] : busy) service += stage == "kernels" ? 0.0 : seconds;
   const double items = std::max(1.0, totals.at("items").get<double>());
-  const double tokens = engine.at("buffers").get<double>() * (gpu ? engine.at("streams").get<double>() * engine.value("devices", 1) : 1.0);
+  // Pinned items per stream as the run chose them (gpu_tokens: buffers_per_stream 0 is chosen per run).
+  double per_stream = engine.at("buffers").get<double>();
+  if (json.contains("gpu_tokens")) {
+    run["gpu_tokens"] = json.at("gpu_tokens");
+    per_stream = json.at("gpu_tokens").at("buffers_per_stream").get<double>();
+  }
+  const double tokens = per_stream * (gpu ? engine.at("streams").get<double>() * engine.value("devices", 1) : 1.0);
   const double bound = service > 0 ? tokens * items / service : 0.0;
   run["token_bound"] = {{"tokens", tokens}, {"service_seconds_per_item", service / items},
                         {"images_per_second", bound},

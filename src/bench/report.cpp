@@ -176,6 +176,19 @@ std::string format_report(const nlohmann::json& bench) {
                         p["scaling"]["speedup"].get<double>(), p["bottleneck"]["stage"].get<std::string>(),
                         100 * p["bottleneck"]["utilisation"].get<double>());
   }
+  // The engine's own choice of pinned buffers (buffers=auto) beside the sweep's best point.
+  const nlohmann::json* best = nullptr;
+  for (const auto& p : bench["points"]) {
+    if (best == nullptr || p["images_per_second"]["median"] > (*best)["images_per_second"]["median"]) best = &p;
+  }
+  for (const auto& p : bench["points"]) {
+    if (!p["engine"].value("buffers_automatic", false) || bench["points"].size() < 2) continue;
+    const double mine = p["images_per_second"]["median"].get<double>();
+    const double top = (*best)["images_per_second"]["median"].get<double>();
+    text += fmt::format("{}: {} buffers per stream chosen, {:.1f} images/s = {:.2f} x the best point ({}, {:.1f})\n",
+                        p["label"].get<std::string>(), p["engine"]["buffers"].get<int>(), mine, mine / top,
+                        (*best)["label"].get<std::string>(), top);
+  }
   for (const auto& line : bench["scaling"]["lines"]) {
     const std::string fixed = line["fixed"].empty() ? "all points" : line["fixed"].dump();
     if (line.contains("amdahl")) {

@@ -144,6 +144,10 @@ nlohmann::json run_sweep(Pipeline& pipeline, const BenchOptions& options, const 
         check_run(repeats.back(), label, ("repeat " + std::to_string(r + 1)).c_str());
       }
       point.update(aggregate_repeats(repeats));
+      if (repeats.front().contains("gpu_tokens")) {  // what an automatic buffers_per_stream chose
+        point["engine"]["buffers"] = repeats.front().at("gpu_tokens").at("buffers_per_stream");
+        point["engine"]["buffers_automatic"] = repeats.front().at("gpu_tokens").at("automatic");
+      }
       double load = 0;
       if (getloadavg(&load, 1) == 1) point["load_average_1m"] = load;  // at the end of the point
       point["files"] = options.gustafson ? base * engine.at(axis).get<int64_t>() : (options.images > 0 ? base : static_cast<int64_t>(files.size()));
@@ -184,6 +188,10 @@ SweepAxis parse_sweep(const std::string& spec) {
   SweepAxis axis{name, {}};
   std::stringstream values(spec.substr(eq + 1));
   for (std::string value; std::getline(values, value, ',');) {
+    if (name == "buffers" && value == "auto") {  // the engine's own choice (0)
+      axis.values.push_back(0);
+      continue;
+    }
     size_t used = 0;
     int v = 0;
     try {
@@ -192,7 +200,8 @@ SweepAxis parse_sweep(const std::string& spec) {
       used = 0;
     }
     if (used != value.size() || v < 1 || v > 4096) {
-      throw ConfigError("--sweep " + spec + ": '" + value + "' is not a whole number from 1 to 4096");
+      throw ConfigError("--sweep " + spec + ": '" + value + "' is not a whole number from 1 to 4096" +
+                        (name == "buffers" ? " or auto" : ""));
     }
     axis.values.push_back(v);
   }
@@ -218,7 +227,9 @@ std::vector<PointParams> expand_grid(const std::vector<SweepAxis>& axes) {
 
 std::string point_label(const PointParams& params) {
   std::string label;
-  for (const auto& [name, value] : params) label += (label.empty() ? "" : " ") + name + "=" + std::to_string(value);
+  for (const auto& [name, value] : params) {
+    label += (label.empty() ? "" : " ") + name + "=" + (name == "buffers" && value == 0 ? "auto" : std::to_string(value));
+  }
   return label.empty() ? "default" : label;
 }
 

@@ -49,8 +49,8 @@ BenchCommand::BenchCommand(CLI::App& app, int argc, char** argv) : args_(std::ma
   command_->add_option("--threads,-j", a.threads, "threads when not swept (0: all cores)")->check(CLI::Range(0, 4096));
   command_->add_option("--buffers", a.buffers, "CPU buffers when not swept")->check(CLI::Range(0, 4096));
   command_->add_option("--streams", a.streams, "CUDA streams when not swept")->check(CLI::Range(1, 64));
-  command_->add_option("--buffers-per-stream", a.buffers_per_stream, "CUDA buffers per stream when not swept")
-      ->check(CLI::Range(1, 16));
+  command_->add_option("--buffers-per-stream", a.buffers_per_stream, "CUDA buffers per stream when not swept (0: chosen per run)")
+      ->check(CLI::Range(0, 16));
   command_->add_flag("--trace", a.options.trace, "write OUT/traces/point-K.trace.json from each point's last warm-up");
   command_->footer("Exit codes: 0 every point ran without failed items; 1 bad command line or pipeline; 2 a point had "
                    "failed items or errors (named); 3 the bench could not start; 130 interrupted.");

@@ -65,7 +65,7 @@ EngineConfig parse_engine(ParamReader& reader) {
     reader.fail(devices, "devices", "expected 'all' or a list of device numbers >= 0");
   }
   engine.streams = static_cast<int>(reader.integer("streams", 4, 1, 64));
-  engine.buffers_per_stream = static_cast<int>(reader.integer("buffers_per_stream", 2, 1, 16));
+  engine.buffers_per_stream = static_cast<int>(reader.integer("buffers_per_stream", 0, 0, 16));
   engine.batch = static_cast<int>(reader.integer("batch", 64, 1, 4096));
   engine.fail_fast = reader.boolean("fail_fast", false);
   return engine;
@@ -141,8 +141,8 @@ void validate_engine(const EngineConfig& engine) {
   if (engine.device != "auto" && engine.device != "cpu" && engine.device != "cuda") {
     throw ConfigError("device: '" + engine.device + "' is not one of: auto, cpu, cuda");
   }
-  if (engine.threads < 0 || engine.buffers < 0 || engine.streams < 1 || engine.buffers_per_stream < 1) {
-    throw ConfigError("threads and buffers must be >= 0, streams and buffers_per_stream >= 1");
+  if (engine.threads < 0 || engine.buffers < 0 || engine.streams < 1 || engine.buffers_per_stream < 0) {
+    throw ConfigError("threads, buffers and buffers_per_stream must be >= 0, streams >= 1");
   }
 }
 

@@ -1,8 +1,8 @@
 // The CUDA flow graph. Pinned work items are the reader's tokens (streams x buffers_per_stream
-// per GPU: the reader fills one while the GPU works on another); the GPU stage (gpu_stage.hpp)
-// takes one item per slot: upload, steps and download enqueued on the slot's stream, results
-// collected after its stream callback. With `batch` > 1 and batchable steps the GPU stage takes
-// batches instead (gpu_batch_graph.cpp).
+// per GPU, chosen per run unless set: gpu_tokens.hpp); the reader fills one while the GPU works
+// on another. The GPU stage (gpu_stage.hpp) takes one item per slot: upload, steps and download
+// enqueued on the slot's stream, results collected after its stream callback. With `batch` > 1
+// and batchable steps the GPU stage takes batches instead (gpu_batch_graph.cpp).
 #include "gpu_graph.hpp"
 
 #include <spdlog/spdlog.h>
@@ -21,6 +21,7 @@
 #include "gpu_resident.hpp"
 #include "gpu_slot.hpp"
 #include "gpu_stage.hpp"
+#include "gpu_tokens.hpp"
 #include "graph_ends.hpp"
 #include "tiled_image.hpp"
 
@@ -197,7 +198,10 @@ void run_gpu_item_graph(RunContext& run, ItemSource& source, int threads, const 
   tbb::flow::make_edge(ends.read_items(), gpu.units());
   tbb::flow::make_edge(gpu.items(), ends.writer());
   gpu.start();
-  ends.start(slots.size() * static_cast<size_t>(engine.buffers_per_stream), cuda::pinned_allocator());
+  const GpuTokens tokens = gpu_tokens_for_run(run, engine, static_cast<int>(slots.size()), source, threads);
+  spdlog::info("{} pinned work items: {} per stream ({})", tokens.tokens, tokens.buffers_per_stream, tokens.reason);
+  run.summary.set("gpu_tokens", tokens.to_json());
+  ends.start(static_cast<size_t>(tokens.tokens), cuda::pinned_allocator());
   graph.wait_for_all();
 }
 }  // namespace

@@ -40,6 +40,7 @@ class ItemSource {
     prepare_ = std::move(prepare);
   }
   size_t files() const { return files_.size(); }
+  const std::vector<std::filesystem::path>& file_list() const { return files_; }
   size_t files_listed() const { return next_file_; }
 
  private:

@@ -231,3 +231,27 @@ TEST_CASE("an item whose later output fails keeps none of its outputs; the other
     CHECK(entry.path().filename().string().find(".tmp-") == std::string::npos);  // no temporary left behind
   }
 }
+
+TEST_CASE("a plane whose background noise is 0 is processed with a warning naming it", "[engine]") {
+  test::TempDir dir("engine_zero_noise");
+  std::filesystem::create_directories(dir / "in");
+  // A data-quality plane: zeros with a few flagged pixels. The clipped std is 0, the threshold is
+  // the median (0) and every flagged pixel becomes a source.
+  std::vector<double> quality(64 * 48, 0.0);
+  for (int i = 0; i < 30; ++i) quality[static_cast<size_t>(i * 97 + 13)] = i % 2 == 0 ? 4.0 : 16.0;
+  test::write_fits(dir / "in" / "dq.fits", 16, {64, 48}, quality);
+  test::write_fits(dir / "in" / "sky.fits", -32, {64, 48}, test::star_field(64, 48, 5));
+  Pipeline pipeline = make_pipeline(dir / "in", dir / "out", 2, 4);
+  pipeline.output.formats = {"csv"};
+  REQUIRE(run_pipeline(pipeline, {}).failed() == 0);
+  const nlohmann::json json = nlohmann::json::parse(read_text(dir / "out" / "summary.json"));
+  for (const auto& item : json["items"]) {
+    const bool dq = item["file"].get<std::string>().find("dq.fits") != std::string::npos;
+    CHECK(item.contains("warnings") == dq);
+    if (!dq) continue;
+    CHECK(item["background"]["std"].get<double>() == 0.0);
+    CHECK(item["nsources"].get<int>() == 30);
+    REQUIRE(item["warnings"].size() == 1);
+    CHECK_THAT(item["warnings"][0].get<std::string>(), Catch::Contains("noise estimate is 0"));
+  }
+}

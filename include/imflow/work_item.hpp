@@ -104,6 +104,8 @@ struct WorkItem {
 
   // Free-form numeric results for the summary (e.g. metrics of other workloads).
   std::map<std::string, double> metrics;
+  // What a user should know about an item that was processed (logged and in summary.json).
+  std::vector<std::string> warnings;
   // Set by `normalize`, so outputs (PNG) can be written back in the original intensity range.
   std::optional<Normalization> normalization;
 
@@ -135,6 +137,7 @@ struct WorkItem {
     catalog.reset();
     gain.reset();
     metrics.clear();
+    warnings.clear();
     normalization.reset();
     times.clear();
     host_factors_k = -1;

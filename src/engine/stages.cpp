@@ -9,6 +9,7 @@
 
 #include "imflow/io/input_format.hpp"
 #include "input_limits.hpp"
+#include "item_warnings.hpp"
 #include "manifest.hpp"
 #include "tiled_image.hpp"
 #include "writer.hpp"
@@ -97,6 +98,7 @@ void finish_stage(RunContext& run, WorkItem& item) {
   std::vector<std::filesystem::path> outputs;
   if (item.status != ItemStatus::failed) {
     StageTimer timer(run, item, "write", worker_track("write"));
+    add_result_warnings(item);
     try {
       outputs = write_outputs(item, run.pipeline.output);
       item.status = ItemStatus::ok;

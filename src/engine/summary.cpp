@@ -53,6 +53,7 @@ nlohmann::json RunSummary::item_record(const WorkItem& item, const std::vector<s
   if (item.catalog) record["nsources"] = item.catalog->size();
   else if (item.nlabels) record["nsources"] = *item.nlabels;
   for (const auto& [name, value] : item.metrics) record["metrics"][name] = number(value);
+  if (!item.warnings.empty()) record["warnings"] = item.warnings;
   if (item.ref.resident_rows > 0) {  // read in strips straight into GPU memory (docs/tiling.md)
     const int64_t rows = item.ref.resident_rows;
     record["gpu_resident"] = {{"strip_rows", rows}, {"strips", (item.plane_height() + rows - 1) / rows}};

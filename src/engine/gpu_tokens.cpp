@@ -52,10 +52,10 @@ GpuTokens choose_gpu_tokens(int slots, int threads, int64_t item_bytes, uint64_t
   GpuTokens choice;
   choice.automatic = true;
   choice.item_bytes = item_bytes;
-  const int64_t wanted = int64_t{threads} + 2 * int64_t{slots};
+  const int64_t wanted = 2 * int64_t{threads};
   const int per_stream = static_cast<int>(std::clamp<int64_t>((wanted + slots - 1) / slots, kMinPerStream, kMaxPerStream));
   choice.buffers_per_stream = per_stream;
-  choice.reason = fmt::format("{} host threads + 2 x {} streams", threads, slots);
+  choice.reason = fmt::format("2 x {} host threads over {} streams", threads, slots);
   const uint64_t budget = std::min(host_memory_bytes / 8, kMaxPinnedBytes);
   if (item_bytes > 0 && host_memory_bytes > 0) {
     const auto fitting = static_cast<int64_t>(budget / (static_cast<uint64_t>(item_bytes) * slots));

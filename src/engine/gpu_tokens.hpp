@@ -21,10 +21,10 @@ struct GpuTokens {
   nlohmann::json to_json() const;
 };
 
-// The choice for `slots` streams over all GPUs and `threads` host threads: every host thread may
-// hold an item (reading or writing) while each slot has one on the device and the next uploading,
-// so tokens = threads + 2 x slots, in whole buffers per stream from 2 to 16, and no more pinned
-// memory than min(host memory / 8, 8 GiB) (never fewer than 2 per stream).
+// The choice for `slots` streams over all GPUs and `threads` host threads: as the CPU path's
+// default buffers, two items per host thread (one in a host stage, one queued for it or on the
+// GPU), so tokens = 2 x threads, in whole buffers per stream from 2 (double buffering) to 16, and
+// no more pinned memory than min(host memory / 8, 8 GiB) (never fewer than 2 per stream).
 GpuTokens choose_gpu_tokens(int slots, int threads, int64_t item_bytes, uint64_t host_memory_bytes);
 
 // The same for a run: the configured value when set; else item_bytes from the first input file's

@@ -1,6 +1,8 @@
 // FITS reading: every BITPIX, BSCALE/BZERO, BLANK, multi-extension files, cubes, tile
 // compression; writing images and catalog tables that read back.
 #include <catch2/catch.hpp>
+#include <spdlog/sinks/ringbuffer_sink.h>
+#include <spdlog/spdlog.h>
 
 #include <cmath>
 #include <fstream>
@@ -224,4 +226,27 @@ TEST_CASE("NaN pixels of float images stay NaN, with and without scaling", "[fit
   read_fits_plane(dir / "f64.fits", 0, 0, image);
   CHECK(std::isnan(image.data()[0]));
   CHECK(image.data()[2] == 8.0f);
+}
+
+TEST_CASE("float64 values beyond float32's range read as invalid pixels, with a warning naming the HDU", "[fits]") {
+  test::TempDir dir("fits_float64_range");
+  std::vector<double> values(40 * 30, 100.0);
+  values[5] = 1e300;
+  values[17] = -1e39;
+  values[18] = 3e38;  // within range
+  const auto path = dir / "wide.fits";
+  test::write_fits(path, -64, {40, 30}, values);
+  auto sink = std::make_shared<spdlog::sinks::ringbuffer_sink_mt>(8);
+  auto previous = spdlog::default_logger();
+  spdlog::set_default_logger(std::make_shared<spdlog::logger>("capture", sink));
+  ImageBuffer image;
+  read_fits_plane(path, 0, 0, image);
+  spdlog::set_default_logger(previous);
+  CHECK(std::isinf(image.data()[5]));
+  CHECK(std::isinf(image.data()[17]));
+  CHECK(image.data()[18] == 3e38f);
+  CHECK(image.data()[0] == 100.0f);
+  const std::vector<std::string> logged = sink->last_formatted();
+  REQUIRE(logged.size() == 1);
+  CHECK_THAT(logged[0], Catch::Contains("wide.fits: HDU 0 plane 0: 2 pixel(s) infinite or beyond float32's range"));
 }

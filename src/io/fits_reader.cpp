@@ -2,6 +2,7 @@
 // float32, directly where the data is uncompressed (fits_direct_read.hpp), else through CFITSIO.
 #include <fcntl.h>
 #include <fitsio.h>
+#include <spdlog/spdlog.h>
 #include <unistd.h>
 
 #include <cmath>
@@ -238,6 +239,19 @@ void check_pixel_limit(const fs::path& path, int hdu, int64_t width, int64_t hei
 
 std::string plane_text(int hdu, int64_t plane) { return "HDU " + std::to_string(hdu) + " plane " + std::to_string(plane); }
 
+// float64 data can hold values beyond float32's range: they read as +-Infinity, which every step
+// treats as an invalid pixel. Say so, once per read.
+void warn_out_of_float_range(const fs::path& path, int hdu, int64_t plane, const FitsImageInfo& info,
+                             const ImageBuffer& pixels) {
+  if (info.bitpix != -64) return;
+  int64_t infinite = 0;
+  for (int64_t i = 0; i < pixels.size(); ++i) infinite += std::isinf(pixels.data()[i]) ? 1 : 0;
+  if (infinite > 0) {
+    spdlog::warn("{}: {}: {} pixel(s) infinite or beyond float32's range (|value| > 3.4e38): treated as invalid",
+                 path.string(), plane_text(hdu, plane), infinite);
+  }
+}
+
 // The direct read's layout of the open HDU, when the read path allows it and it applies.
 std::optional<detail::DirectImageLayout> direct_layout(const OpenPlane& open, const fs::path& path,
                                                        detail::FitsReadPath read_path) {
@@ -256,6 +270,7 @@ int64_t read_fits_plane(const fs::path& path, int hdu, int64_t plane, ImageBuffe
   out.resize(width, height);
   if (const auto layout = direct_layout(open, path, read_path)) {
     read_direct(path, *layout, plane, TileRect{0, 0, width, height}, out.data(), plane_text(hdu, plane));
+    warn_out_of_float_range(path, hdu, plane, info, out);
     return width * height * (std::abs(info.bitpix) / 8);
   }
   // Integer images: pixels equal to BLANK become NaN (CFITSIO's null check). Float images need no
@@ -289,6 +304,7 @@ int64_t read_fits_region(const fs::path& path, int hdu, int64_t plane, const Til
   if (const auto layout = direct_layout(open, path, read_path)) {
     read_direct(path, *layout, plane, region, out.data(),
                 plane_text(hdu, plane) + ": the tile at x " + std::to_string(region.x) + ", y " + std::to_string(region.y));
+    warn_out_of_float_range(path, hdu, plane, info, out);
     return region.size() * (std::abs(info.bitpix) / 8);
   }
   long first[kMaxAxes], last[kMaxAxes], step[kMaxAxes];

@@ -4,11 +4,13 @@
 # datasets/make_mosaic.py (real ESO data when datasets/fetch.sh has run, else --synthetic), runs
 # `imflow run config/astro.yaml --device cpu` under /usr/bin/time -v with no other option, and
 # writes OUT/rss.json. Exit 1 when the peak RSS exceeds the limit.
-# usage: tools/mosaic_rss.sh [IMFLOW] [WxH] [OUT] [LIMIT_MB]
-#   defaults: build/imflow 32000x32000 bench/results/mosaic-rss 1500
+# usage: tools/mosaic_rss.sh [IMFLOW] [WxH] [OUT] [LIMIT_MB] [THREADS]
+#   defaults: build/imflow 32000x32000 bench/results/mosaic-rss 1500, all cores (THREADS: --threads,
+#   e.g. 16 on a 2-core host: the memory bound must not grow with the thread count)
 set -euo pipefail
 src=$(cd "$(dirname "$0")/.." && pwd)
 imflow=${1:-$src/build/imflow}; size=${2:-32000x32000}; out=${3:-$src/bench/results/mosaic-rss}; limit=${4:-1500}
+threads=(); [ -n "${5:-}" ] && threads=(--threads "$5")
 width=${size%x*}; height=${size#*x}
 bytes=$((width * height * 4))
 work=${MOSAIC_WORK:-$(mktemp -d /tmp/imflow-mosaic.XXXXXX)}; mkdir -p "$work"
@@ -19,7 +21,7 @@ mkdir -p "$work/in" "$out"
 kind=--synthetic
 [ -f "$src/datasets/data/astro/ISAAC.2006-04-13T06-32-38.944.fits" ] && kind="--from $src/datasets/data/astro"
 [ -f "$work/in/mosaic.fits" ] || /usr/bin/python3 "$src/datasets/make_mosaic.py" "$work/in/mosaic.fits" --size "$size" $kind
-/usr/bin/time -v "$imflow" run "$src/config/astro.yaml" --input "$work/in" --output "$work/out" --device cpu \
+/usr/bin/time -v "$imflow" run "$src/config/astro.yaml" --input "$work/in" --output "$work/out" --device cpu "${threads[@]}" \
   2> "$out/time.txt" > "$out/imflow.log" || { cat "$out/time.txt" >&2; exit 1; }
 cp "$work/out/summary.json" "$out/summary.json"
 /usr/bin/python3 - "$out" "$size" "$limit" "$kind" <<'PY'

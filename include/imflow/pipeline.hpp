@@ -34,10 +34,11 @@ struct OutputConfig {
 struct EngineConfig {
   std::string device = "auto";  // auto | cpu | cuda
   int threads = 0;              // 0: all hardware threads
-  int buffers = 0;              // work buffers in flight on the CPU path; 0: 2 x threads
+  int buffers = 0;              // work buffers in flight on the CPU path; 0: 2 x threads within memory_mb
+  int64_t memory_mb = 1024;     // CPU path: memory for the work items in flight when buffers is 0
   std::vector<int> devices;     // CUDA devices to use; empty: all of them
   int streams = 4;              // CUDA streams per GPU
-  int buffers_per_stream = 0;   // pinned buffers per stream; 0: chosen per run (src/engine/gpu_tokens.hpp)
+  int buffers_per_stream = 0;   // pinned buffers per stream; 0: chosen per run (src/engine/items_in_flight.hpp)
   int batch = 64;               // same-shape items per GPU launch for batchable pipelines (1: per item)
   bool fail_fast = false;
 };

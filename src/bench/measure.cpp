@@ -117,7 +117,7 @@ nlohmann::json measured_run(const Pipeline& pipeline, const RunOptions& options,
   double service = 0;
   for (const auto& [stage, seconds] : busy) service += stage == "kernels" ? 0.0 : seconds;
   const double items = std::max(1.0, totals.at("items").get<double>());
-  // Pinned items per stream as the run chose them (gpu_tokens: buffers_per_stream 0 is chosen per run).
+  // Pinned items per stream as the run chose them (buffers_per_stream 0 is chosen per run: items_in_flight.hpp).
   double per_stream = engine.at("buffers").get<double>();
   if (json.contains("gpu_tokens")) {
     run["gpu_tokens"] = json.at("gpu_tokens");

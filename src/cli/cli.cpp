@@ -47,7 +47,7 @@ struct RunArgs {
   std::vector<std::string> extnames;
   int threads = -1, buffers = -1, streams = -1, buffers_per_stream = -1;
   int batch = -1;
-  int64_t tile = -1;
+  int64_t tile = -1, memory_mb = -1;
   bool fail_fast = false;
   bool resume = false;
 };
@@ -59,6 +59,7 @@ void apply_overrides(Pipeline& pipeline, const RunArgs& args) {
   if (!args.device.empty()) pipeline.engine.device = args.device;
   if (args.threads >= 0) pipeline.engine.threads = args.threads;
   if (args.buffers >= 0) pipeline.engine.buffers = args.buffers;
+  if (args.memory_mb >= 0) pipeline.engine.memory_mb = args.memory_mb;
   if (!args.devices.empty()) pipeline.engine.devices = parse_device_list(args.devices);
   if (args.streams >= 0) pipeline.engine.streams = args.streams;
   if (args.buffers_per_stream >= 0) pipeline.engine.buffers_per_stream = args.buffers_per_stream;
@@ -86,7 +87,9 @@ void add_engine_options(CLI::App* command, RunArgs& args) {
   command->add_option("--device", args.device, "auto | cpu | cuda; overrides device")
       ->check(CLI::IsMember({"auto", "cpu", "cuda"}));
   command->add_option("--threads,-j", args.threads, "worker threads (0: all cores)")->check(CLI::Range(0, 4096));
-  command->add_option("--buffers", args.buffers, "CPU work buffers in flight (0: 2 x threads)")->check(CLI::Range(0, 4096));
+  command->add_option("--buffers", args.buffers, "CPU work buffers in flight (0: 2 x threads within --memory-mb)")->check(CLI::Range(0, 4096));
+  command->add_option("--memory-mb", args.memory_mb, "CPU path: memory for the work items in flight when --buffers is 0")
+      ->check(CLI::Range(int64_t{16}, int64_t{1} << 30));
   command->add_option("--devices", args.devices, "CUDA devices: all (default) or a list such as 0,1; overrides devices");
   command->add_option("--streams", args.streams, "CUDA streams per GPU")->check(CLI::Range(1, 64));
   command->add_option("--buffers-per-stream", args.buffers_per_stream, "pinned buffers per stream (0: chosen from the host's threads, the streams and the image size)")

@@ -67,6 +67,7 @@ EngineConfig parse_engine(ParamReader& reader) {
   engine.streams = static_cast<int>(reader.integer("streams", 4, 1, 64));
   engine.buffers_per_stream = static_cast<int>(reader.integer("buffers_per_stream", 0, 0, 16));
   engine.batch = static_cast<int>(reader.integer("batch", 64, 1, 4096));
+  engine.memory_mb = reader.integer("memory_mb", 1024, 16, int64_t{1} << 30);
   engine.fail_fast = reader.boolean("fail_fast", false);
   return engine;
 }
@@ -213,6 +214,7 @@ YAML::Node Pipeline::resolved() const {
   }
   root["streams"] = engine.streams;
   root["buffers_per_stream"] = engine.buffers_per_stream;
+  root["memory_mb"] = engine.memory_mb;
   root["batch"] = engine.batch;
   root["fail_fast"] = engine.fail_fast;
   root["tiling"]["size"] = tiling.size;

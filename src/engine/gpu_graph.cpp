@@ -1,5 +1,5 @@
 // The CUDA flow graph. Pinned work items are the reader's tokens (streams x buffers_per_stream
-// per GPU, chosen per run unless set: gpu_tokens.hpp); the reader fills one while the GPU works
+// per GPU, chosen per run unless set: items_in_flight.hpp); the reader fills one while the GPU works
 // on another. The GPU stage (gpu_stage.hpp) takes one item per slot: upload, steps and download
 // enqueued on the slot's stream, results collected after its stream callback. With `batch` > 1
 // and batchable steps the GPU stage takes batches instead (gpu_batch_graph.cpp).
@@ -21,7 +21,7 @@
 #include "gpu_resident.hpp"
 #include "gpu_slot.hpp"
 #include "gpu_stage.hpp"
-#include "gpu_tokens.hpp"
+#include "items_in_flight.hpp"
 #include "graph_ends.hpp"
 #include "tiled_image.hpp"
 
@@ -198,10 +198,11 @@ void run_gpu_item_graph(RunContext& run, ItemSource& source, int threads, const 
   tbb::flow::make_edge(ends.read_items(), gpu.units());
   tbb::flow::make_edge(gpu.items(), ends.writer());
   gpu.start();
-  const GpuTokens tokens = gpu_tokens_for_run(run, engine, static_cast<int>(slots.size()), source, threads);
-  spdlog::info("{} pinned work items: {} per stream ({})", tokens.tokens, tokens.buffers_per_stream, tokens.reason);
+  const int64_t plane_bytes = first_plane_bytes(source.file_list(), run.tiles != nullptr ? &run.tiles->plan() : nullptr);
+  const ItemsInFlight tokens = gpu_tokens_for_run(engine, static_cast<int>(slots.size()), threads, plane_bytes);
+  spdlog::info("{} pinned work items: {} per stream ({})", tokens.items, tokens.per_stream, tokens.reason);
   run.summary.set("gpu_tokens", tokens.to_json());
-  ends.start(static_cast<size_t>(tokens.tokens), cuda::pinned_allocator());
+  ends.start(static_cast<size_t>(tokens.items), cuda::pinned_allocator());
   graph.wait_for_all();
 }
 }  // namespace

@@ -21,6 +21,7 @@
 #include "imflow/version.hpp"
 #include "imflow/io/nifti.hpp"
 #include "item_source.hpp"
+#include "items_in_flight.hpp"
 #include "imflow/io/atomic_file.hpp"
 #include "manifest.hpp"
 #include "ldac_merge.hpp"
@@ -116,7 +117,6 @@ RunSummary run_pipeline(const Pipeline& pipeline, const RunOptions& options) {
   validate_engine(pipeline.engine);
   const std::string device = resolve_device(pipeline.engine.device);
   const int threads = pipeline.engine.threads > 0 ? pipeline.engine.threads : tbb::info::default_concurrency();
-  const int buffers = pipeline.engine.buffers > 0 ? pipeline.engine.buffers : 2 * threads;
   for (const auto& step : pipeline.steps) {
     if (device == "cuda" && !step->has_cuda()) {
       throw ConfigError("step '" + step->name() + "' has no CUDA implementation; use device: cpu");
@@ -131,6 +131,11 @@ RunSummary run_pipeline(const Pipeline& pipeline, const RunOptions& options) {
   spdlog::debug("listed {} input files in {:.3f} s", files.size(),
                 std::chrono::duration<double>(std::chrono::steady_clock::now() - listing).count());
   if (files.empty()) spdlog::warn("{}: no input file matches the patterns", pipeline.input.dir.string());
+  // The CPU path's work items in flight (the CUDA graph chooses its pinned ones: gpu_graph.cpp).
+  const ItemsInFlight cpu_buffers = cpu_buffers_for_run(
+      pipeline.engine, threads, device == "cpu" ? first_plane_bytes(files, &tiling) : 0);
+  const int buffers = static_cast<int>(cpu_buffers.items);
+  if (device == "cpu" && cpu_buffers.automatic) spdlog::info("{} work items in flight ({})", buffers, cpu_buffers.reason);
   set_nifti_slice_axis(pipeline.input.nifti_axis);
   set_nifti_cache_bytes(static_cast<uint64_t>(pipeline.input.nifti_cache_mb) << 20);
   prepare_output_dir(pipeline);
@@ -153,6 +158,7 @@ RunSummary run_pipeline(const Pipeline& pipeline, const RunOptions& options) {
                        {"buffers_per_stream", device == "cuda" ? pipeline.engine.buffers_per_stream : 0},
                        {"files", files.size()}});
   summary.set("tiling", {{"size", tiling.size}, {"halo", tiling.halo}});
+  if (device == "cpu") summary.set("cpu_buffers", cpu_buffers.to_json());
   if (pipeline.output.wants("metrics")) summary.derive_lines(metrics_csv_row);  // rows made in the writers
   Progress progress(static_cast<int64_t>(files.size()), options.progress);
   Trace trace;

@@ -1,0 +1,47 @@
+// How many work items a run keeps in flight when the pipeline does not say: the CPU path's
+// buffers within a memory budget, the CUDA path's pinned items per stream (docs/pipeline.md).
+#pragma once
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace imflow {
+
+struct EngineConfig;
+struct TilingPlan;
+
+struct ItemsInFlight {
+  int per_stream = 0;         // CUDA: pinned items per stream (0 on the CPU path)
+  int64_t items = 0;          // work items in flight: CPU buffers, or per_stream x slots
+  int64_t item_bytes = 0;     // the estimate the choice used (0: unknown)
+  bool automatic = false;     // chosen here, not set by the pipeline or the command line
+  std::string reason;
+  nlohmann::json to_json() const;
+};
+
+// Float32 bytes of the largest plane of the first input file as a run holds it (a tile with its
+// halo where `tiling` tiles it); 0 when unknown (no file, or a file the reader will reject).
+int64_t first_plane_bytes(const std::vector<std::filesystem::path>& files, const TilingPlan* tiling);
+
+// The host's physical memory in bytes.
+uint64_t host_memory_bytes();
+
+// CUDA, for `slots` streams over all GPUs and `threads` host threads: as the CPU path, two items
+// per host thread (one in a host stage, one queued for it or on the GPU), so 2 x threads in whole
+// buffers per stream from 2 (double buffering) to 16, and no more pinned memory than
+// min(host memory / 8, 8 GiB) (never fewer than 2 per stream).
+ItemsInFlight choose_gpu_tokens(int slots, int threads, int64_t plane_bytes, uint64_t host_memory);
+
+// CPU: two per thread, cut to what fits `budget_bytes` at kCpuBytesPerPixel x the plane's pixels
+// per item (pixels, detection image, mask, labels, background map), at least one.
+inline constexpr int64_t kCpuBytesPerPixel = 16;
+ItemsInFlight choose_cpu_buffers(int threads, int64_t plane_bytes, int64_t budget_bytes);
+
+// The run's choice: engine.buffers_per_stream (CUDA) or engine.buffers (CPU) when set.
+ItemsInFlight gpu_tokens_for_run(const EngineConfig& engine, int slots, int threads, int64_t plane_bytes);
+ItemsInFlight cpu_buffers_for_run(const EngineConfig& engine, int threads, int64_t plane_bytes);
+
+}  // namespace imflow

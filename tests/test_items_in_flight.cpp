@@ -1,0 +1,88 @@
+// The work items a run keeps in flight when the pipeline does not set them (CPU buffers, CUDA pinned items).
+#include <catch2/catch.hpp>
+
+#include "engine/items_in_flight.hpp"
+#include "imflow/errors.hpp"
+#include "imflow/pipeline.hpp"
+
+using imflow::choose_gpu_tokens;
+
+namespace {
+constexpr uint64_t kGiB = uint64_t{1} << 30;
+constexpr int64_t kImage2048 = int64_t{2048} * 2048 * 4;
+}  // namespace
+
+TEST_CASE("pinned items: two per host thread, at least two per stream", "[items_in_flight]") {
+  // 16 threads, 4 streams: 32 items, 8 per stream.
+  const auto choice = choose_gpu_tokens(4, 16, kImage2048, 128 * kGiB);
+  CHECK(choice.automatic);
+  CHECK(choice.per_stream == 8);
+  CHECK(choice.items == 32);
+  CHECK(choice.item_bytes == kImage2048);
+  // Rounded up to whole buffers per stream: 6 threads, 4 streams -> 12 items -> 3 per stream.
+  CHECK(choose_gpu_tokens(4, 6, kImage2048, 128 * kGiB).per_stream == 3);
+  // Never fewer than double buffering, never more than 16 per stream.
+  CHECK(choose_gpu_tokens(8, 1, kImage2048, 128 * kGiB).per_stream == 2);
+  CHECK(choose_gpu_tokens(64, 0, kImage2048, 128 * kGiB).per_stream == 2);
+  CHECK(choose_gpu_tokens(1, 256, kImage2048, 128 * kGiB).per_stream == 16);
+  // Two GPUs of 4 streams share 32 host threads: 64 items over 8 slots.
+  CHECK(choose_gpu_tokens(8, 32, kImage2048, 256 * kGiB).per_stream == 8);
+}
+
+TEST_CASE("pinned items stay within an eighth of host memory and 8 GiB", "[items_in_flight]") {
+  // 16 GiB host: 2 GiB of pinned items of 64 MiB over 4 streams -> 32 items -> 8 per stream: fits.
+  CHECK(choose_gpu_tokens(4, 16, int64_t{64} << 20, 16 * kGiB).per_stream == 8);
+  // 8 GiB host: 1 GiB -> 16 items of 64 MiB -> 4 per stream, cut from 8.
+  const auto cut = choose_gpu_tokens(4, 16, int64_t{64} << 20, 8 * kGiB);
+  CHECK(cut.per_stream == 4);
+  CHECK(cut.items == 16);
+  CHECK_THAT(cut.reason, Catch::Contains("pinned memory"));
+  // Huge items: the 8 GiB cap, and never below two per stream.
+  CHECK(choose_gpu_tokens(4, 16, int64_t{512} << 20, 1024 * kGiB).per_stream == 4);
+  CHECK(choose_gpu_tokens(4, 16, int64_t{4} << 30, 64 * kGiB).per_stream == 2);
+  // Unknown item size or memory: the thread rule alone.
+  CHECK(choose_gpu_tokens(4, 16, 0, 8 * kGiB).per_stream == 8);
+}
+
+TEST_CASE("buffers_per_stream: 0 or absent is automatic, negative is an error", "[items_in_flight][config]") {
+  CHECK(imflow::parse_pipeline("steps: [background]\n", "test.yaml").engine.buffers_per_stream == 0);
+  CHECK(imflow::parse_pipeline("buffers_per_stream: 5\nsteps: [background]\n", "test.yaml").engine.buffers_per_stream == 5);
+  CHECK(imflow::parse_pipeline("steps: [background]\n", "test.yaml").engine.memory_mb == 1024);
+  CHECK_THROWS_AS(imflow::parse_pipeline("buffers_per_stream: -1\nsteps: [background]\n", "test.yaml"), imflow::ConfigError);
+}
+
+TEST_CASE("CPU buffers: two per thread within the memory budget", "[items_in_flight]") {
+  constexpr int64_t kMiB = int64_t{1} << 20;
+  // 2048x2048 float32 planes: 16 MiB stored, 64 MiB of working set per item (16 bytes per pixel).
+  const auto fits = imflow::choose_cpu_buffers(4, kImage2048, 1024 * kMiB);
+  CHECK(fits.automatic);
+  CHECK(fits.items == 8);
+  CHECK(fits.item_bytes == 64 * kMiB);
+  // 16 threads want 32 items = 2 GiB: cut to the 1 GiB budget, 16 items.
+  const auto cut = imflow::choose_cpu_buffers(16, kImage2048, 1024 * kMiB);
+  CHECK(cut.items == 16);
+  CHECK_THAT(cut.reason, Catch::Contains("memory budget of 1024 MiB"));
+  // A 4096 tile with a 64-pixel halo: 4224^2 x 16 bytes = 272 MiB per item -> 3 in 1 GiB, whatever the threads.
+  const int64_t tile = int64_t{4224} * 4224 * 4;
+  CHECK(imflow::choose_cpu_buffers(16, tile, 1024 * kMiB).items == 3);
+  CHECK(imflow::choose_cpu_buffers(128, tile, 1024 * kMiB).items == 3);
+  // Never fewer than one; unknown sizes keep two per thread.
+  CHECK(imflow::choose_cpu_buffers(16, int64_t{32000} * 32000 * 4, 1024 * kMiB).items == 1);
+  CHECK(imflow::choose_cpu_buffers(16, 0, 1024 * kMiB).items == 32);
+}
+
+TEST_CASE("explicit buffers and buffers_per_stream win over the automatic choice", "[items_in_flight]") {
+  imflow::EngineConfig engine;
+  engine.buffers = 5;
+  engine.buffers_per_stream = 3;
+  const auto cpu = imflow::cpu_buffers_for_run(engine, 16, kImage2048);
+  CHECK(cpu.items == 5);
+  CHECK_FALSE(cpu.automatic);
+  const auto gpu = imflow::gpu_tokens_for_run(engine, 4, 16, kImage2048);
+  CHECK(gpu.per_stream == 3);
+  CHECK(gpu.items == 12);
+  CHECK_FALSE(gpu.automatic);
+  engine.buffers = 0;
+  engine.memory_mb = 128;
+  CHECK(imflow::cpu_buffers_for_run(engine, 16, kImage2048).items == 2);
+}

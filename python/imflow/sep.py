@@ -1,8 +1,8 @@
 """SEP 1.4's Python API over imflow's kernels: ``import imflow.sep as sep``.
 
 ``Background`` is sep.Background (SEP's mesh background, map for map), ``extract`` is
-sep.extract without a filter (SEP's float32 detection, 8-connected segments, deblending and
-CLEAN object for object, SEP's measurements); the aperture functions (sum_circle, ..., winpos)
+sep.extract (SEP's filters, float32 detection, 8-connected segments, deblending and CLEAN object
+for object, SEP's measurements, or the objects of a given segmentation map); the aperture functions (sum_circle, ..., winpos)
 are SEP's over imflow's photometry kernels (imflow/_apertures.py). What imflow cannot reproduce raises
 NotImplementedError naming the argument; docs/python.md has the table.
 """
@@ -14,7 +14,8 @@ from ._apertures import (APER_ALLMASKED, APER_HASMASKED, APER_NONPOSITIVE, APER_
                          ellipse_coeffs, flux_radius, kron_radius, mask_ellipse, sum_circann, sum_circle,
                          sum_ellipann, sum_ellipse, winpos)
 
-__all__ = ["Background", "extract", "set_extract_pixstack", "set_sub_object_limit", "OBJ_MERGED", "OBJ_TRUNC", "OBJ_DOVERFLOW", "OBJ_SINGU", "default_kernel",
+__all__ = ["Background", "extract", "set_extract_pixstack", "set_sub_object_limit", "get_extract_pixstack",
+           "get_sub_object_limit", "OBJ_MERGED", "OBJ_TRUNC", "OBJ_DOVERFLOW", "OBJ_SINGU", "default_kernel",
            "sum_circle", "sum_circann", "sum_ellipse", "sum_ellipann", "kron_radius", "flux_radius", "winpos",
            "ellipse_coeffs", "ellipse_axes", "mask_ellipse", "APER_TRUNC", "APER_HASMASKED", "APER_ALLMASKED",
            "APER_NONPOSITIVE"]
@@ -25,14 +26,25 @@ OBJ_DOVERFLOW = 4   # SEP: a pixel buffer overflowed (never set: imflow has no f
 OBJ_SINGU = 8       # SEP: singular moments (imflow gives NaN moments instead; docs/python.md)
 default_kernel = np.array([[1.0, 2.0, 1.0], [2.0, 4.0, 2.0], [1.0, 2.0, 1.0]], dtype=np.float32)
 
-# SEP's catalog columns and dtypes (sep.extract's structured array), less tnpix, xcpeak, ycpeak
-# and cpeak's own filter: without a filter cpeak is peak and (xcpeak, ycpeak) is (xpeak, ypeak).
-_FIELDS = [("thresh", "f8"), ("npix", "i8"), ("xmin", "i8"), ("xmax", "i8"), ("ymin", "i8"), ("ymax", "i8"),
-           ("x", "f8"), ("y", "f8"), ("x2", "f8"), ("y2", "f8"), ("xy", "f8"), ("errx2", "f8"), ("erry2", "f8"),
-           ("errxy", "f8"), ("a", "f8"), ("b", "f8"), ("theta", "f8"), ("cxx", "f8"), ("cyy", "f8"), ("cxy", "f8"),
-           ("cflux", "f8"), ("flux", "f8"), ("cpeak", "f8"), ("peak", "f8"), ("xcpeak", "i8"), ("ycpeak", "i8"),
-           ("xpeak", "i8"), ("ypeak", "i8"), ("flag", "i2")]
-_SAME_AS = {"cpeak": "peak", "xcpeak": "xpeak", "ycpeak": "ypeak"}
+# SEP's catalog columns and dtypes (sep.extract's structured array).
+_FIELDS = [("thresh", "f8"), ("npix", "i8"), ("tnpix", "i8"), ("xmin", "i8"), ("xmax", "i8"), ("ymin", "i8"),
+           ("ymax", "i8"), ("x", "f8"), ("y", "f8"), ("x2", "f8"), ("y2", "f8"), ("xy", "f8"), ("errx2", "f8"),
+           ("erry2", "f8"), ("errxy", "f8"), ("a", "f8"), ("b", "f8"), ("theta", "f8"), ("cxx", "f8"), ("cyy", "f8"),
+           ("cxy", "f8"), ("cflux", "f8"), ("flux", "f8"), ("cpeak", "f8"), ("peak", "f8"), ("xcpeak", "i8"),
+           ("ycpeak", "i8"), ("xpeak", "i8"), ("ypeak", "i8"), ("flag", "i2")]
+_BIG = np.float32(1e30)  # SEP's BIG: the noise of a masked pixel
+_limits = {"pixstack": 300000, "sub_object_limit": 1024}  # SEP's defaults, reported back only
+
+
+def _mask_of(mask, maskthresh, shape):
+    """The pixels sep.extract masks (mask > maskthresh, the mask as float32), or None."""
+    if mask is None:
+        return None
+    mask = np.asarray(mask)
+    if mask.shape != shape:
+        raise ValueError(f"mask: shape {mask.shape} differs from data's {shape}")
+    masked = mask.astype(np.float32).astype(np.float64) > float(maskthresh)
+    return masked if masked.any() else None
 
 
 def _masked(data, mask, maskthresh):
@@ -82,6 +94,9 @@ class Background:
             raise ValueError(f"subfrom: data's shape {data.shape} differs from the background's {self._shape}")
         data -= self._back.astype(data.dtype)
 
+    def __array__(self, dtype=None, copy=None):
+        return self.back(dtype)
+
     def __rsub__(self, data):
         result = np.array(data, copy=True)
         self.subfrom(result)
@@ -89,29 +104,41 @@ class Background:
 
 
 def _noise(err, var, shape):
-    """(err map, err value): the noise sep.extract thresholds against (var: its float32 square root)."""
+    """(noise map, is var, err value): what sep.extract thresholds against (var: SEP's float32 sqrt)."""
     if err is not None and var is not None:
         raise ValueError("Cannot specify both err and var")
     name, noise = ("err", err) if err is not None else ("var", var)
     if noise is None:
-        return None, None
+        return None, False, None
     if np.ndim(noise) == 0:
         value = np.float32(noise)
-        return None, float(np.sqrt(value) if name == "var" else value)
+        return None, False, float(np.sqrt(value) if name == "var" else value)
     noise = _image(noise, name)
     if noise.shape != shape:
         raise ValueError(f"{name}: shape {noise.shape} differs from data's {shape}")
-    return (np.sqrt(noise) if name == "var" else noise), None
+    return noise, name == "var", None
 
 
-def _unsupported(filter_kernel, filter_type, segmentation_map):
-    if filter_kernel is not None:
-        raise NotImplementedError("filter_kernel: imflow.sep.extract does not filter yet; pass filter_kernel=None "
-                                  "(SEP's default is a 3x3 kernel, whose detection imflow does not reproduce)")
+def _kernel(filter_kernel, filter_type):
     if filter_type not in ("matched", "conv"):
-        raise ValueError("filter_type must be 'matched' or 'conv'")
-    if segmentation_map is not None and not isinstance(segmentation_map, (bool, np.bool_)):
-        raise NotImplementedError("segmentation_map: an existing segmentation map as input is not supported")
+        raise ValueError(f"unknown filter_type: {filter_type!r}")
+    if filter_kernel is None:
+        return None
+    kernel = np.ascontiguousarray(np.asarray(filter_kernel), dtype=np.float32)
+    if kernel.ndim != 2:
+        raise ValueError("filter_kernel must be a 2-d array")
+    return kernel
+
+
+def _given_map(segmentation_map, shape):
+    """(labels 1..n in SEP's object order, n) of a given segmentation map: its ids > 0, increasing."""
+    segmap = np.asarray(segmentation_map)
+    if segmap.shape != shape:
+        raise ValueError("size of segmap array must match data")
+    ids = np.unique(segmap)
+    ids = ids[ids > 0]
+    labels = np.where(segmap > 0, np.searchsorted(ids, segmap) + 1, 0).astype(np.int32)
+    return np.ascontiguousarray(labels), len(ids)
 
 
 def extract(data, thresh, err=None, var=None, gain=None, mask=None, maskthresh=0.0, minarea=5,
@@ -119,33 +146,53 @@ def extract(data, thresh, err=None, var=None, gain=None, mask=None, maskthresh=0
             clean=True, clean_param=1.0, segmentation_map=False):
     """Extract sources as sep.extract: SEP's structured array (and segmentation map when asked).
 
-    Only filter_kernel=None is supported (NotImplementedError otherwise).
+    filter_kernel (default: SEP's default_kernel) filters the detection as SEP does ('matched' with
+    an err or var array, else 'conv'); segmentation_map=<array> measures the given map's objects.
     """
-    _unsupported(filter_kernel, filter_type, segmentation_map)
+    kernel = _kernel(filter_kernel, filter_type)
+    given = isinstance(segmentation_map, np.ndarray)
     pixels = _image(data)
-    err_map, err_value = _noise(err, var, pixels.shape)
-    if mask is not None and (thresh < 0 or (err_value is not None and err_value < 0)):
-        raise NotImplementedError("mask: with a negative threshold SEP detects masked pixels (as zeros)")
-    pixels = _masked(pixels, mask, maskthresh)
+    noise_map, noise_is_var, err_value = _noise(err, var, pixels.shape)
+    masked = _mask_of(mask, maskthresh, pixels.shape)
+    if masked is not None:  # SEP: masked pixels are 0 and their noise BIG
+        pixels = pixels.copy()
+        pixels[masked] = 0.0
+        if noise_map is not None:
+            noise_map = noise_map.copy()
+            noise_map[masked] = _BIG
     if int(deblend_nthresh) < 1:
         raise ValueError("deblend_nthresh must be >= 1")
-    columns = _imflow.extract(pixels, float(thresh), err_map, err_value, float(gain or 0.0), int(minarea),
-                              int(deblend_nthresh), float(deblend_cont), bool(clean), float(clean_param))
+    labels, nlabels = _given_map(segmentation_map, pixels.shape) if given else (None, 0)
+    columns = _imflow.extract(pixels, float(thresh), noise_map, noise_is_var, err_value, float(gain or 0.0),
+                              int(minarea), int(deblend_nthresh), float(deblend_cont), bool(clean),
+                              float(clean_param), kernel, filter_type == "matched", labels, nlabels)
     objects = np.empty(len(columns["x"]), dtype=_FIELDS)
     for name, _ in _FIELDS:
-        objects[name] = columns[_SAME_AS.get(name, name)]
-    if segmentation_map:
+        objects[name] = columns[name]
+    if given or segmentation_map:
         return objects, columns["segmap"]
     return objects
 
 
 def set_extract_pixstack(size):
-    """Accepted for SEP compatibility and ignored: imflow's extraction has no fixed pixel buffer."""
+    """Accepted for SEP compatibility: imflow's extraction has no fixed pixel buffer (the value is only reported back)."""
     if int(size) < 1:
         raise ValueError("size must be >= 1")
+    _limits["pixstack"] = int(size)
+
+
+def get_extract_pixstack():
+    """The value last given to set_extract_pixstack (SEP's default 300000); imflow does not use it."""
+    return _limits["pixstack"]
 
 
 def set_sub_object_limit(limit):
-    """Accepted for SEP compatibility and ignored: imflow's deblending has no limit on sub-objects."""
+    """Accepted for SEP compatibility: imflow's deblending has no limit on sub-objects (the value is only reported back)."""
     if int(limit) < 1:
         raise ValueError("limit must be >= 1")
+    _limits["sub_object_limit"] = int(limit)
+
+
+def get_sub_object_limit():
+    """The value last given to set_sub_object_limit (SEP's default 1024); imflow does not use it."""
+    return _limits["sub_object_limit"]

@@ -59,4 +59,31 @@ void sep_detection_values(ConstImageView image, const SepDetection& d, float* va
   });
 }
 
+std::vector<int64_t> sep_count_above(ConstImageView values, const int32_t* labels, const std::vector<float>& thresh) {
+  std::vector<int64_t> counts(thresh.size(), 0);
+  const int64_t n = values.size();
+  for (int64_t i = 0; i < n; ++i) {
+    const int32_t l = labels[i];
+    if (l > 0 && values.data[i] > thresh[static_cast<size_t>(l - 1)]) ++counts[static_cast<size_t>(l - 1)];
+  }
+  return counts;
+}
+
+std::vector<float> sep_mean_thresholds(const int32_t* labels, int64_t npixels, int32_t nlabels, const float* thresholds,
+                                       float threshold) {
+  std::vector<float> mean(static_cast<size_t>(nlabels), threshold);
+  if (thresholds == nullptr) return mean;
+  std::vector<double> sum(static_cast<size_t>(nlabels), 0.0);
+  std::vector<int64_t> count(static_cast<size_t>(nlabels), 0);
+  for (int64_t i = 0; i < npixels; ++i) {
+    const int32_t l = labels[i];
+    if (l <= 0) continue;
+    sum[static_cast<size_t>(l - 1)] += static_cast<double>(thresholds[i]);
+    ++count[static_cast<size_t>(l - 1)];
+  }
+  for (size_t k = 0; k < mean.size(); ++k)
+    if (count[k] > 0) mean[k] = static_cast<float>(sum[k] / static_cast<double>(count[k]));
+  return mean;
+}
+
 }  // namespace imflow::kernels

@@ -1,9 +1,11 @@
 // Step `convolve`: 2-D convolution with a Gaussian (size, sigma), the seed lesson's 15x15
 // kernel, or an explicit kernel; `apply_to: detection` filters the image segmentation uses,
-// `apply_to: image` replaces the pixels (the only choice for mode full, which grows the image).
+// `apply_to: image` replaces the pixels (the only choice for mode full, which grows the image);
+// `arithmetic: sep` filters as sep.extract does (kernels::sep_convolve, CPU).
 #include <cmath>
 
 #include "imflow/kernels/convolve.hpp"
+#include "imflow/kernels/sep_filter.hpp"
 #include "imflow/params.hpp"
 #include "imflow/step.hpp"
 
@@ -41,6 +43,11 @@ class ConvolveStep final : public Step {
     if (mode_ == kernels::ConvolveMode::full && to_detection_) {
       params.fail(params.child("mode"), "mode", "mode full changes the image size: use apply_to: image");
     }
+    sep_ = params.choice("arithmetic", "imflow", {"imflow", "sep"}) == "sep";
+    if (sep_ && mode_ == kernels::ConvolveMode::full) {
+      params.fail(params.child("arithmetic"), "arithmetic", "arithmetic sep filters in mode same only");
+    }
+    if (sep_) sep_kernel_ = kernels::sep_filter_kernel(kernel_.view());
   }
 
   void run_cpu(WorkItem& item) const override {
@@ -48,7 +55,11 @@ class ConvolveStep final : public Step {
     ImageBuffer result;
     result.resize(kernels::convolved_width(source.width(), kernel_.width(), mode_),
                   kernels::convolved_height(source.height(), kernel_.height(), mode_));
-    kernels::convolve2d(source.view(), kernel_.view(), mode_, result.view());
+    if (sep_) {
+      kernels::sep_convolve(source.view(), sep_kernel_, result.data());
+    } else {
+      kernels::convolve2d(source.view(), kernel_.view(), mode_, result.view());
+    }
     if (to_detection_) {
       item.detection = std::move(result);
     } else {
@@ -58,7 +69,7 @@ class ConvolveStep final : public Step {
   }
 
 #ifdef IMFLOW_HAVE_CUDA
-  bool has_cuda() const override { return true; }
+  bool has_cuda() const override { return !sep_; }
   void run_cuda(WorkItem&, GpuContext& gpu) const override {
     cuda::convolve(gpu, kernel_.data(), static_cast<int>(kernel_.width()), static_cast<int>(kernel_.height()), mode_,
                    to_detection_);
@@ -88,6 +99,8 @@ class ConvolveStep final : public Step {
   ImageBuffer kernel_;
   kernels::ConvolveMode mode_;
   bool to_detection_;
+  bool sep_ = false;  // SEP's arithmetic: the kernel over sum |k|, correlated, float32 sums
+  kernels::SepFilterKernel sep_kernel_;
 };
 }  // namespace
 

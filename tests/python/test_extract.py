@@ -1,6 +1,7 @@
 # imflow.sep.extract against sep.extract (SEP 1.4.1) with deblending and CLEAN, without a
-# filter: the same objects in the same order, the same segmentation map, SEP's columns; and two
-# Python threads extracting at once give the sequential results.
+# filter (test_extract_filter.py: with one): the same objects in the same order, the same
+# segmentation map, SEP's columns; and two Python threads extracting at once give the sequential
+# results.
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
@@ -11,7 +12,7 @@ import imflow.sep as isep
 from conftest import native
 
 NAMES = ["isaac_crop", "dss_crop", "crowded_400"]
-EXACT = ("npix", "xmin", "xmax", "ymin", "ymax", "xpeak", "ypeak", "xcpeak", "ycpeak")
+EXACT = ("npix", "tnpix", "xmin", "xmax", "ymin", "ymax", "xpeak", "ypeak", "xcpeak", "ycpeak")
 sep.set_sub_object_limit(4096)
 sep.set_extract_pixstack(1000000)
 
@@ -56,7 +57,7 @@ def test_extract_equals_seps(images, name, case):
     kwargs = CASES[case](bkg)
     ours = isep.extract(sub, 1.5, filter_kernel=None, segmentation_map=True, **kwargs)
     theirs = sep.extract(sub, 1.5, filter_kernel=None, segmentation_map=True, **kwargs)
-    assert ours[0].dtype.names == tuple(f for f in theirs[0].dtype.names if f != "tnpix")
+    assert ours[0].dtype.names == theirs[0].dtype.names
     for field in ours[0].dtype.names:
         assert ours[0].dtype[field] == theirs[0].dtype[field], field
     worst = compare(ours, theirs)
@@ -94,16 +95,18 @@ def test_inputs_as_sep_takes_them(images):
         assert np.array_equal(ours["npix"], theirs["npix"])
 
 
-def test_unsupported_arguments_raise(images):
+def test_argument_errors_and_limits(images):
     sub, bkg = subtracted(images, "isaac_crop")
-    with pytest.raises(NotImplementedError, match="filter_kernel"):
-        isep.extract(sub, 1.5, err=bkg.globalrms)  # SEP's default 3x3 filter
-    with pytest.raises(NotImplementedError, match="segmentation_map"):
-        isep.extract(sub, 1.5, err=bkg.globalrms, filter_kernel=None, segmentation_map=np.zeros(sub.shape, np.int32))
     with pytest.raises(ValueError, match="both err and var"):
         isep.extract(sub, 1.5, err=1.0, var=1.0, filter_kernel=None)
+    with pytest.raises(ValueError, match="filter_type"):
+        isep.extract(sub, 1.5, err=1.0, filter_type="gauss")
+    old = isep.get_extract_pixstack()
     isep.set_extract_pixstack(10**6)
+    assert isep.get_extract_pixstack() == 10**6
+    isep.set_extract_pixstack(old)
     isep.set_sub_object_limit(4096)
+    assert isep.get_sub_object_limit() == 4096
 
 
 def test_two_threads_give_the_sequential_results(images):

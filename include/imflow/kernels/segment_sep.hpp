@@ -4,6 +4,7 @@
 // deblending, so the segments it splits are exactly those sep.extract finds.
 #pragma once
 #include <cstdint>
+#include <vector>
 
 #include "imflow/image.hpp"
 #include "imflow/kernels/background_mesh.hpp"
@@ -34,5 +35,15 @@ int64_t sep_threshold_mask(ConstImageView image, const SepDetection& detection, 
 // Every pixel's value (NaN pixels stay NaN) into `values` and, when per_pixel(), its threshold
 // into `thresholds` (both laid out like the image); the same numbers sep_threshold_mask compares.
 void sep_detection_values(ConstImageView image, const SepDetection& detection, float* values, float* thresholds);
+
+// SEP's tnpix: per object of `labels` (1..thresh.size(), 0 elsewhere), its pixels whose
+// unfiltered value exceeds the object's thresh (float32 comparison, as SEP's analyse).
+std::vector<int64_t> sep_count_above(ConstImageView values, const int32_t* labels, const std::vector<float>& thresh);
+
+// SEP's thresh of the objects of a given segmentation map (sep.extract(..., segmentation_map=map)):
+// per label 1..nlabels the mean of its pixels' thresholds (a double sum in raster order, then
+// float32), or `threshold` for every label when `thresholds` is nullptr.
+std::vector<float> sep_mean_thresholds(const int32_t* labels, int64_t npixels, int32_t nlabels, const float* thresholds,
+                                       float threshold);
 
 }  // namespace imflow::kernels

@@ -1,6 +1,6 @@
 """SEP 1.4.1's aperture functions (sep.sum_circle, ..., winpos, ellipse helpers) over imflow's
 kernels; imflow.sep exports them. Arguments, positional order, defaults, broadcasting and return
-types are SEP's; segmentation-map arguments (seg_id, segmap) raise NotImplementedError."""
+types are SEP's, segmentation-map masking (seg_id, segmap) included."""
 import numpy as np
 
 from . import _imflow
@@ -21,10 +21,23 @@ def _image(data, name="data"):
     return np.ascontiguousarray(array, dtype=np.float32)
 
 
-def _companions(data, err, var, mask, seg_id, segmap):
+def _segments(data, x, seg_id, segmap):
+    """(segmap as float32, seg_id per object as float64) as SEP checks them, or (None, None)."""
+    if segmap is not None and seg_id is None:
+        raise ValueError("`segmap` supplied but not `seg_id`.")
+    if segmap is None:
+        return None, None
+    segmap = _image(segmap, "segmap")
+    if segmap.shape != data.shape:
+        raise ValueError("size of segmap array must match data")
+    seg_id = np.require(seg_id, dtype=np.int32)
+    if seg_id.shape != np.shape(x):
+        raise ValueError("Shapes of `x` and `seg_id` do not match")
+    return segmap, seg_id
+
+
+def _companions(data, err, var, mask):
     """(noise map, noise value, noise kind, mask) as the kernels take them (float32 arrays)."""
-    if segmap is not None or seg_id is not None:
-        raise NotImplementedError("seg_id, segmap: imflow.sep's apertures do not take a segmentation map")
     if err is not None and var is not None:
         raise ValueError("Cannot specify both err and var")
     kind, noise = ("err", err) if err is not None else ("var", var) if var is not None else ("none", None)
@@ -69,12 +82,15 @@ def _shaped(shape, *arrays):
 
 def _sum(kind, data, columns, err, var, gain, mask, maskthresh, seg_id, segmap, subpix):
     data = _image(data)
-    noise_map, noise_value, noise_kind, mask = _companions(data, err, var, mask, seg_id, segmap)
+    noise_map, noise_value, noise_kind, mask = _companions(data, err, var, mask)
+    segmap, seg_id = _segments(data, columns[0], seg_id, segmap)
     if int(subpix) < 0:
         raise ValueError("illegal aperture parameters: subpix < 0")
-    shape, rows = _params(*columns)
+    shape, rows = _params(*columns, *(() if segmap is None else (seg_id,)))
+    seg_ids = None if segmap is None else np.ascontiguousarray(rows[:, -1])
+    rows = np.ascontiguousarray(rows[:, :len(columns)])
     sums = _imflow.sum_apertures(kind, data, rows, noise_map, noise_value, noise_kind, mask, float(maskthresh),
-                                 float(gain or 0.0), int(subpix))
+                                 float(gain or 0.0), int(subpix), segmap, seg_ids)
     if kind.endswith("bkgann"):
         bad = np.flatnonzero(np.isnan(sums[0]) & np.isfinite(rows).all(axis=1))
         if bad.size:
@@ -130,16 +146,20 @@ def sum_ellipann(data, x, y, a, b, theta, rin, rout, var=None, err=None, gain=No
 def kron_radius(data, x, y, a, b, theta, r, mask=None, maskthresh=0.0, seg_id=None, segmap=None):
     """sep.kron_radius: (kr, flag), the Kron radius in units of a and b within the ellipse r."""
     data = _image(data)
-    mask = _companions(data, None, None, mask, seg_id, segmap)[3]
-    shape, rows = _params(x, y, a, b, theta, r)
-    return _shaped(shape, *_imflow.kron_radius(data, rows, mask, float(maskthresh)))
+    mask = _companions(data, None, None, mask)[3]
+    segmap, seg_id = _segments(data, x, seg_id, segmap)
+    shape, rows = _params(x, y, a, b, theta, r, *(() if segmap is None else (seg_id,)))
+    seg_ids = None if segmap is None else np.ascontiguousarray(rows[:, -1])
+    rows = np.ascontiguousarray(rows[:, :6])
+    return _shaped(shape, *_imflow.kron_radius(data, rows, mask, float(maskthresh), segmap, seg_ids))
 
 
 def flux_radius(data, x, y, rmax, frac, normflux=None, mask=None, maskthresh=0.0, seg_id=None, segmap=None,
                 subpix=5):
     """sep.flux_radius: (radius, flag); radius has shape x.shape + frac.shape."""
     data = _image(data)
-    mask = _companions(data, None, None, mask, seg_id, segmap)[3]
+    mask = _companions(data, None, None, mask)[3]
+    segmap, seg_id = _segments(data, x, seg_id, segmap)
     x, y, rmax = (np.require(v, dtype=np.double) for v in (x, y, rmax))
     frac = np.require(frac, dtype=np.double)
     if y.shape != x.shape or rmax.shape != x.shape:
@@ -152,15 +172,16 @@ def flux_radius(data, x, y, rmax, frac, normflux=None, mask=None, maskthresh=0.0
             raise ValueError("shape of normflux must match shape of x, y and r")
     _check(int(subpix) < 1, "subpix < 1")
     rows = np.ascontiguousarray(np.stack([v.ravel() for v in (x, y, rmax, normflux)], axis=1)).reshape(-1, 4)
+    seg_ids = None if segmap is None else np.ascontiguousarray(seg_id.ravel(), dtype=np.double)
     radius, flag = _imflow.flux_radius(data, rows, np.ascontiguousarray(frac.ravel()), mask, float(maskthresh),
-                                       int(subpix))
+                                       int(subpix), segmap, seg_ids)
     return radius.reshape(x.shape + frac.shape), flag.reshape(x.shape)
 
 
 def winpos(data, xinit, yinit, sig, mask=None, maskthresh=0.0, subpix=11, minsig=2.0 / 2.35 * 0.5):
     """sep.winpos: (xwin, ywin, flag), SExtractor's windowed positions (sig below minsig is raised to it)."""
     data = _image(data)
-    mask = _companions(data, None, None, mask, None, None)[3]
+    mask = _companions(data, None, None, mask)[3]
     shape, rows = _params(xinit, yinit, sig)
     return _shaped(shape, *_imflow.winpos(data, rows, mask, float(maskthresh), int(subpix), float(minsig)))
 

@@ -52,6 +52,24 @@ kernels::ApertureImage image_of(const Image& data, const std::optional<Image>& n
   return image;
 }
 
+// The segmentation map (float32 ids, as SEP reads it) and the objects' seg_id (one per row of params).
+struct Segments {
+  std::optional<Image> map;
+  std::optional<Values> ids;
+  void apply(const Image& data, kernels::ApertureImage& image, size_t rows) const {
+    if (!map) return;
+    if (map->shape(0) != data.shape(0) || map->shape(1) != data.shape(1))
+      throw std::invalid_argument("segmap: its shape differs from data's");
+    if (!ids || ids->shape(0) != rows) throw std::invalid_argument("seg_id: one per object with segmap");
+    image.segmap = map->data();
+  }
+  kernels::ApertureImage of(const kernels::ApertureImage& image, size_t i) const {
+    kernels::ApertureImage out = image;
+    if (map) out.seg_id = ids->data()[i];
+    return out;
+  }
+};
+
 void check_columns(const Params& params, size_t columns) {
   if (params.shape(1) != columns) throw std::invalid_argument("params: wrong number of columns");
 }
@@ -61,8 +79,11 @@ void check_columns(const Params& params, size_t columns) {
 // (x, y, a, b, theta, r, rin, rout). Returns (sum, sumerr, flag).
 nb::tuple sum_apertures(const std::string& kind, const Image& data, const Params& params,
                         std::optional<Image> noise, double noise_value, const std::string& noise_kind,
-                        std::optional<Image> mask, double maskthresh, double gain, int subpix) {
-  const kernels::ApertureImage image = image_of(data, noise, noise_value, noise_kind, mask, maskthresh, gain);
+                        std::optional<Image> mask, double maskthresh, double gain, int subpix, std::optional<Image> segmap,
+                        std::optional<Values> seg_ids) {
+  kernels::ApertureImage base = image_of(data, noise, noise_value, noise_kind, mask, maskthresh, gain);
+  const Segments segments{segmap, seg_ids};
+  segments.apply(data, base, params.shape(0));
   int which = 0;
   const char* kinds[] = {"circle", "circann", "ellipse", "ellipann", "circle_bkgann", "ellipse_bkgann"};
   const size_t columns[] = {3, 4, 6, 7, 5, 8};
@@ -76,6 +97,7 @@ nb::tuple sum_apertures(const std::string& kind, const Image& data, const Params
     nb::gil_scoped_release unlocked;
     for (size_t i = 0; i < n; ++i) {
       const double* p = params.data() + i * columns[which];
+      const kernels::ApertureImage image = segments.of(base, i);
       kernels::ApertureSum s;
       switch (which) {
         case 0: s = kernels::sum_circle(image, p[0], p[1], p[2], subpix); break;
@@ -95,8 +117,11 @@ nb::tuple sum_apertures(const std::string& kind, const Image& data, const Params
 }
 
 // params: (x, y, a, b, theta, r) per object (SEP's ellipse_coeffs of a, b, theta). Returns (kr, flag).
-nb::tuple kron_radius(const Image& data, const Params& params, std::optional<Image> mask, double maskthresh) {
-  const kernels::ApertureImage image = image_of(data, std::nullopt, 0.0, "none", mask, maskthresh, 0.0);
+nb::tuple kron_radius(const Image& data, const Params& params, std::optional<Image> mask, double maskthresh,
+                      std::optional<Image> segmap, std::optional<Values> seg_ids) {
+  kernels::ApertureImage base = image_of(data, std::nullopt, 0.0, "none", mask, maskthresh, 0.0);
+  const Segments segments{segmap, seg_ids};
+  segments.apply(data, base, params.shape(0));
   check_columns(params, 6);
   const size_t n = params.shape(0);
   std::vector<double> radii(n);
@@ -106,7 +131,7 @@ nb::tuple kron_radius(const Image& data, const Params& params, std::optional<Ima
     for (size_t i = 0; i < n; ++i) {
       const double* p = params.data() + i * 6;
       const kernels::EllipseCoeffs e = kernels::ellipse_coeffs(p[2], p[3], p[4]);
-      const kernels::KronRadius k = kernels::kron_radius(image, p[0], p[1], e.cxx, e.cyy, e.cxy, p[5]);
+      const kernels::KronRadius k = kernels::kron_radius(segments.of(base, i), p[0], p[1], e.cxx, e.cyy, e.cxy, p[5]);
       radii[i] = k.radius;
       flags[i] = static_cast<int16_t>(k.flag);
     }
@@ -116,8 +141,10 @@ nb::tuple kron_radius(const Image& data, const Params& params, std::optional<Ima
 
 // params: (x, y, rmax, normflux or NaN) per object. Returns (radius (n, len(frac)), flag).
 nb::tuple flux_radius(const Image& data, const Params& params, const Values& frac, std::optional<Image> mask,
-                      double maskthresh, int subpix) {
-  const kernels::ApertureImage image = image_of(data, std::nullopt, 0.0, "none", mask, maskthresh, 0.0);
+                      double maskthresh, int subpix, std::optional<Image> segmap, std::optional<Values> seg_ids) {
+  kernels::ApertureImage base = image_of(data, std::nullopt, 0.0, "none", mask, maskthresh, 0.0);
+  const Segments segments{segmap, seg_ids};
+  segments.apply(data, base, params.shape(0));
   check_columns(params, 4);
   if (subpix < 1) throw std::invalid_argument("subpix must be >= 1");
   const size_t n = params.shape(0), nfrac = frac.shape(0);
@@ -128,7 +155,7 @@ nb::tuple flux_radius(const Image& data, const Params& params, const Values& fra
     const std::span<const double> fractions(frac.data(), nfrac);
     for (size_t i = 0; i < n; ++i) {
       const double* p = params.data() + i * 4;
-      flags[i] = static_cast<int16_t>(kernels::flux_radius(image, p[0], p[1], p[2], fractions, p[3], subpix,
+      flags[i] = static_cast<int16_t>(kernels::flux_radius(segments.of(base, i), p[0], p[1], p[2], fractions, p[3], subpix,
                                                            std::span<double>(radii.data() + i * nfrac, nfrac)));
     }
   }
@@ -160,13 +187,15 @@ nb::tuple winpos(const Image& data, const Params& params, std::optional<Image> m
 void bind_apertures(nb::module_& module) {
   module.def("sum_apertures", &sum_apertures, nb::arg("kind"), nb::arg("data"), nb::arg("params"),
              nb::arg("noise").none(), nb::arg("noise_value"), nb::arg("noise_kind"), nb::arg("mask").none(),
-             nb::arg("maskthresh"), nb::arg("gain"), nb::arg("subpix"),
+             nb::arg("maskthresh"), nb::arg("gain"), nb::arg("subpix"), nb::arg("segmap").none() = nb::none(),
+             nb::arg("seg_ids").none() = nb::none(),
              "SEP's aperture sums of a float32 image, one row of params per object: (sum, sumerr, flag).");
   module.def("kron_radius", &kron_radius, nb::arg("data"), nb::arg("params"), nb::arg("mask").none(),
-             nb::arg("maskthresh"), "sep.kron_radius, params (x, y, a, b, theta, r) per object: (kr, flag).");
+             nb::arg("maskthresh"), nb::arg("segmap").none() = nb::none(), nb::arg("seg_ids").none() = nb::none(),
+             "sep.kron_radius, params (x, y, a, b, theta, r) per object: (kr, flag).");
   module.def("flux_radius", &flux_radius, nb::arg("data"), nb::arg("params"), nb::arg("frac"),
-             nb::arg("mask").none(), nb::arg("maskthresh"), nb::arg("subpix"),
-             "sep.flux_radius, params (x, y, rmax, normflux or NaN) per object: (radius, flag).");
+             nb::arg("mask").none(), nb::arg("maskthresh"), nb::arg("subpix"), nb::arg("segmap").none() = nb::none(),
+             nb::arg("seg_ids").none() = nb::none(), "sep.flux_radius, params (x, y, rmax, normflux or NaN) per object: (radius, flag).");
   module.def("winpos", &winpos, nb::arg("data"), nb::arg("params"), nb::arg("mask").none(), nb::arg("maskthresh"),
              nb::arg("subpix"), nb::arg("minsig"), "sep.winpos, params (x, y, sig) per object: (x, y, flag).");
 }

@@ -48,7 +48,7 @@ int32_t flux_radius(const ApertureImage& image, double x, double y, double rmax,
       if (!(rpix2 < r_out2)) continue;
       const int64_t at = row + ix;
       const float pix = image.data.data[at];
-      const bool masked = image.mask != nullptr && image.mask[at] > image.mask_threshold;
+      const bool masked = image.masked(at);
       if (masked) flag |= kAperHasMasked;
       auto add = [&](int64_t j, double weight) {
         if (j >= kAnnuli) return;

@@ -23,7 +23,7 @@ KronRadius kron_radius(const ApertureImage& image, double x, double y, double cx
       if (q > r2) continue;
       const int64_t at = row + ix;
       const float pix = image.data.data[at];
-      if (pix < -kBig || (image.mask != nullptr && image.mask[at] > image.mask_threshold)) {
+      if (pix < -kBig || image.masked(at)) {
         out.flag |= kAperHasMasked;
         continue;
       }

@@ -95,7 +95,7 @@ ApertureSum sum_aperture(const ApertureImage& image, double x, double y, const S
         }
       }
       const int64_t at = row + ix;
-      if (image.mask != nullptr && image.mask[at] > image.mask_threshold) {
+      if (image.masked(at)) {
         flag |= kAperHasMasked;
         maskarea += overlap;
       } else {

@@ -118,8 +118,10 @@ def test_errors_and_constants(field):
     f = field
     for name in ("APER_TRUNC", "APER_HASMASKED", "APER_ALLMASKED", "APER_NONPOSITIVE"):
         assert getattr(isep, name) == getattr(sep, name) and type(getattr(isep, name)) is type(getattr(sep, name))
-    with pytest.raises(NotImplementedError, match="segmap"):
-        isep.sum_circle(f["sub"], f["x"], f["y"], 3.0, seg_id=np.ones(len(f["x"])), segmap=np.zeros(f["sub"].shape))
+    with pytest.raises(ValueError, match="seg_id"):
+        isep.sum_circle(f["sub"], f["x"], f["y"], 3.0, segmap=np.zeros(f["sub"].shape))
+    with pytest.raises(ValueError, match="seg_id"):
+        isep.sum_circle(f["sub"], f["x"], f["y"], 3.0, seg_id=[1, 2], segmap=np.zeros(f["sub"].shape))
     with pytest.raises(ValueError):
         isep.sum_circle(f["sub"], f["x"], f["y"], -1.0)
     with pytest.raises(ValueError, match="background annulus"):
@@ -128,3 +130,29 @@ def test_errors_and_constants(field):
     big = f["sub"].astype(">f4")
     assert big.dtype.byteorder == ">"
     same(isep.sum_circle(big, f["x"], f["y"], 3.0), sep.sum_circle(f["sub"], f["x"], f["y"], 3.0), 1e-9)
+
+
+@pytest.mark.parametrize("sign", [1, -1])
+def test_segmentation_map_masking(images, sign):
+    data = native(images["isaac_crop"])
+    bkg = sep.Background(data)
+    sub = data - bkg
+    objects, segmap = sep.extract(sub, 1.5, err=bkg.rms(), segmentation_map=True)
+    keep = np.isfinite(objects["a"]) & np.isfinite(objects["b"])
+    x, y, a, b, theta = (np.asarray(objects[f][keep], dtype=np.float64) for f in ("x", "y", "a", "b", "theta"))
+    seg_id = sign * (np.flatnonzero(keep) + 1).astype(np.int32)
+    seg = dict(seg_id=seg_id, segmap=segmap)
+    mask = np.zeros(sub.shape, bool)
+    mask[55:60, 60:72] = True
+    for extra in (dict(), dict(err=bkg.rms(), mask=mask)):
+        for fn, args in ((isep.sum_circle, (x, y, 4.0)), (isep.sum_circann, (x, y, 2.0, 5.0)),
+                         (isep.sum_ellipse, (x, y, a, b, theta, 2.5)),
+                         (isep.sum_ellipann, (x, y, a, b, theta, 1.0, 3.0))):
+            ours = fn(sub, *args, subpix=1, **seg, **extra)
+            theirs = getattr(sep, fn.__name__)(sub, *args, subpix=1, **seg, **extra)
+            same(ours, theirs, 1e-9)
+            assert np.any(ours[2] & isep.APER_HASMASKED)
+    same(isep.kron_radius(sub, x, y, a, b, theta, 6.0, **seg), sep.kron_radius(sub, x, y, a, b, theta, 6.0, **seg), 1e-6)
+    same(isep.flux_radius(sub, x, y, 6.0 * a, [0.25, 0.5], subpix=5, **seg),
+         sep.flux_radius(sub, x, y, 6.0 * a, [0.25, 0.5], subpix=5, **seg), 1e-6)
+

@@ -24,6 +24,19 @@ struct ApertureImage {
   const float* mask = nullptr;       // a pixel is masked when mask > mask_threshold
   double mask_threshold = 0.0;
   double gain = 0.0;                 // e-/ADU; > 0 adds the sum's Poisson variance sum / gain
+  // SEP's segmentation map (ids as float32, as SEP reads them) and the object's seg_id: with
+  // seg_id > 0 the pixels of other objects (id > 0, != seg_id) are masked, otherwise every pixel
+  // whose id is not -seg_id. Unlike `mask`, these pixels are dropped without the area correction.
+  const float* segmap = nullptr;
+  double seg_id = 0.0;
+
+  // Whether pixel `at` is masked by `mask` or by the segmentation map.
+  bool masked(int64_t at) const {
+    if (mask != nullptr && mask[at] > mask_threshold) return true;
+    if (segmap == nullptr) return false;
+    const double id = segmap[at];
+    return seg_id > 0.0 ? (id > 0.0 && id != seg_id) : id != -seg_id;
+  }
 };
 
 // How masked pixels enter a sum: `correct` scales the sum and variance by total area / unmasked

@@ -3,6 +3,7 @@
     imflow.run(pipeline, input=None, output=None, **options)  # a pipeline over a directory
     imflow.read_catalog(path)                                 # a CSV or FITS catalog it wrote
     import imflow.sep as sep                                  # SEP's Background and extract
+    imflow.set_device("cuda")                                 # imflow.sep's default device ("cpu")
 """
 import json
 import os
@@ -16,7 +17,36 @@ from . import _imflow  # noqa: E402
 from ._imflow import ConfigError, InputError, OutputError  # noqa: E402
 
 __version__ = _imflow.__version__
-__all__ = ["run", "read_catalog", "ConfigError", "InputError", "OutputError", "__version__"]
+__all__ = ["run", "read_catalog", "set_device", "get_device", "cuda_available", "ConfigError", "InputError",
+           "OutputError", "__version__"]
+
+_DEVICES = ("cpu", "cuda")
+_settings = {"device": "cpu"}  # imflow.sep's default device: a setting read at each call, no device state
+
+
+def set_device(device):
+    """The device imflow.sep.Background and imflow.sep.extract use when not given one: "cpu" or "cuda"."""
+    _settings["device"] = _device_name(device)
+
+
+def get_device():
+    """The device imflow.sep uses when not given one (set_device; "cpu" by default)."""
+    return _settings["device"]
+
+
+def cuda_available():
+    """Whether this module was built with CUDA and sees a CUDA device."""
+    built, count = _imflow.cuda_status()
+    return bool(built) and count > 0
+
+
+def _device_name(device):
+    """"cpu" or "cuda" (None: the set_device default); ValueError otherwise."""
+    if device is None:
+        return _settings["device"]
+    if device not in _DEVICES:
+        raise ValueError(f"device: {device!r} is not one of 'cpu', 'cuda'")
+    return device
 
 _RUN_OPTIONS = {"device": str, "threads": int, "buffers": int, "batch": int, "fail_fast": bool, "resume": bool,
                 "trace": os.fspath, "summary": os.fspath}

@@ -4,11 +4,12 @@
 sep.extract (SEP's filters, float32 detection, 8-connected segments, deblending and CLEAN object
 for object, SEP's measurements, or the objects of a given segmentation map); the aperture functions (sum_circle, ..., winpos)
 are SEP's over imflow's photometry kernels (imflow/_apertures.py). What imflow cannot reproduce raises
-NotImplementedError naming the argument; docs/python.md has the table.
+NotImplementedError naming the argument; docs/python.md has the table. device="cuda" (or
+imflow.set_device("cuda")) runs Background and extract on the GPU through the engine's GPU steps.
 """
 import numpy as np
 
-from . import _imflow
+from . import _device_name, _imflow
 from ._apertures import _image  # noqa: F401  (a C-contiguous float32 image, as SEP converts it)
 from ._apertures import (APER_ALLMASKED, APER_HASMASKED, APER_NONPOSITIVE, APER_TRUNC, ellipse_axes,  # noqa: F401
                          ellipse_coeffs, flux_radius, kron_radius, mask_ellipse, sum_circann, sum_circle,
@@ -65,17 +66,19 @@ def _masked(data, mask, maskthresh):
 class Background:
     """Spatially variable background and noise, as sep.Background (SEP's mesh method).
 
-    Background(data, mask=None, maskthresh=0.0, bw=64, bh=64, fw=3, fh=3, fthresh=0.0)
+    Background(data, mask=None, maskthresh=0.0, bw=64, bh=64, fw=3, fh=3, fthresh=0.0, device=None)
+    device: "cpu" or "cuda" (None: imflow.get_device()); the maps are the same on both.
     """
 
     __array_ufunc__ = None  # `data - bkg` calls __rsub__, as with SEP's Background
 
-    def __init__(self, data, mask=None, maskthresh=0.0, bw=64, bh=64, fw=3, fh=3, fthresh=0.0):
+    def __init__(self, data, mask=None, maskthresh=0.0, bw=64, bh=64, fw=3, fh=3, fthresh=0.0, device=None):
+        background = _imflow.mesh_background_gpu if _device_name(device) == "cuda" else _imflow.mesh_background
         original = np.asarray(data)
         pixels = _masked(_image(original), mask, maskthresh)
         self._dtype = original.dtype.newbyteorder("=")
         self._shape = pixels.shape
-        self._back, self._rms, self.globalback, self.globalrms = _imflow.mesh_background(
+        self._back, self._rms, self.globalback, self.globalrms = background(
             pixels, int(bw), int(bh), int(fw), int(fh), float(fthresh))
 
     def back(self, dtype=None):
@@ -143,14 +146,23 @@ def _given_map(segmentation_map, shape):
 
 def extract(data, thresh, err=None, var=None, gain=None, mask=None, maskthresh=0.0, minarea=5,
             filter_kernel=default_kernel, filter_type="matched", deblend_nthresh=32, deblend_cont=0.005,
-            clean=True, clean_param=1.0, segmentation_map=False):
+            clean=True, clean_param=1.0, segmentation_map=False, device=None):
     """Extract sources as sep.extract: SEP's structured array (and segmentation map when asked).
 
     filter_kernel (default: SEP's default_kernel) filters the detection as SEP does ('matched' with
     an err or var array, else 'conv'); segmentation_map=<array> measures the given map's objects.
+    device: "cpu" or "cuda" (None: imflow.get_device()); "cuda" runs without a filter only
+    (filter_kernel=None) and without a given segmentation map (NotImplementedError otherwise).
     """
     kernel = _kernel(filter_kernel, filter_type)
     given = isinstance(segmentation_map, np.ndarray)
+    cuda = _device_name(device) == "cuda"
+    if cuda and kernel is not None:
+        raise NotImplementedError("filter_kernel: SEP's filters have no GPU twin yet; with device='cuda' pass "
+                                  "filter_kernel=None (or use device='cpu')")
+    if cuda and given:
+        raise NotImplementedError("segmentation_map: measuring a given segmentation map runs on the CPU only "
+                                  "(device='cpu')")
     pixels = _image(data)
     noise_map, noise_is_var, err_value = _noise(err, var, pixels.shape)
     masked = _mask_of(mask, maskthresh, pixels.shape)
@@ -165,7 +177,7 @@ def extract(data, thresh, err=None, var=None, gain=None, mask=None, maskthresh=0
     labels, nlabels = _given_map(segmentation_map, pixels.shape) if given else (None, 0)
     columns = _imflow.extract(pixels, float(thresh), noise_map, noise_is_var, err_value, float(gain or 0.0),
                               int(minarea), int(deblend_nthresh), float(deblend_cont), bool(clean),
-                              float(clean_param), kernel, filter_type == "matched", labels, nlabels)
+                              float(clean_param), kernel, filter_type == "matched", labels, nlabels, cuda)
     objects = np.empty(len(columns["x"]), dtype=_FIELDS)
     for name, _ in _FIELDS:
         objects[name] = columns[name]

@@ -9,5 +9,6 @@ void bind_background(nanobind::module_& module);  // background.cpp: SEP's mesh 
 void bind_extract(nanobind::module_& module);     // extract.cpp: sep.extract's detection, deblending and measurements
 void bind_run(nanobind::module_& module);         // run.cpp: run_pipeline over a directory
 void bind_apertures(nanobind::module_& module);   // apertures.cpp: SEP's aperture sums, kron_radius, flux_radius, winpos
+void bind_gpu(nanobind::module_& module);         // gpu.cpp: device="cuda" for sep.Background and sep.extract
 
 }  // namespace imflow::python

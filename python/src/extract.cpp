@@ -2,7 +2,7 @@
 // kernels::sep_convolve, kernels::sep_matched_filter), 8-connected segments, deblending and CLEAN
 // (kernels::deblend_sources) or the objects of a given segmentation map, and SEP's measurements
 // (kernels::measure_deblended), as the columns of the catalog and the segmentation map;
-// imflow/sep.py makes SEP's structured array.
+// imflow/sep.py makes SEP's structured array. With cuda the steps run on the device (gpu.cpp).
 #include <nanobind/nanobind.h>
 #include <nanobind/ndarray.h>
 #include <nanobind/stl/optional.h>
@@ -17,6 +17,7 @@
 
 #include "arrays.hpp"
 #include "bindings.hpp"
+#include "extract.hpp"
 #include "imflow/kernels/deblend.hpp"
 #include "imflow/kernels/label.hpp"
 #include "imflow/kernels/measure.hpp"
@@ -30,28 +31,6 @@ namespace imflow::python {
 namespace {
 using Kernel = nb::ndarray<const float, nb::numpy, nb::ndim<2>, nb::c_contig, nb::device::cpu>;
 using Labels = nb::ndarray<const int32_t, nb::numpy, nb::ndim<2>, nb::c_contig, nb::device::cpu>;
-
-struct ExtractResult {
-  Catalog catalog;   // measured on the detection values (filtered when filtering): SEP's x, y, moments, cpeak
-  Catalog raw;       // measured on the unfiltered values when filtering: SEP's flux, peak
-  kernels::DeblendResult deblend;
-  std::vector<int64_t> tnpix;
-  std::vector<int32_t> segmap;
-  bool from_map = false;  // the objects of a given segmentation map (SEP flags none of them)
-};
-
-// What extract() was asked: noise as a map (err or var, masked pixels already BIG) or one sigma.
-struct Request {
-  ConstImageView data;
-  const float* noise = nullptr;
-  bool noise_is_var = false;
-  std::optional<double> err;
-  double thresh = 0.0;
-  std::optional<kernels::SepFilterKernel> filter;
-  bool matched = false;
-  const int32_t* labels = nullptr;  // a given segmentation map, 1..nlabels
-  int32_t nlabels = 0;
-};
 
 ExtractResult run_extract(const Request& q, const kernels::DeblendParams& params, kernels::MeasureBackground background) {
   const ConstImageView image = q.data;
@@ -197,7 +176,7 @@ nb::dict columns(ExtractResult& r, size_t height, size_t width) {
 nb::dict extract(const Image& data, double thresh, std::optional<Image> noise_map, bool noise_is_var,
                  std::optional<double> err, double gain, int minarea, int deblend_nthresh, double deblend_cont,
                  bool clean, double clean_param, std::optional<Kernel> kernel, bool matched,
-                 std::optional<Labels> segmap, int32_t nsegmap) {
+                 std::optional<Labels> segmap, int32_t nsegmap, bool cuda) {
   auto same_shape = [&](size_t h, size_t w, const char* what) {
     if (h != data.shape(0) || w != data.shape(1))
       throw std::invalid_argument(std::string(what) + ": the array's shape differs from data's");
@@ -228,7 +207,7 @@ nb::dict extract(const Image& data, double thresh, std::optional<Image> noise_ma
   ExtractResult result;
   {
     nb::gil_scoped_release unlocked;
-    result = run_extract(q, params, background);
+    result = cuda ? run_extract_gpu(q, params, background) : run_extract(q, params, background);
   }
   return columns(result, data.shape(0), data.shape(1));
 }
@@ -239,8 +218,9 @@ void bind_extract(nb::module_& module) {
              nb::arg("noise_is_var"), nb::arg("err").none(), nb::arg("gain"), nb::arg("minarea"),
              nb::arg("deblend_nthresh"), nb::arg("deblend_cont"), nb::arg("clean"), nb::arg("clean_param"),
              nb::arg("kernel").none(), nb::arg("matched"), nb::arg("segmap").none(), nb::arg("nsegmap"),
+             nb::arg("cuda") = false,
              "sep.extract on float32 data (masked pixels 0, their noise BIG, as SEP): a dict of catalog columns "
-             "and 'segmap'.");
+             "and 'segmap'; cuda: on the device (no kernel or segmap).");
 }
 
 }  // namespace imflow::python

@@ -11,4 +11,5 @@ NB_MODULE(_imflow, module) {
   imflow::python::bind_extract(module);
   imflow::python::bind_run(module);
   imflow::python::bind_apertures(module);
+  imflow::python::bind_gpu(module);
 }

@@ -1,13 +1,18 @@
 // The background pre-pass of a tiled image: every tile is read (core + halo), the steps before
-// `background` run on it, and its core feeds StreamingKappaSigma; tiles run in parallel, each
-// thread with one reusable work item and one histogram, so memory stays bounded. A tile's work
-// runs isolated: a step's own parallel loop (convolve) must not let its thread pick up another
-// tile, which would reuse the same thread-local work item mid-step.
+// `background` run on it, and its core feeds StreamingKappaSigma; tiles run in parallel, at most
+// as many at once as half of engine.memory_mb holds (whatever the thread count; the first tiles
+// of the main pass may already be in flight), each with a work item from a pool of that size,
+// and each thread with one histogram. A tile's work runs isolated: a
+// step's own parallel loop (convolve) must not let its thread pick up another tile mid-step.
+#include <tbb/concurrent_queue.h>
 #include <tbb/enumerable_thread_specific.h>
 #include <tbb/parallel_for.h>
 #include <tbb/task_arena.h>
 
+#include <algorithm>
 #include <chrono>
+#include <stdexcept>
+#include <vector>
 
 #include "imflow/kernels/background_histogram.hpp"
 #include "stages.hpp"
@@ -27,7 +32,16 @@ void run_background_prepass(RunContext& run, TiledImage& image, const TilingPlan
 
   const auto start = Trace::Clock::now();
   kernels::StreamingKappaSigma stats(plan.kappa, plan.max_iters);
-  tbb::enumerable_thread_specific<WorkItem> items;
+  // Tiles in flight: pixels (4 bytes each), and with steps before `background` the detection image
+  // and their scratch; the largest tile is core + halo on every side.
+  const int64_t tile_pixels = (plan.size + 2 * plan.halo) * (plan.size + 2 * plan.halo);
+  const int64_t tile_bytes = tile_pixels * (before > 0 ? 12 : 4);
+  const int at_once = static_cast<int>(std::clamp<int64_t>((run.pipeline.engine.memory_mb << 19) / std::max<int64_t>(tile_bytes, 1),
+                                                           1, tbb::this_task_arena::max_concurrency()));
+  std::vector<WorkItem> pool(static_cast<size_t>(at_once));
+  tbb::concurrent_queue<WorkItem*> free_items;
+  for (WorkItem& item : pool) free_items.push(&item);
+  tbb::task_arena arena(at_once);
   double busy_seconds = 0.0;
   std::mutex busy_mutex;
   do {
@@ -36,7 +50,14 @@ void run_background_prepass(RunContext& run, TiledImage& image, const TilingPlan
     auto prepass_tile = [&](int64_t t) {
       if (run.stopping()) throw std::runtime_error(item_name(image.image) + ": the run stopped during its background pre-pass");
       const auto tile_start = Trace::Clock::now();
-      WorkItem& item = items.local();
+      WorkItem* taken = nullptr;
+      if (!free_items.try_pop(taken)) throw std::logic_error("background pre-pass: more tiles in flight than work items");
+      struct GiveBack {
+        tbb::concurrent_queue<WorkItem*>& queue;
+        WorkItem* item;
+        ~GiveBack() { queue.push(item); }
+      } give_back{free_items, taken};
+      WorkItem& item = *taken;
       ItemRef ref = image.image;
       ref.tile = t;
       ref.tiles = image.grid.count();
@@ -69,8 +90,10 @@ void run_background_prepass(RunContext& run, TiledImage& image, const TilingPlan
                            ",\"pass\":" + std::to_string(pass) + "}");
       }
     };
-    tbb::parallel_for(int64_t{0}, image.grid.count(),
-                      [&](int64_t t) { tbb::this_task_arena::isolate([&] { prepass_tile(t); }); });
+    arena.execute([&] {
+      tbb::parallel_for(int64_t{0}, image.grid.count(),
+                        [&](int64_t t) { tbb::this_task_arena::isolate([&] { prepass_tile(t); }); });
+    });
     for (const auto& accumulated : passes) stats.merge(accumulated);
   } while (!stats.finish_pass());
   image.background = stats.result();

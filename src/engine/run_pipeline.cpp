@@ -115,12 +115,17 @@ std::string resolve_device(const std::string& requested) {
 
 RunSummary run_pipeline(const Pipeline& pipeline, const RunOptions& options) {
   validate_engine(pipeline.engine);
-  const std::string device = resolve_device(pipeline.engine.device);
+  std::string device = resolve_device(pipeline.engine.device);
   const int threads = pipeline.engine.threads > 0 ? pipeline.engine.threads : tbb::info::default_concurrency();
   for (const auto& step : pipeline.steps) {
-    if (device == "cuda" && !step->has_cuda()) {
-      throw ConfigError("step '" + step->name() + "' has no CUDA implementation; use device: cpu");
+    if (device != "cuda" || step->has_cuda()) continue;
+    if (pipeline.engine.device != "auto") {
+      throw ConfigError("step '" + step->name() + "' has no CUDA implementation (with these parameters); use device: cpu");
     }
+    spdlog::warn("device auto: step '{}' has no CUDA implementation with these parameters; running on the CPU",
+                 step->name());
+    device = "cpu";
+    break;
   }
 
   const TilingPlan tiling = plan_tiling(pipeline);  // throws ConfigError (exit 1)

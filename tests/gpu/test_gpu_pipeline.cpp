@@ -1,13 +1,20 @@
 // The seed pipeline on the GPU (background, segment, label, measure) vs the CPU kernels:
 // masks, labels and catalogs, edge shapes, the catalog overflow path, context reuse and the
-// real ISAAC crop and every real image under datasets/data; random inputs use fresh seeds.
+// real ISAAC crop and every real image under datasets/data; random inputs use fresh seeds; device
+// auto with a CPU-only step.
 #include <algorithm>
 #include <filesystem>
+#include <fstream>
+
+#include <nlohmann/json.hpp>
 
 #include "gpu_test_helpers.hpp"
+#include "imflow/engine.hpp"
 #include "imflow/io/fits.hpp"
+#include "test_helpers.hpp"
 
 using namespace gpu_test;
+namespace fs = std::filesystem;
 
 TEST_CASE("GPU pipeline matches the CPU on random skies", "[gpu][pipeline]") {
   Slot slot;
@@ -178,4 +185,22 @@ TEST_CASE("GPU pipeline on every real image of datasets/data", "[gpu][pipeline][
   }
   std::printf("real images: %d items in %zu files, CPU == GPU\n", items, files.size());
   CHECK(items > 0);
+}
+
+TEST_CASE("device auto runs on the CPU when a step has no CUDA implementation; device cuda refuses", "[gpu][pipeline]") {
+  test::TempDir dir("gpu_auto_fallback");
+  const fs::path samples = fs::path(IMFLOW_SOURCE_DIR) / "datasets/samples";
+  fs::create_directories(dir / "in");
+  fs::copy(samples / "isaac_crop.fits", dir / "in" / "isaac_crop.fits");
+  // SEP's convolution arithmetic runs on the CPU only.
+  const std::string steps = "steps: [{convolve: {apply_to: detection, arithmetic: sep}}, background, segment, label, measure]\n";
+  auto pipeline = test::pipeline_from("device: auto\noutput: {formats: [csv]}\n" + steps);
+  pipeline.input.dir = dir / "in";
+  pipeline.output.dir = dir / "auto";
+  const auto summary = imflow::run_pipeline(pipeline, {});
+  CHECK(summary.failed() == 0);
+  const auto json = nlohmann::json::parse(std::ifstream(dir / "auto" / "summary.json"));
+  CHECK(json["device"] == "cpu");
+  pipeline.engine.device = "cuda";
+  CHECK_THROWS_WITH(imflow::run_pipeline(pipeline, {}), Catch::Contains("no CUDA implementation"));
 }

@@ -21,6 +21,7 @@
 #include "imflow/io/input_format.hpp"
 #include "imflow/io/nifti.hpp"
 #include "luminance.hpp"
+#include "nifti_slice.hpp"
 #include "nifti_volume_cache.hpp"
 
 namespace imflow {
@@ -137,55 +138,16 @@ double data_bytes(const NiftiInfo& info) {
   return bytes;
 }
 
-// Where slice voxels lie in the data (voxel indices, first axis fastest): the span from `first` to
-// `last` holds them, columns along axis `a` and rows along axis `b` (NiftiInfo::slice_width/height).
-struct SliceSpan {
-  int64_t stride[7] = {1, 1, 1, 1, 1, 1, 1};
-  int64_t first = 0, last = 0;
-  int a = 0, b = 0;
-  int64_t width = 0, height = 0;
-  int64_t voxels() const { return last - first + 1; }
-};
-
-SliceSpan slice_span(const NiftiInfo& info, const int64_t start[7], const int64_t size[7], int axis) {
-  SliceSpan span;
-  for (int d = 1; d < 7; ++d) span.stride[d] = span.stride[d - 1] * info.dims[d - 1];
-  for (int d = 0; d < 7; ++d) {
-    span.first += start[d] * span.stride[d];
-    span.last += (start[d] + size[d] - 1) * span.stride[d];
-  }
-  span.a = axis == 0 ? 1 : 0;
-  span.b = axis == 2 ? 1 : 2;
-  span.width = size[span.a];
-  span.height = size[span.b];
-  return span;
-}
-
-// The slice's voxels gathered from `data` (the data's bytes from voxel span.first on), their
-// `swapsize`-byte units swapped to this machine's byte order when the file's differs (0 or 1: bytes,
-// as RGB), as nifticlib would.
-std::vector<unsigned char> gather_slice(const unsigned char* data, const SliceSpan& span, int64_t bpv, bool swap,
-                                        int swapsize) {
-  std::vector<unsigned char> slice(static_cast<size_t>(span.width * span.height * bpv));
-  for (int64_t r = 0; r < span.height; ++r) {
-    for (int64_t c = 0; c < span.width; ++c) {
-      const int64_t from = (r * span.stride[span.b] + c * span.stride[span.a]) * bpv;
-      std::memcpy(slice.data() + (r * span.width + c) * bpv, data + from, static_cast<size_t>(bpv));
-    }
-  }
-  if (swap && swapsize > 1) nifti_swap_Nbytes(static_cast<int64_t>(slice.size()) / swapsize, swapsize, slice.data());
-  return slice;
-}
-
 // Up to `bytes` of the data file from byte `offset` of the voxel data on; fewer when it ends early.
-std::vector<unsigned char> read_data_bytes(const nifti_image& image, int64_t offset, int64_t bytes, const fs::path& path) {
+std::vector<unsigned char> read_data_bytes(const NiftiHeader& header, int64_t offset, int64_t bytes, const fs::path& path) {
   std::vector<unsigned char> data(static_cast<size_t>(bytes));
-  znzFile file = znzopen(image.iname, "rb", nifti_is_gzfile(image.iname));
+  const char* name = header.data_file.c_str();
+  znzFile file = znzopen(name, "rb", nifti_is_gzfile(name));
   if (znz_isnull(file)) throw InputError(path.string() + ": cannot open the NIfTI data");
   // In chunks: znzread returns (size_t)-1 for a corrupt gzip stream, losing what it had inflated.
   constexpr size_t chunk = size_t{4} << 20;
   size_t got = 0;
-  if (znzseek(file, static_cast<long>(image.iname_offset + offset), SEEK_SET) >= 0) {
+  if (znzseek(file, static_cast<long>(header.data_offset + offset), SEEK_SET) >= 0) {
     while (got < data.size()) {
       const size_t want = std::min(chunk, data.size() - got);
       const size_t read = znzread(data.data() + got, 1, want, file);
@@ -202,9 +164,24 @@ std::vector<unsigned char> read_data_bytes(const nifti_image& image, int64_t off
 // Slices along `axis` come from the whole data, read once per file into the cache, when the file
 // is a gzip stream (which seeks by inflating from its start) or the slice is spread across the
 // layout (axis 0 or 1: each spans most of the file).
-bool reads_whole(const nifti_image& image, const NiftiInfo& info, int axis) {
+bool reads_whole(const NiftiHeader& header, int axis) {
+  const NiftiInfo& info = header.info;
   const bool contiguous = axis == 2 || (axis == 0 && info.dims[0] == 1) || (axis == 1 && info.dims[1] == 1);
-  return is_gzip(image.iname) || !contiguous;
+  return is_gzip(header.data_file) || !contiguous;
+}
+
+// What a slice read needs from the header of `path`, parsed once per file version (the cache).
+std::shared_ptr<const NiftiHeader> header_of(const fs::path& path) {
+  return cached_nifti_header(path, [&] {
+    const NiftiPtr image = open_header(path);
+    NiftiHeader header;
+    header.info = info_of(*image, path);
+    header.data_file = image->iname;  // `path` itself, or the .img of a .hdr/.img pair
+    header.data_offset = image->iname_offset;
+    header.swap = image->byteorder != nifti_short_order();
+    header.swapsize = image->swapsize;
+    return header;
+  });
 }
 
 std::string truncated(const fs::path& path, int64_t plane, int64_t expected, int64_t got) {
@@ -298,17 +275,16 @@ NiftiInfo scan_nifti(const fs::path& path) {
 }
 
 bool prefetch_nifti(const fs::path& path, int axis) {
-  const NiftiPtr image = open_header(path);
-  const NiftiInfo info = info_of(*image, path);
-  if (!reads_whole(*image, info, axis)) return false;
-  const double whole = data_bytes(info);
-  return prefetch_nifti_volume(image->iname, static_cast<uint64_t>(whole),
-                               [&] { return read_data_bytes(*image, 0, static_cast<int64_t>(whole), path); });
+  const std::shared_ptr<const NiftiHeader> header = header_of(path);
+  if (!reads_whole(*header, axis)) return false;
+  const double whole = data_bytes(header->info);
+  return prefetch_nifti_volume(header->data_file, static_cast<uint64_t>(whole),
+                               [&] { return read_data_bytes(*header, 0, static_cast<int64_t>(whole), path); });
 }
 
 int64_t read_nifti_slice(const fs::path& path, int axis, int64_t plane, ImageBuffer& out, const ReadLimits& limits) {
-  const NiftiPtr image = open_header(path);
-  const NiftiInfo info = info_of(*image, path);
+  const std::shared_ptr<const NiftiHeader> header = header_of(path);
+  const NiftiInfo& info = header->info;
   const int64_t width = info.slice_width(axis), height = info.slice_height(axis);
   if (width * height > limits.max_pixels) {
     throw InputError(path.string() + ": NIfTI slice of " + std::to_string(width) + "x" + std::to_string(height) +
@@ -332,34 +308,33 @@ int64_t read_nifti_slice(const fs::path& path, int axis, int64_t plane, ImageBuf
   const int64_t bpv = info.bytes_per_voxel;
   const int64_t stored = width * height * bpv;
   const SliceSpan span = slice_span(info, start, size, axis);
-  const bool swap = image->byteorder != nifti_short_order();
   // Voxels are read here, not by nifticlib's nifti_read_subregion_image: its nifti_read_buffer sets
   // every non-finite float32/float64 voxel to 0 without a word, so the steps would never see the
   // NaN/Inf that docs/mri.md says fail the slice. A gzip stream seeks by inflating from its start
   // and a slice across the layout spans most of the file, so those read the whole data once per
   // file into the shared cache (nifti_volume_cache.hpp) when it fits the budget.
-  std::vector<unsigned char> slice;
   const double whole = data_bytes(info);
   std::shared_ptr<const NiftiVolumeBytes> volume;
-  if (reads_whole(*image, info, axis)) {
-    volume = cached_nifti_volume(image->iname, static_cast<uint64_t>(whole),
-                                 [&] { return read_data_bytes(*image, 0, static_cast<int64_t>(whole), path); });
-    if (!volume && nifti_cache_bytes() > 0) warn_uncached(path, whole, is_gzip(image->iname));
+  if (reads_whole(*header, axis)) {
+    volume = cached_nifti_volume(header->data_file, static_cast<uint64_t>(whole),
+                                 [&] { return read_data_bytes(*header, 0, static_cast<int64_t>(whole), path); });
+    if (!volume && nifti_cache_bytes() > 0) warn_uncached(path, whole, is_gzip(header->data_file));
   }
+  std::vector<unsigned char> slice, data;  // the gathered slice (when the data's bytes are not it as they are); the span read
+  const unsigned char* raw = nullptr;
   if (volume) {
     const int64_t end = (span.last + 1) * bpv;
     if (static_cast<uint64_t>(end) > volume->size()) {
       throw InputError(truncated(path, plane, span.voxels() * bpv, static_cast<int64_t>(volume->size()) - span.first * bpv));
     }
-    slice = gather_slice(volume->data() + span.first * bpv, span, bpv, swap, image->swapsize);
+    raw = gather_slice(volume->data() + span.first * bpv, span, bpv, header->swap, header->swapsize, slice);
   } else {
-    const std::vector<unsigned char> data = read_data_bytes(*image, span.first * bpv, span.voxels() * bpv, path);
+    data = read_data_bytes(*header, span.first * bpv, span.voxels() * bpv, path);
     if (static_cast<int64_t>(data.size()) != span.voxels() * bpv) {
       throw InputError(truncated(path, plane, span.voxels() * bpv, static_cast<int64_t>(data.size())));
     }
-    slice = gather_slice(data.data(), span, bpv, swap, image->swapsize);
+    raw = gather_slice(data.data(), span, bpv, header->swap, header->swapsize, slice);
   }
-  const unsigned char* raw = slice.data();
   // In this machine's byte order now (tested with big-endian files).
   const bool scale = info.slope != 0.0 && std::isfinite(info.slope) && std::isfinite(info.inter);
   out.resize(width, height);

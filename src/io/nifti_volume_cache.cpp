@@ -1,4 +1,5 @@
-// Byte-bounded LRU of whole NIfTI voxel data, shared by the reader threads (nifti_volume_cache.hpp).
+// Byte-bounded LRU of whole NIfTI voxel data and the parsed headers, shared by the reader threads
+// (nifti_volume_cache.hpp).
 #include "nifti_volume_cache.hpp"
 
 #include "imflow/io/nifti.hpp"
@@ -9,6 +10,7 @@
 
 #include <future>
 #include <list>
+#include <map>
 #include <mutex>
 
 namespace imflow {
@@ -135,6 +137,26 @@ Volume cached_nifti_volume(const std::filesystem::path& path, uint64_t data_byte
                            const std::function<NiftiVolumeBytes()>& load) {
   const std::shared_future<Volume> data = entry_of(path, data_bytes, false, load);
   return data.valid() ? data.get() : nullptr;
+}
+
+std::shared_ptr<const NiftiHeader> cached_nifti_header(const std::filesystem::path& path,
+                                                       const std::function<NiftiHeader()>& parse) {
+  struct Headers {
+    std::mutex mutex;
+    std::map<std::string, std::pair<FileKey, std::shared_ptr<const NiftiHeader>>> entries;
+  };
+  static Headers headers;
+  const FileKey key = key_of(path);
+  {
+    const std::lock_guard lock(headers.mutex);
+    const auto found = headers.entries.find(key.path);
+    if (found != headers.entries.end() && found->second.first == key) return found->second.second;
+  }
+  auto header = std::make_shared<const NiftiHeader>(parse());  // a file changed meanwhile has a new key next time
+  const std::lock_guard lock(headers.mutex);
+  if (headers.entries.size() >= 4096) headers.entries.clear();  // a bound; headers are a few hundred bytes
+  headers.entries[key.path] = {key, header};
+  return header;
 }
 
 bool prefetch_nifti_volume(const std::filesystem::path& path, uint64_t data_bytes,

@@ -1,11 +1,15 @@
 // A process-wide, byte-bounded LRU cache of NIfTI voxel data read whole, so that the slices of a
-// .nii.gz (or slices across the file's layout) are inflated once per file instead of once per slice.
+// .nii.gz (or slices across the file's layout) are inflated once per file instead of once per slice;
+// and the parsed headers, so that a slice read does not open and parse its file's header again.
 #pragma once
 #include <cstdint>
 #include <filesystem>
 #include <functional>
 #include <memory>
+#include <string>
 #include <vector>
+
+#include "imflow/io/nifti.hpp"
 
 namespace imflow {
 
@@ -28,5 +32,19 @@ std::shared_ptr<const NiftiVolumeBytes> cached_nifti_volume(const std::filesyste
 // nothing when that is not enough. Returns whether the data is (or is being) cached.
 bool prefetch_nifti_volume(const std::filesystem::path& path, uint64_t data_bytes,
                            const std::function<NiftiVolumeBytes()>& load);
+
+// What a slice read needs from a file's header.
+struct NiftiHeader {
+  NiftiInfo info;
+  std::filesystem::path data_file;  // the file itself, or the .img of a .hdr/.img pair
+  int64_t data_offset = 0;          // of the voxel data in data_file (vox_offset)
+  bool swap = false;                // stored in the other byte order
+  int swapsize = 0;                 // bytes swapped as a unit (nifticlib's)
+};
+
+// The header of `path` (identified as cached_nifti_volume identifies a file), parsed by `parse` the
+// first time and again whenever the file changed; what `parse` throws is thrown, and not kept.
+std::shared_ptr<const NiftiHeader> cached_nifti_header(const std::filesystem::path& path,
+                                                       const std::function<NiftiHeader()>& parse);
 
 }  // namespace imflow

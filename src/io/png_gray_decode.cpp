@@ -56,8 +56,18 @@ bool unfilter(int type, unsigned char* r, const unsigned char* prev, size_t n) {
   }
 }
 
+// Buffers a thread keeps between files; very large ones are given back when a decode ends.
 struct Scratch {
   std::vector<unsigned char> idat, raw, zeros;
+};
+
+struct TrimAtEnd {
+  Scratch& scratch;
+  ~TrimAtEnd() {
+    for (auto* v : {&scratch.idat, &scratch.raw, &scratch.zeros}) {
+      if (v->capacity() > (size_t{64} << 20)) std::vector<unsigned char>().swap(*v);
+    }
+  }
 };
 }  // namespace
 
@@ -75,6 +85,7 @@ bool decode_gray_png(const unsigned char* bytes, size_t size, int64_t max_pixels
   // Chunks: letters for a type, a length below 2^31, a matching CRC, IDATs in one run, no other
   // critical chunk (PLTE is an error in a gray image), IEND last. Ancillary chunks are skipped.
   thread_local Scratch scratch;
+  const TrimAtEnd trim{scratch};
   const unsigned char* first_idat = nullptr;
   size_t idat_bytes = 0, idat_chunks = 0;
   bool idat_run_over = false, ended = false;
@@ -109,6 +120,9 @@ bool decode_gray_png(const unsigned char* bytes, size_t size, int64_t max_pixels
   const unsigned char* stream = idat_chunks == 1 ? first_idat : scratch.idat.data();
 
   const size_t bpp = static_cast<size_t>(depth / 8), n = width * bpp, stride = n + 1;
+  // Deflate expands at most ~1032:1: a header claiming more than the IDATs can hold is left to
+  // libpng (which fails it) before anything that large is allocated.
+  if (stride * height / 1032 > idat_bytes + 1) return false;
   scratch.raw.resize(stride * height);
   if (!zlib_inflate_exact(stream, idat_bytes, scratch.raw.data(), scratch.raw.size())) return false;
   scratch.zeros.assign(n, 0);
@@ -124,9 +138,6 @@ bool decode_gray_png(const unsigned char* bytes, size_t size, int64_t max_pixels
       for (size_t x = 0; x < width; ++x) values[x] = static_cast<float>(row[2 * x] << 8 | row[2 * x + 1]);
     }
     prev = row;
-  }
-  for (auto* v : {&scratch.idat, &scratch.raw, &scratch.zeros}) {
-    if (v->capacity() > (size_t{64} << 20)) std::vector<unsigned char>().swap(*v);
   }
   bit_depth = depth;
   return true;

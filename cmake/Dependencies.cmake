@@ -33,18 +33,6 @@ add_library(imflow_mri_deps INTERFACE)
 target_include_directories(imflow_mri_deps INTERFACE ${LAPACKE_INCLUDE_DIR} ${NIFTI2_INCLUDE_DIR})
 target_link_libraries(imflow_mri_deps INTERFACE
   ${LAPACKE_LIBRARY} ${OPENBLAS_LIBRARY} PNG::PNG ${NIFTI2_LIBRARY} ${NIFTI_ZNZ_LIBRARY} ZLIB::ZLIB m)
-# libdeflate (libdeflate-dev): PNG's zlib streams inflate ~2x and deflate ~1.5x faster than with
-# zlib; without it (or with -DIMFLOW_LIBDEFLATE=OFF) zlib does the same work.
-option(IMFLOW_LIBDEFLATE "Use libdeflate for PNG streams when it is found" ON)
-if(IMFLOW_LIBDEFLATE)
-  pkg_check_modules(LIBDEFLATE IMPORTED_TARGET libdeflate)
-endif()
-if(LIBDEFLATE_FOUND)
-  target_link_libraries(imflow_mri_deps INTERFACE PkgConfig::LIBDEFLATE)
-  target_compile_definitions(imflow_mri_deps INTERFACE IMFLOW_HAVE_LIBDEFLATE=1)
-else()
-  message(STATUS "libdeflate not used: PNG streams go through zlib")
-endif()
 add_library(imflow_test_stb INTERFACE)
 target_include_directories(imflow_test_stb INTERFACE ${STB_INCLUDE_DIR})
 target_link_libraries(imflow_test_stb INTERFACE ${STB_LIBRARY})

@@ -1,7 +1,6 @@
 // Helpers for the tests: temporary directories, FITS files made with CFITSIO, running steps.
 #pragma once
 #include <fitsio.h>
-#include <zlib.h>
 
 #include <filesystem>
 #include <fstream>
@@ -118,14 +117,6 @@ inline std::vector<float> read_f32(const std::filesystem::path& path, size_t n) 
     throw std::runtime_error(path.string() + ": fewer than " + std::to_string(n) + " float32 values");
   }
   return values;
-}
-
-// One PNG chunk: length, `type`, `data` and the CRC (big-endian).
-inline std::string png_chunk(const char* type, const std::string& data) {
-  const auto be32 = [](uint32_t v) { return std::string{char(v >> 24), char(v >> 16), char(v >> 8), char(v)}; };
-  const std::string body = type + data;
-  return be32(static_cast<uint32_t>(data.size())) + body +
-         be32(static_cast<uint32_t>(crc32(0, reinterpret_cast<const Bytef*>(body.data()), static_cast<uInt>(body.size()))));
 }
 
 }  // namespace test

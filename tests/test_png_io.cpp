@@ -20,7 +20,12 @@ namespace {
 // (index i -> 10 i), one row of `indices`, which may point past the PLTE.
 void write_palette_png(const std::filesystem::path& path, const std::vector<unsigned char>& indices, int entries) {
   std::string file = "\x89PNG\r\n\x1a\n";
-  auto chunk = [&](const char* type, const std::string& data) { file += test::png_chunk(type, data); };
+  auto chunk = [&](const char* type, const std::string& data) {
+    const auto be32 = [](uint32_t v) { return std::string{char(v >> 24), char(v >> 16), char(v >> 8), char(v)}; };
+    const std::string body = type + data;
+    file += be32(static_cast<uint32_t>(data.size())) + body +
+            be32(static_cast<uint32_t>(crc32(0, reinterpret_cast<const Bytef*>(body.data()), static_cast<uInt>(body.size()))));
+  };
   const auto width = static_cast<uint32_t>(indices.size());
   chunk("IHDR", std::string{char(width >> 24), char(width >> 16), char(width >> 8), char(width), 0, 0, 0, 1, 8, 3, 0, 0, 0});
   std::string palette;

@@ -15,26 +15,21 @@
 namespace imflow {
 
 void write_png_output(const WorkItem& item, const std::filesystem::path& path, int compression) {
-  int bit_depth = item.ref.bit_depth;
-  if (bit_depth == 8 || bit_depth == 16) {  // the original range: the samples come straight from the pixels
-    PngValueMap map;
-    if (item.normalization) map = {item.normalization->scale, item.normalization->offset};
-    write_png_gray(path, item.pixels.view(), bit_depth, compression, item.normalization ? &map : nullptr);
-    return;
-  }
   std::vector<float> values(item.pixels.begin(), item.pixels.end());
   if (item.normalization) {
     const double offset = item.normalization->offset, scale = item.normalization->scale;
     for (float& v : values) v = static_cast<float>(v * scale + offset);
   }
-  // Float input: stretch the finite range to 16 bits.
-  bit_depth = 16;
-  double lo = std::numeric_limits<double>::infinity(), hi = -lo;
-  for (float v : values) {
-    if (std::isfinite(v)) lo = std::min<double>(lo, v), hi = std::max<double>(hi, v);
+  int bit_depth = item.ref.bit_depth;
+  if (bit_depth != 8 && bit_depth != 16) {  // float input: stretch the finite range to 16 bits
+    bit_depth = 16;
+    double lo = std::numeric_limits<double>::infinity(), hi = -lo;
+    for (float v : values) {
+      if (std::isfinite(v)) lo = std::min<double>(lo, v), hi = std::max<double>(hi, v);
+    }
+    const double range = hi > lo ? hi - lo : 0.0;
+    for (float& v : values) v = range > 0.0 && std::isfinite(v) ? static_cast<float>((v - lo) / range * 65535.0) : 0.0f;
   }
-  const double range = hi > lo ? hi - lo : 0.0;
-  for (float& v : values) v = range > 0.0 && std::isfinite(v) ? static_cast<float>((v - lo) / range * 65535.0) : 0.0f;
   write_png_gray(path, ConstImageView{values.data(), item.pixels.width(), item.pixels.height()}, bit_depth, compression);
 }
 

@@ -2,8 +2,7 @@
 // expanded to 8 bits (x255, x85, x17), palette/RGB/RGBA -> luminance. libpng checks what a damaged
 // file breaks (critical chunks' CRCs, the zlib stream and its Adler-32, truncation, IEND, palette
 // indices), so such a file fails naming why instead of decoding to wrong pixels. Each file is read
-// with one pread (up to 256 MiB; larger ones are read as libpng asks); 8/16-bit gray files that
-// pass the same checks are decoded by png_gray_decode.cpp, faster, the rest by libpng.
+// with one pread (up to 256 MiB; larger ones are read as libpng asks).
 #include <png.h>
 #include <spdlog/spdlog.h>
 #include <unistd.h>
@@ -19,7 +18,6 @@
 #include "imflow/errors.hpp"
 #include "imflow/io/png.hpp"
 #include "luminance.hpp"
-#include "png_gray_decode.hpp"
 #include "read_only_file.hpp"
 
 namespace imflow {
@@ -168,13 +166,6 @@ int64_t read_png(const std::filesystem::path& path, ImageBuffer& out, const Read
   bool whole = false;
   const std::vector<unsigned char> bytes = read_prefix(file, path, kMemoryDecodeBytes, whole);
   if (bytes.size() < 8 || std::memcmp(bytes.data(), kSignature, 8) != 0) not_png(path, "no PNG signature");
-  if (whole) {  // the common case decoded here; anything it does not fully accept goes to libpng
-    int depth = 0;
-    if (detail::decode_gray_png(bytes.data(), bytes.size(), limits.max_pixels, out, depth)) {
-      if (bit_depth != nullptr) *bit_depth = depth;
-      return out.size() * (depth / 8);
-    }
-  }
   PngBytes source;
   source.bytes = whole ? &bytes : nullptr;
   source.fd = file.fd();

@@ -122,6 +122,9 @@ nlohmann::json measured_run(const Pipeline& pipeline, const RunOptions& options,
   if (json.contains("gpu_tokens")) {
     run["gpu_tokens"] = json.at("gpu_tokens");
     per_stream = json.at("gpu_tokens").at("buffers_per_stream").get<double>();
+  } else if (json.contains("cpu_buffers")) {  // the CPU path's choice within memory_mb
+    run["cpu_buffers"] = json.at("cpu_buffers");
+    per_stream = json.at("cpu_buffers").at("items").get<double>();
   }
   const double tokens = per_stream * (gpu ? engine.at("streams").get<double>() * engine.value("devices", 1) : 1.0);
   const double bound = service > 0 ? tokens * items / service : 0.0;

@@ -147,6 +147,9 @@ nlohmann::json run_sweep(Pipeline& pipeline, const BenchOptions& options, const 
       if (repeats.front().contains("gpu_tokens")) {  // what an automatic buffers_per_stream chose
         point["engine"]["buffers"] = repeats.front().at("gpu_tokens").at("buffers_per_stream");
         point["engine"]["buffers_automatic"] = repeats.front().at("gpu_tokens").at("automatic");
+      } else if (repeats.front().contains("cpu_buffers")) {  // the CPU buffers chosen within memory_mb
+        point["engine"]["buffers"] = repeats.front().at("cpu_buffers").at("items");
+        point["engine"]["buffers_automatic"] = repeats.front().at("cpu_buffers").at("automatic");
       }
       double load = 0;
       if (getloadavg(&load, 1) == 1) point["load_average_1m"] = load;  // at the end of the point

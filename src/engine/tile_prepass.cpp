@@ -1,9 +1,10 @@
-// The background pre-pass of a tiled image: every tile is read (core + halo), the steps before
-// `background` run on it, and its core feeds StreamingKappaSigma; tiles run in parallel, at most
-// as many at once as half of engine.memory_mb holds (whatever the thread count; the first tiles
-// of the main pass may already be in flight), each with a work item from a pool of that size,
-// and each thread with one histogram. A tile's work runs isolated: a
-// step's own parallel loop (convolve) must not let its thread pick up another tile mid-step.
+// The background pre-pass of a tiled image: its pixels are read in parts, the steps before
+// `background` (convolve) run on each part, and each part's core feeds StreamingKappaSigma. A
+// part is a tile with its halo when such steps exist, else a strip of a tile's core (a few MiB).
+// Parts run in parallel, at most as many at once as half of engine.memory_mb holds (whatever the
+// thread count; the first tiles of the main pass may already be in flight), each with a work item
+// from a pool of that size, and each thread with one histogram. A part's work runs isolated: a
+// step's own parallel loop (convolve) must not let its thread pick up another part mid-step.
 #include <tbb/concurrent_queue.h>
 #include <tbb/enumerable_thread_specific.h>
 #include <tbb/parallel_for.h>
@@ -20,6 +21,10 @@
 
 namespace imflow {
 
+namespace {
+constexpr int64_t kStripRows = 256;  // rows per strip of a tile's core: 4 MiB of a 4096-wide tile
+}  // namespace
+
 void run_background_prepass(RunContext& run, TiledImage& image, const TilingPlan& plan) {
   if (!plan.has_background) return;
   const auto& steps = run.pipeline.steps;
@@ -32,11 +37,27 @@ void run_background_prepass(RunContext& run, TiledImage& image, const TilingPlan
 
   const auto start = Trace::Clock::now();
   kernels::StreamingKappaSigma stats(plan.kappa, plan.max_iters);
-  // Tiles in flight: pixels (4 bytes each), and with steps before `background` the detection image
-  // and their scratch; the largest tile is core + halo on every side.
-  const int64_t tile_pixels = (plan.size + 2 * plan.halo) * (plan.size + 2 * plan.halo);
-  const int64_t tile_bytes = tile_pixels * (before > 0 ? 12 : 4);
-  const int at_once = static_cast<int>(std::clamp<int64_t>((run.pipeline.engine.memory_mb << 19) / std::max<int64_t>(tile_bytes, 1),
+  // The parts: whole tiles with their halo for the steps before `background`, else strips of the cores.
+  struct Part {
+    int64_t tile;
+    TileRect core, read;
+  };
+  std::vector<Part> parts;
+  int64_t part_bytes = 0;  // the largest part in memory: pixels (4 bytes), the detection image and scratch
+  for (int64_t t = 0; t < image.grid.count(); ++t) {
+    const TileRect core = image.grid.core(t);
+    if (before > 0) {
+      parts.push_back({t, core, image.grid.halo_rect(t)});
+      part_bytes = std::max(part_bytes, parts.back().read.size() * 12);
+      continue;
+    }
+    for (int64_t y = core.y; y < core.y_end(); y += kStripRows) {
+      const TileRect strip{core.x, y, core.width, std::min(kStripRows, core.y_end() - y)};
+      parts.push_back({t, strip, strip});
+      part_bytes = std::max(part_bytes, strip.size() * 4);
+    }
+  }
+  const int at_once = static_cast<int>(std::clamp<int64_t>((run.pipeline.engine.memory_mb << 19) / std::max<int64_t>(part_bytes, 1),
                                                            1, tbb::this_task_arena::max_concurrency()));
   std::vector<WorkItem> pool(static_cast<size_t>(at_once));
   tbb::concurrent_queue<WorkItem*> free_items;
@@ -47,11 +68,12 @@ void run_background_prepass(RunContext& run, TiledImage& image, const TilingPlan
   do {
     tbb::enumerable_thread_specific<kernels::StreamingKappaSigma::Pass> passes([&] { return stats.start_pass(); });
     const int pass = stats.passes();
-    auto prepass_tile = [&](int64_t t) {
+    auto prepass_part = [&](const Part& part) {
+      const int64_t t = part.tile;
       if (run.stopping()) throw std::runtime_error(item_name(image.image) + ": the run stopped during its background pre-pass");
       const auto tile_start = Trace::Clock::now();
       WorkItem* taken = nullptr;
-      if (!free_items.try_pop(taken)) throw std::logic_error("background pre-pass: more tiles in flight than work items");
+      if (!free_items.try_pop(taken)) throw std::logic_error("background pre-pass: more parts in flight than work items");
       struct GiveBack {
         tbb::concurrent_queue<WorkItem*>& queue;
         WorkItem* item;
@@ -61,8 +83,8 @@ void run_background_prepass(RunContext& run, TiledImage& image, const TilingPlan
       ItemRef ref = image.image;
       ref.tile = t;
       ref.tiles = image.grid.count();
-      ref.core = image.grid.core(t);
-      ref.halo = image.grid.halo_rect(t);
+      ref.core = part.core;
+      ref.halo = part.read;
       item.reset(ref);
       format->read(item.ref, item.pixels, limits);
       for (size_t s = 0; s < before; ++s) {
@@ -91,8 +113,8 @@ void run_background_prepass(RunContext& run, TiledImage& image, const TilingPlan
       }
     };
     arena.execute([&] {
-      tbb::parallel_for(int64_t{0}, image.grid.count(),
-                        [&](int64_t t) { tbb::this_task_arena::isolate([&] { prepass_tile(t); }); });
+      tbb::parallel_for(size_t{0}, parts.size(),
+                        [&](size_t p) { tbb::this_task_arena::isolate([&] { prepass_part(parts[p]); }); });
     });
     for (const auto& accumulated : passes) stats.merge(accumulated);
   } while (!stats.finish_pass());

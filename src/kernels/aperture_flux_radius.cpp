@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "imflow/kernels/aperture.hpp"
+#include "aperture_internal.hpp"
 
 namespace imflow::kernels {
 namespace {
@@ -47,7 +48,7 @@ int32_t flux_radius(const ApertureImage& image, double x, double y, double rmax,
       const double rpix2 = dx * dx + dy * dy;
       if (!(rpix2 < r_out2)) continue;
       const int64_t at = row + ix;
-      const float pix = image.data.data[at];
+      const float pix = image.neighbours == nullptr ? image.data.data[at] : read_pixel(image, ix, iy, at).value;
       const bool masked = image.masked(at);
       if (masked) flag |= kAperHasMasked;
       auto add = [&](int64_t j, double weight) {

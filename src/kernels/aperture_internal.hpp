@@ -1,6 +1,7 @@
 // Helpers shared by the aperture photometry kernels (src/kernels/aperture_*.cpp): a pixel's
-// variance from the image's noise description, in SEP's float arithmetic.
+// variance from the image's noise description, in SEP's float arithmetic, and neighbours' pixels.
 #pragma once
+#include <cmath>
 #include <cstdint>
 
 #include "imflow/kernels/aperture.hpp"
@@ -29,5 +30,26 @@ class PixelNoise {
   bool squared_;
   float value_;
 };
+
+// Whether pixel `at` is another object's (ApertureImage::neighbours).
+inline bool other_object(const ApertureImage& image, int64_t at) {
+  return image.neighbours != nullptr && image.neighbours[at] != 0 && image.neighbours[at] != image.neighbour_id;
+}
+
+// The pixel a sum reads for (ix, iy): itself, or for another object's pixel the one symmetric
+// about the centre; `at` < 0 when there is none (the pixel counts as 0, with its own variance).
+struct ReadPixel {
+  float value;
+  int64_t noise_at;
+};
+inline ReadPixel read_pixel(const ApertureImage& image, int64_t ix, int64_t iy, int64_t at) {
+  if (!other_object(image, at)) return {image.data.data[at], at};
+  const auto sx = static_cast<int64_t>(std::floor(2.0 * image.mirror_x + 0.49999 - static_cast<double>(ix)));
+  const auto sy = static_cast<int64_t>(std::floor(2.0 * image.mirror_y + 0.49999 - static_cast<double>(iy)));
+  if (sx < 0 || sy < 0 || sx >= image.data.width || sy >= image.data.height) return {0.0f, at};
+  const int64_t sat = sy * image.data.width + sx;
+  if (other_object(image, sat) || image.masked(sat)) return {0.0f, at};
+  return {image.data.data[sat], sat};
+}
 
 }  // namespace imflow::kernels

@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "imflow/kernels/aperture.hpp"
+#include "aperture_internal.hpp"
 
 namespace imflow::kernels {
 
@@ -22,6 +23,7 @@ KronRadius kron_radius(const ApertureImage& image, double x, double y, double cx
       const double q = cxx * dx * dx + cyy * dy * dy + cxy * dx * dy;
       if (q > r2) continue;
       const int64_t at = row + ix;
+      if (other_object(image, at)) continue;
       const float pix = image.data.data[at];
       if (pix < -kBig || image.masked(at)) {
         out.flag |= kAperHasMasked;

@@ -98,9 +98,13 @@ ApertureSum sum_aperture(const ApertureImage& image, double x, double y, const S
       if (image.masked(at)) {
         flag |= kAperHasMasked;
         maskarea += overlap;
-      } else {
+      } else if (image.neighbours == nullptr) {
         tv += image.data.data[at] * overlap;
         sigtv += noise.variance(at) * overlap;
+      } else {
+        const ReadPixel pixel = read_pixel(image, ix, iy, at);
+        tv += pixel.value * overlap;
+        sigtv += noise.variance(pixel.noise_at) * overlap;
       }
       totarea += overlap;
     }

@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "imflow/kernels/aperture.hpp"
+#include "aperture_internal.hpp"
 
 namespace imflow::kernels {
 namespace {
@@ -50,7 +51,7 @@ WindowedPosition winpos(const ApertureImage& image, double x, double y, double s
           maskdx += overlap * weight * dx;
           maskdy += overlap * weight * dy;
         } else {
-          const float pix = image.data.data[at];
+          const float pix = image.neighbours == nullptr ? image.data.data[at] : read_pixel(image, ix, iy, at).value;
           tv += pix * overlap;
           const double wpix = pix * overlap * weight;
           twv += wpix;

@@ -37,6 +37,14 @@ struct ApertureImage {
     const double id = segmap[at];
     return seg_id > 0.0 ? (id > 0.0 && id != seg_id) : id != -seg_id;
   }
+  // Neighbours (SExtractor's MASK_TYPE CORRECT), off when `neighbours` is nullptr: a pixel whose
+  // label there (int32, 0 = background) is neither 0 nor neighbour_id is another object's. The
+  // sums, flux_radius and winpos read the pixel symmetric about (mirror_x, mirror_y) instead,
+  // SExtractor's (int)(2 x + 0.49999 - ix), or 0 when that one is outside the image, masked or
+  // another object's too; kron_radius leaves it out. Such pixels set no flag.
+  const int32_t* neighbours = nullptr;
+  int32_t neighbour_id = 0;
+  double mirror_x = 0.0, mirror_y = 0.0;
 };
 
 // How masked pixels enter a sum: `correct` scales the sum and variance by total area / unmasked

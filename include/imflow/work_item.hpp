@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "imflow/image.hpp"
+#include "imflow/photometry.hpp"
 #include "imflow/source.hpp"
 #include "imflow/tile_rect.hpp"
 
@@ -100,6 +101,8 @@ struct WorkItem {
   // was split from a blend and SEP's centre; `measure` reads it.
   std::shared_ptr<const kernels::DeblendResult> deblend;
   std::optional<Catalog> catalog;
+  // Set by measure with photometry parameters: a row per catalog source.
+  std::optional<PhotometryTable> photometry;
   std::optional<double> gain;    // e-/ADU the catalog's error columns used (0: none), set by measure
 
   // Free-form numeric results for the summary (e.g. metrics of other workloads).
@@ -135,6 +138,7 @@ struct WorkItem {
     nlabels.reset();
     deblend.reset();
     catalog.reset();
+    photometry.reset();
     gain.reset();
     metrics.clear();
     warnings.clear();

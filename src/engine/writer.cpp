@@ -57,6 +57,7 @@ std::vector<FitsCard> provenance_cards(const WorkItem& item) {
   }
   if (item.threshold) number("THRESH", *item.threshold, "segmentation threshold");
   if (item.gain) number("GAIN", *item.gain, "e-/ADU of the error columns' Poisson term (0: none)");
+  if (item.photometry && item.photometry->zeropoint) number("MAGZERO", *item.photometry->zeropoint, "zeropoint of the mag columns");
   return cards;
 }
 
@@ -82,8 +83,8 @@ void check_output_parents(const fs::path& stem, const fs::path& output_dir) {
   }
 }
 
-void write_catalog_files(const fs::path& stem, const Catalog& catalog, const std::vector<FitsCard>& cards,
-                         const OutputConfig& output, std::vector<fs::path>& written,
+void write_catalog_files(const fs::path& stem, const Catalog& catalog, const PhotometryTable* photometry,
+                         const std::vector<FitsCard>& cards, const OutputConfig& output, std::vector<fs::path>& written,
                          const std::function<std::vector<std::string>()>& ldac_header) {
   struct CatalogFile {
     fs::path path;
@@ -97,10 +98,10 @@ void write_catalog_files(const fs::path& stem, const Catalog& catalog, const std
     files.back()->path = with_suffix(stem, suffix);
     files.back()->write = std::move(write);
   };
-  add("csv", ".cat.csv", [&](const fs::path& path) { write_catalog_csv(path, catalog); });
-  add("fits", ".cat.fits", [&](const fs::path& path) { write_catalog_fits(path, catalog, cards); });
+  add("csv", ".cat.csv", [&](const fs::path& path) { write_catalog_csv(path, catalog, photometry); });
+  add("fits", ".cat.fits", [&](const fs::path& path) { write_catalog_fits(path, catalog, cards, photometry); });
   // STEM.ldac: SCAMP names its output header STEM.head, the name SWarp looks for beside STEM.fits.
-  add("ldac", ".ldac", [&](const fs::path& path) { write_catalog_ldac(path, catalog, ldac_header(), cards); });
+  add("ldac", ".ldac", [&](const fs::path& path) { write_catalog_ldac(path, catalog, ldac_header(), cards, photometry); });
   const auto write = [](CatalogFile& file) {
     file.write(file.path);
     file.done = true;
@@ -153,7 +154,8 @@ void write_item_catalog(const fs::path& stem, const WorkItem& item, Catalog& cat
     return ldac_image_header(records, item.plane_width(), item.plane_height(), cube_plane,
                              cube_plane ? wcs.image_records() : std::vector<std::string>{});
   };
-  write_catalog_files(stem, catalog, cards, output, written, ldac_header);
+  const PhotometryTable* photometry = item.photometry ? &*item.photometry : nullptr;
+  write_catalog_files(stem, catalog, photometry, cards, output, written, ldac_header);
 }
 
 namespace {

@@ -41,14 +41,16 @@ std::vector<std::filesystem::path> write_outputs(WorkItem& item, const OutputCon
 void remove_outputs(const std::vector<std::filesystem::path>& written);
 
 // The catalog files `output` asks for (stem.cat.csv, stem.cat.fits, stem.ldac with the image
-// header `ldac_header` makes), the paths of those finished appended to `written` (also when
-// another fails); a catalog of more than one block writes its files at once. Throws OutputError.
-void write_catalog_files(const std::filesystem::path& stem, const Catalog& catalog, const std::vector<FitsCard>& cards,
-                         const OutputConfig& output, std::vector<std::filesystem::path>& written,
+// header `ldac_header` makes) with the photometry columns of `photometry` (or nullptr), the paths
+// of those finished appended to `written` (also when another fails); a catalog of more than one
+// block writes its files at once. Throws OutputError.
+void write_catalog_files(const std::filesystem::path& stem, const Catalog& catalog, const PhotometryTable* photometry,
+                         const std::vector<FitsCard>& cards, const OutputConfig& output,
+                         std::vector<std::filesystem::path>& written,
                          const std::function<std::vector<std::string>()>& ldac_header);
 
-// Sky positions from `wcs` into the catalog, then write_catalog_files with the item's provenance
-// and the ra/dec frame cards.
+// Sky positions from `wcs` into the catalog, then write_catalog_files with the item's provenance,
+// the ra/dec frame cards and the item's photometry.
 void write_item_catalog(const std::filesystem::path& stem, const WorkItem& item, Catalog& catalog, const ImageWcs& wcs,
                         const OutputConfig& output, std::vector<std::filesystem::path>& written);
 

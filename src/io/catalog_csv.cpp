@@ -8,8 +8,9 @@
 #include <cstring>
 #include <fstream>
 #include <string>
+#include <vector>
 
-#include "catalog_columns.hpp"
+#include "catalog_output.hpp"
 #include "imflow/errors.hpp"
 #include "imflow/io/atomic_file.hpp"
 #include "imflow/io/catalog.hpp"
@@ -18,10 +19,7 @@
 namespace imflow {
 
 namespace {
-// Rows per block of a streamed catalog: ~1.5 MB of text, ~4 ms of one core.
-
-std::string csv_header() {
-  const auto& columns = detail::catalog_columns();
+std::string csv_header(const std::vector<detail::OutputColumn>& columns) {
   std::string out;
   for (size_t c = 0; c < columns.size(); ++c) {
     if (c) out += ',';
@@ -30,44 +28,56 @@ std::string csv_header() {
   out += '\n';
   return out;
 }
-}  // namespace
 
-void append_catalog_csv_rows(const Source* first, const Source* last, std::string& out) {
-  const auto& columns = detail::catalog_columns();
-  out.reserve(out.size() + static_cast<size_t>(last - first) * columns.size() * 12);
+void append_rows(const std::vector<detail::OutputColumn>& columns, const Catalog& catalog, size_t begin, size_t end,
+                 const PhotometryTable* photometry, std::string& out) {
+  out.reserve(out.size() + (end - begin) * columns.size() * 12);
+  const double zeropoint = photometry && photometry->zeropoint ? *photometry->zeropoint : 0.0;
   // std::to_chars: the shortest text that reads back to the same double (and fast). A row is
-  // at most 36 x 25 characters: it is built in `row` and appended once.
-  char row[2048];
-  for (const Source* source = first; source != last; ++source) {
-    char* end = row;
+  // at most 25 characters a column: it is built in `row` and appended once.
+  std::vector<char> buffer(columns.size() * 26 + 1);
+  char* const row = buffer.data();
+  char* const row_end = row + buffer.size();
+  for (size_t i = begin; i < end; ++i) {
+    const Source& source = catalog[i];
+    const double* values = photometry ? photometry->row(i) : nullptr;
+    char* at = row;
     for (size_t c = 0; c < columns.size(); ++c) {
-      if (c) *end++ = ',';
-      const double value = columns[c].value(*source);
+      if (c) *at++ = ',';
+      const double value = detail::column_value(columns[c], source, values, zeropoint, 0);
       if (columns[c].integer()) {
-        end = std::to_chars(end, row + sizeof row, static_cast<long long>(value)).ptr;
+        at = std::to_chars(at, row_end, static_cast<long long>(value)).ptr;
       } else if (std::isfinite(value)) {
-        end = std::to_chars(end, row + sizeof row, value).ptr;
+        at = std::to_chars(at, row_end, value).ptr;
       } else {  // the spellings both Python's float() and Java's (TOPCAT) parseDouble read
         const char* text = std::isnan(value) ? "NaN" : value > 0 ? "Infinity" : "-Infinity";
-        end = std::copy(text, text + std::strlen(text), end);
+        at = std::copy(text, text + std::strlen(text), at);
       }
     }
-    *end++ = '\n';
-    out.append(row, end);
+    *at++ = '\n';
+    out.append(row, at);
   }
 }
+}  // namespace
 
-std::string catalog_csv(const Catalog& catalog) {
-  std::string out = csv_header();
-  append_catalog_csv_rows(catalog.data(), catalog.data() + catalog.size(), out);
+void append_catalog_csv_rows(const Catalog& catalog, size_t begin, size_t end, const PhotometryTable* photometry,
+                             std::string& out) {
+  append_rows(detail::catalog_output_columns(photometry), catalog, begin, end, photometry, out);
+}
+
+std::string catalog_csv(const Catalog& catalog, const PhotometryTable* photometry) {
+  const std::vector<detail::OutputColumn> columns = detail::catalog_output_columns(photometry);
+  std::string out = csv_header(columns);
+  append_rows(columns, catalog, 0, catalog.size(), photometry, out);
   return out;
 }
 
-void write_catalog_csv(const std::filesystem::path& path, const Catalog& catalog) {
+void write_catalog_csv(const std::filesystem::path& path, const Catalog& catalog, const PhotometryTable* photometry) {
+  const std::vector<detail::OutputColumn> columns = detail::catalog_output_columns(photometry);
   AtomicOutput output(path);
   {
     std::ofstream stream(output.temp_path(), std::ios::binary);
-    const std::string header = csv_header();
+    const std::string header = csv_header(columns);
     stream.write(header.data(), static_cast<std::streamsize>(header.size()));
     const size_t blocks = (catalog.size() + kCatalogBlockRows - 1) / kCatalogBlockRows;
     detail::for_blocks_in_order<std::string>(
@@ -75,7 +85,7 @@ void write_catalog_csv(const std::filesystem::path& path, const Catalog& catalog
         [&](size_t b) {
           const size_t begin = b * kCatalogBlockRows, end = std::min(catalog.size(), begin + kCatalogBlockRows);
           std::string text;
-          append_catalog_csv_rows(catalog.data() + begin, catalog.data() + end, text);
+          append_rows(columns, catalog, begin, end, photometry, text);
           return text;
         },
         [&](const std::string& text) {

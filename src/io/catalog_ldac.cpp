@@ -15,7 +15,6 @@
 #include "fits_table.hpp"
 #include "imflow/errors.hpp"
 #include "imflow/io/ldac.hpp"
-#include "ldac_columns.hpp"
 
 namespace imflow {
 
@@ -101,7 +100,7 @@ std::vector<std::string> ldac_image_header(const std::vector<std::string>& image
 }
 
 void write_catalog_ldac(const fs::path& path, const Catalog& catalog, const std::vector<std::string>& image_header,
-                        const std::vector<FitsCard>& cards) {
+                        const std::vector<FitsCard>& cards, const PhotometryTable* photometry) {
   AtomicOutput output(path);
   detail::FitsFile file = detail::create_output_fits(output);
   int status = 0;
@@ -118,7 +117,8 @@ void write_catalog_ldac(const fs::path& path, const Catalog& catalog, const std:
                           reinterpret_cast<unsigned char*>(text.data()), &status) != 0) {
     detail::fail_fits_output(path, "cannot write LDAC_IMHEAD", status);
   }
-  detail::write_catalog_table(file.get(), path, "LDAC_OBJECTS", catalog, detail::ldac_columns(), cards);
+  detail::write_catalog_table(file.get(), path, "LDAC_OBJECTS", catalog, photometry,
+                              detail::ldac_output_columns(photometry), cards);
   detail::finish_output_fits(file, output);
 }
 

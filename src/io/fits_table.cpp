@@ -44,24 +44,27 @@ unsigned char* encode(char form, double value, unsigned char* out) {
 }  // namespace
 
 void write_catalog_table(fitsfile* file, const std::filesystem::path& path, const char* extname, const Catalog& catalog,
-                         std::span<const CatalogColumn> columns, const std::vector<FitsCard>& cards) {
+                         const PhotometryTable* photometry, const std::vector<OutputColumn>& columns,
+                         const std::vector<FitsCard>& cards) {
   int status = 0;
   std::vector<std::string> forms;
   std::vector<char*> names, form_texts, units;
-  for (const CatalogColumn& column : columns) forms.emplace_back(1, column.form);
+  for (const OutputColumn& column : columns) {
+    forms.push_back(column.repeat() > 1 ? std::to_string(column.repeat()) + column.form : std::string(1, column.form));
+  }
   for (size_t c = 0; c < columns.size(); ++c) {
-    names.push_back(const_cast<char*>(columns[c].name));
+    names.push_back(const_cast<char*>(columns[c].name.c_str()));
     form_texts.push_back(forms[c].data());
-    units.push_back(const_cast<char*>(columns[c].unit));
+    units.push_back(const_cast<char*>(columns[c].unit.c_str()));
   }
   if (fits_create_tbl(file, BINARY_TBL, static_cast<LONGLONG>(catalog.size()), static_cast<int>(columns.size()),
                       names.data(), form_texts.data(), units.data(), extname, &status) != 0) {
     fail_fits_output(path, std::string("cannot create the table ") + extname, status);
   }
   for (size_t c = 0; c < columns.size(); ++c) {
-    if (*columns[c].description == '\0') continue;
+    if (columns[c].description.empty()) continue;
     const std::string key = "TTYPE" + std::to_string(c + 1);
-    if (fits_modify_comment(file, key.c_str(), columns[c].description, &status) != 0) {
+    if (fits_modify_comment(file, key.c_str(), columns[c].description.c_str(), &status) != 0) {
       fail_fits_output(path, "cannot write the column descriptions", status);
     }
   }
@@ -69,7 +72,8 @@ void write_catalog_table(fitsfile* file, const std::filesystem::path& path, cons
     fail_fits_output(path, "cannot write header keywords", card_status);
   }
   size_t row_bytes = 0;
-  for (const CatalogColumn& column : columns) row_bytes += form_bytes(column.form);
+  for (const OutputColumn& column : columns) row_bytes += form_bytes(column.form) * static_cast<size_t>(column.repeat());
+  const double zeropoint = photometry && photometry->zeropoint ? *photometry->zeropoint : 0.0;
   struct RowBlock {
     size_t first = 0;
     std::vector<unsigned char> bytes;
@@ -83,7 +87,12 @@ void write_catalog_table(fitsfile* file, const std::filesystem::path& path, cons
         block.bytes.resize((end - block.first) * row_bytes);
         unsigned char* out = block.bytes.data();
         for (size_t row = block.first; row < end; ++row) {
-          for (const CatalogColumn& column : columns) out = encode(column.form, column.value(catalog[row]), out);
+          const double* values = photometry ? photometry->row(row) : nullptr;
+          for (const OutputColumn& column : columns) {
+            for (int e = 0; e < column.repeat(); ++e) {
+              out = encode(column.form, column_value(column, catalog[row], values, zeropoint, e), out);
+            }
+          }
         }
         return block;
       },

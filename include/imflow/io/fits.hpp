@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "imflow/image.hpp"
+#include "imflow/photometry.hpp"
 #include "imflow/source.hpp"
 #include "imflow/tile_rect.hpp"
 
@@ -80,6 +81,7 @@ void write_fits_labels(const std::filesystem::path& path, View2D<const int32_t> 
                        const std::vector<FitsCard>& cards = {});
 
 // A catalog as a FITS binary table (EXTNAME CATALOG) with TUNIT and image metadata as keywords.
-void write_catalog_fits(const std::filesystem::path& path, const Catalog& catalog, const std::vector<FitsCard>& cards);
+void write_catalog_fits(const std::filesystem::path& path, const Catalog& catalog, const std::vector<FitsCard>& cards,
+                        const PhotometryTable* photometry = nullptr);
 
 }  // namespace imflow

@@ -20,10 +20,11 @@ namespace imflow {
 std::vector<std::string> ldac_image_header(const std::vector<std::string>& image_records, int64_t width, int64_t height,
                                            bool cube_plane, const std::vector<std::string>& plane_wcs_records);
 
-// Write the FITS_LDAC file atomically; `cards` (provenance) go into LDAC_OBJECTS' header.
-// Throws OutputError naming the file.
+// Write the FITS_LDAC file atomically; `cards` (provenance) go into LDAC_OBJECTS' header;
+// `photometry` adds its SExtractor columns (FLUX_AUTO, FLUX_APER, ...). Throws OutputError naming the file.
 void write_catalog_ldac(const std::filesystem::path& path, const Catalog& catalog,
-                        const std::vector<std::string>& image_header, const std::vector<FitsCard>& cards);
+                        const std::vector<std::string>& image_header, const std::vector<FitsCard>& cards,
+                        const PhotometryTable* photometry = nullptr);
 
 // One FITS_LDAC file from several (a multi-extension image's HDUs): their LDAC_IMHEAD and
 // LDAC_OBJECTS pairs in the given order, written atomically. Throws OutputError naming the file.

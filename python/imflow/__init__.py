@@ -103,7 +103,8 @@ def read_catalog(path):
         header = stream.readline().strip().split(",")
     if header == [""]:
         raise ValueError(f"{path}: empty catalog file (no header row)")
-    rows = np.genfromtxt(path, delimiter=",", names=True, dtype=None, encoding="utf-8", ndmin=1)
+    # deletechars="": column names as written (flux_aper_7.5 keeps its '.').
+    rows = np.genfromtxt(path, delimiter=",", names=True, dtype=None, encoding="utf-8", ndmin=1, deletechars="")
     return Table(rows) if Table is not None else rows
 
 

@@ -5,6 +5,7 @@
 
 #include "imflow/errors.hpp"
 #include "imflow/params.hpp"
+#include "steps/measure_photometry.hpp"
 
 namespace imflow {
 
@@ -40,6 +41,10 @@ std::string untileable_step(const Step& step) {
   if (name == "segment") {
     const std::string relative = param_text(params, "relative_to", "background");
     return relative == "background" || relative == "zero" ? "" : "segment relative_to: " + relative + " needs per-pixel maps";
+  }
+  if (name == "measure" && PhotometrySetting::requested(params)) {  // apertures reach past a tile's halo
+    return "measure's photometry (auto, apertures, flux_radius, windowed, zeropoint) reads pixels around each "
+           "source, which may lie in other tiles";
   }
   if (name == "label" || name == "measure") return "";
   if (name == "deblend") {  // a segment crossing a tile border must be split once, whole

@@ -9,17 +9,20 @@
 
 namespace imflow {
 
+bool is_fits_keyword(const std::string& text) {
+  // Up to 8 of A-Z, 0-9, '-' and '_' (CFITSIO matches names case-insensitively).
+  if (text.size() > 8) return false;
+  for (const char c : text) {
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '-' && c != '_') return false;
+  }
+  return true;
+}
+
 GainSetting GainSetting::from_params(ParamReader& params) {
   GainSetting setting;
   setting.gain = params.number("gain", 0.0, 0.0, 1e30);
   setting.keyword = params.text("gain_keyword", "");
-  // A FITS keyword: up to 8 of A-Z, 0-9, '-' and '_' (CFITSIO matches names case-insensitively).
-  const bool valid = setting.keyword.size() <= 8 && [&] {
-    for (const char c : setting.keyword) {
-      if (!std::isalnum(static_cast<unsigned char>(c)) && c != '-' && c != '_') return false;
-    }
-    return true;
-  }();
+  const bool valid = is_fits_keyword(setting.keyword);
   if (!valid) {
     params.fail(YAML::Node(), "gain_keyword",
                 "'" + setting.keyword + "' is not a FITS keyword (up to 8 letters, digits, '-' or '_')");

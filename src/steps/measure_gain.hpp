@@ -12,6 +12,9 @@ namespace imflow {
 
 class ParamReader;
 
+// A FITS keyword name as the *_keyword parameters take it: up to 8 letters, digits, '-' or '_'.
+bool is_fits_keyword(const std::string& text);
+
 struct GainSetting {
   double gain = 0.0;    // e-/ADU; 0: no Poisson term
   std::string keyword;  // empty: always `gain`

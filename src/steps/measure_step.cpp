@@ -4,7 +4,8 @@
 // (the mesh map, or the global std) and, with a gain (measure_gain.hpp), the sources' Poisson noise.
 // After `deblend`, the children of a blend are measured as SEP's analyse does: x, y are SEP's
 // centre of the object (its branch's barycentre) and the moments and their errors are taken
-// about it (kernels::SourceSums::finish_about), flagged kFlagDeblended.
+// about it (kernels::SourceSums::finish_about), flagged kFlagDeblended. With photometry
+// parameters (measure_photometry.hpp), the catalog's photometry rows follow, on the CPU only.
 #include <stdexcept>
 
 #include "imflow/kernels/deblend.hpp"
@@ -12,6 +13,7 @@
 #include "imflow/params.hpp"
 #include "imflow/step.hpp"
 #include "steps/measure_gain.hpp"
+#include "steps/measure_photometry.hpp"
 
 #ifdef IMFLOW_HAVE_CUDA
 #include "cuda/measure.hpp"
@@ -22,7 +24,8 @@ namespace imflow {
 namespace {
 class MeasureStep final : public Step {
  public:
-  explicit MeasureStep(ParamReader& params) : gain_(GainSetting::from_params(params)) {}
+  explicit MeasureStep(ParamReader& params)
+      : gain_(GainSetting::from_params(params)), photometry_(PhotometrySetting::from_params(params)) {}
 
   void run_cpu(WorkItem& item) const override {
     kernels::MeasureBackground background;
@@ -42,14 +45,16 @@ class MeasureStep final : public Step {
     if (!item.deblend) {
       item.catalog =
           kernels::measure_sources(item.pixels.view(), item.labels.data(), item.nlabels.value(), background);
-      return;
+    } else {
+      item.catalog = kernels::measure_deblended(item.pixels.view(), item.labels.data(), item.nlabels.value(),
+                                                *item.deblend, background);
     }
-    item.catalog = kernels::measure_deblended(item.pixels.view(), item.labels.data(), item.nlabels.value(),
-                                              *item.deblend, background);
+    if (photometry_.spec.any() || photometry_.magnitudes()) photometry_.measure(item, background);
   }
 
 #ifdef IMFLOW_HAVE_CUDA
-  bool has_cuda() const override { return true; }
+  // The photometry has no GPU twin yet: a pipeline asking for it runs with device: cpu.
+  bool has_cuda() const override { return !photometry_.spec.any() && !photometry_.magnitudes(); }
   void run_cuda(WorkItem& item, GpuContext& gpu) const override {
     item.gain = gain_.for_item(item.ref);  // a header read on this host thread when gain_keyword is set
     cuda::measure(gpu, *item.gain);
@@ -58,6 +63,7 @@ class MeasureStep final : public Step {
 
  private:
   GainSetting gain_;
+  PhotometrySetting photometry_;
 };
 }  // namespace
 

@@ -62,3 +62,27 @@ def test_errors_name_the_file_and_reason(tmp_path):
         imflow.run(PIPELINE, output=tmp_path, colour="blue")
     with pytest.raises(Exception, match="does-not-exist"):
         imflow.run(PIPELINE, input=tmp_path / "does-not-exist", output=tmp_path)
+
+
+def test_photometry_columns_reach_python(tmp_path):
+    """measure's photometry columns come back from imflow.run's catalogs by name, the CSV's and the
+    FITS table's equal, 'flux_aper_7.5' spelled as written, magnitudes from the zeropoint."""
+    measure = {"measure": {"apertures": [3, 7.5], "auto": True, "zeropoint": 25.0}}
+    pipeline = dict(PIPELINE, steps=PIPELINE["steps"][:-1] + [measure])
+    summary = imflow.run(pipeline, output=tmp_path, threads=2)
+    assert all(r["status"] == "ok" for r in summary["items"])
+    record = next(r for r in summary["items"] if r["file"].endswith("isaac_crop.fits"))
+    csv = next(path for path in record["outputs"] if path.endswith(".csv"))
+    catalog = imflow.read_catalog(csv)
+    names = list(catalog.dtype.names) if isinstance(catalog, np.ndarray) else catalog.colnames
+    assert names[36:] == ["kron_radius", "flux_auto", "flux_auto_err", "mag_auto", "magerr_auto", "flags_auto",
+                          "flux_aper_3", "flux_aper_err_3", "mag_aper_3", "magerr_aper_3", "flux_aper_7.5",
+                          "flux_aper_err_7.5", "mag_aper_7.5", "magerr_aper_7.5", "mag_iso", "magerr_iso"]
+    flux = np.asarray(catalog["flux_aper_7.5"], dtype=np.float64)
+    assert np.all(np.isfinite(flux)) and len(flux) > 10
+    mags = np.asarray(catalog["mag_aper_7.5"], dtype=np.float64)
+    assert np.allclose(mags[flux > 0], 25.0 - 2.5 * np.log10(flux[flux > 0]), rtol=1e-12, atol=0)
+    assert np.all(mags[flux <= 0] == 99.0)
+    if HAVE_ASTROPY:
+        fits = next(path for path in record["outputs"] if path.endswith(".fits"))
+        assert np.array_equal(np.asarray(imflow.read_catalog(fits)["flux_aper_7.5"]), flux)

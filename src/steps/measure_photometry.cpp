@@ -1,0 +1,172 @@
+// PhotometrySetting (measure_photometry.hpp): the parameters' checks, and the CPU run over an
+// item's catalog, one kernels::measure_photometry row per source on all threads.
+#include "steps/measure_photometry.hpp"
+
+#include <tbb/parallel_for.h>
+
+#include <cmath>
+#include <limits>
+#include <vector>
+
+#include "imflow/errors.hpp"
+#include "imflow/io/fits.hpp"
+#include "imflow/io/input_format.hpp"
+#include "imflow/kernels/mesh_rows.hpp"
+#include "imflow/kernels/photometry.hpp"
+#include "imflow/params.hpp"
+#include "steps/measure_gain.hpp"
+
+namespace imflow {
+
+namespace {
+constexpr const char* kPhotometryKeys[] = {"auto",     "apertures",       "aperture_bkgann", "flux_radius",
+                                           "windowed", "mask_neighbours", "zeropoint",       "zeropoint_keyword"};
+
+void read_auto(ParamReader& params, kernels::PhotometrySpec& spec) {
+  const YAML::Node node = params.child("auto");
+  if (node.IsScalar()) {
+    bool on = false;
+    if (!YAML::convert<bool>::decode(node, on)) params.fail(node, "auto", "expected true, false or {kron_fact, min_radius}");
+    spec.auto_flux = on;
+    return;
+  }
+  if (!node.IsMap()) params.fail(node, "auto", "expected true, false or {kron_fact, min_radius}");
+  ParamReader reader(node, params.where() + ".auto", params.file());
+  spec.auto_flux = true;
+  spec.kron_fact = reader.number("kron_fact", 2.5, 1e-6, 1e6);
+  spec.min_diameter = reader.number("min_radius", 3.5, 0.0, 1e6);
+  reader.finish();
+}
+
+void read_apertures(ParamReader& params, kernels::PhotometrySpec& spec) {
+  const std::vector<double> diameters = params.number_list("apertures", {});
+  if (diameters.size() > static_cast<size_t>(kernels::kMaxApertures)) {
+    params.fail(params.child("apertures"), "apertures", "at most " + std::to_string(kernels::kMaxApertures) + " diameters");
+  }
+  for (size_t k = 0; k < diameters.size(); ++k) {
+    if (!(diameters[k] > 0.0 && diameters[k] < 1e6)) params.fail(params.child("apertures"), "apertures", "diameters must be > 0 pixels");
+    for (size_t j = 0; j < k; ++j) {
+      if (diameters[j] == diameters[k]) params.fail(params.child("apertures"), "apertures", "a diameter is listed twice");
+    }
+    spec.aperture_diameters[k] = diameters[k];
+  }
+  spec.apertures = static_cast<int>(diameters.size());
+  if (!params.has("aperture_bkgann")) return;
+  const std::vector<double> annulus = params.number_list("aperture_bkgann", {});
+  if (annulus.size() != 2 || !(annulus[0] >= 0.0 && annulus[1] > annulus[0])) {
+    params.fail(params.child("aperture_bkgann"), "aperture_bkgann", "expected [rin, rout] with 0 <= rin < rout (pixels)");
+  }
+  if (spec.apertures == 0) params.fail(params.child("aperture_bkgann"), "aperture_bkgann", "needs apertures");
+  spec.aperture_bkgann = true;
+  spec.bkgann_rin = annulus[0];
+  spec.bkgann_rout = annulus[1];
+}
+
+void read_fractions(ParamReader& params, kernels::PhotometrySpec& spec) {
+  const std::vector<double> fractions = params.number_list("flux_radius", {});
+  if (fractions.size() > static_cast<size_t>(kernels::kMaxFluxFractions)) {
+    params.fail(params.child("flux_radius"), "flux_radius", "at most " + std::to_string(kernels::kMaxFluxFractions) + " fractions");
+  }
+  for (size_t k = 0; k < fractions.size(); ++k) {
+    if (!(fractions[k] > 0.0 && fractions[k] <= 1.0)) params.fail(params.child("flux_radius"), "flux_radius", "fractions must be in (0, 1]");
+    for (size_t j = 0; j < k; ++j) {
+      if (fractions[j] == fractions[k]) params.fail(params.child("flux_radius"), "flux_radius", "a fraction is listed twice");
+    }
+    spec.flux_fractions[k] = fractions[k];
+  }
+  spec.fractions = static_cast<int>(fractions.size());
+}
+}  // namespace
+
+bool PhotometrySetting::requested(const YAML::Node& params) {
+  for (const char* key : kPhotometryKeys) {
+    if (params[key].IsDefined()) return true;
+  }
+  return false;
+}
+
+PhotometrySetting PhotometrySetting::from_params(ParamReader& params) {
+  PhotometrySetting setting;
+  bool any = false;
+  for (const char* key : kPhotometryKeys) any = any || params.has(key);
+  if (!any) return setting;
+  kernels::PhotometrySpec& spec = setting.spec;
+  if (params.has("auto")) read_auto(params, spec);
+  read_apertures(params, spec);
+  read_fractions(params, spec);
+  spec.windowed = params.boolean("windowed", false);
+  spec.mask_neighbours = params.boolean("mask_neighbours", true);
+  if (params.has("zeropoint")) setting.zeropoint = params.number("zeropoint", 0.0, -1e6, 1e6);
+  if (params.has("zeropoint_keyword")) {
+    setting.zeropoint_keyword = params.text("zeropoint_keyword", "");
+    if (setting.zeropoint_keyword.empty() || !is_fits_keyword(setting.zeropoint_keyword)) {
+      params.fail(params.child("zeropoint_keyword"), "zeropoint_keyword",
+                  "'" + setting.zeropoint_keyword + "' is not a FITS keyword (up to 8 letters, digits, '-' or '_')");
+    }
+  }
+  return setting;
+}
+
+std::optional<double> PhotometrySetting::zeropoint_for(const ItemRef& ref) const {
+  if (zeropoint_keyword.empty()) return zeropoint;
+  if (is_fits_input(ref.path)) {
+    const std::optional<double> value = read_fits_number_keyword(ref.path, ref.hdu, zeropoint_keyword);
+    if (value && std::isfinite(*value)) return value;
+  }
+  if (zeropoint) return zeropoint;
+  throw InputError(ref.path.string() + ": no numeric header keyword " + zeropoint_keyword +
+                   " for the magnitudes (measure's zeropoint_keyword) and no zeropoint to fall back to");
+}
+
+void PhotometrySetting::measure(WorkItem& item, const kernels::MeasureBackground& background) const {
+  PhotometryTable table;
+  table.spec = spec;
+  table.zeropoint = zeropoint_for(item.ref);
+  const Catalog& catalog = *item.catalog;
+  const int64_t width = item.pixels.width(), height = item.pixels.height(), n = item.pixels.size();
+  table.rows.assign(catalog.size() * static_cast<size_t>(spec.stride()), 0.0);
+  if (spec.stride() == 0 || catalog.empty()) {
+    item.photometry = std::move(table);
+    return;
+  }
+  // The background-subtracted image (the values SEP's recipe measures: data - bkg), non-finite
+  // pixels masked.
+  std::vector<float>& data = item.scratch;
+  data.resize(static_cast<size_t>(n));
+  const float* pixels = item.pixels.data();
+  const auto level = static_cast<float>(background.level);
+  for (int64_t i = 0; i < n; ++i) data[i] = pixels[i] - (background.map ? background.map[i] : level);
+  std::vector<float> mask;
+  for (int64_t i = 0; i < n; ++i) {
+    if (std::isfinite(data[i])) continue;
+    if (mask.empty()) mask.assign(static_cast<size_t>(n), 0.0f);
+    mask[i] = 1.0f;
+  }
+  kernels::ApertureImage image;
+  image.data = {data.data(), width, height};
+  image.gain = background.gain;
+  image.mask = mask.empty() ? nullptr : mask.data();
+  image.noise_kind = kernels::NoiseKind::stddev;
+  std::vector<float> rms;
+  if (background.rms_map) {
+    image.noise = background.rms_map;
+  } else if (background.rms_grid) {
+    rms.resize(static_cast<size_t>(n));
+    kernels::MeshRows rows(*background.rms_grid);
+    for (int64_t y = 0; y < height; ++y) rows.rms(y, rms.data() + y * width);
+    image.noise = rms.data();
+  } else {
+    image.noise_value = background.rms;  // NaN without a noise estimate: NaN errors
+  }
+  const int32_t* labels = item.labels.empty() ? nullptr : item.labels.data();
+  tbb::parallel_for(tbb::blocked_range<size_t>(0, catalog.size(), 64), [&](const tbb::blocked_range<size_t>& range) {
+    for (size_t i = range.begin(); i != range.end(); ++i) {
+      const Source& s = catalog[i];
+      const kernels::PhotometrySource source{s.x, s.y, s.a, s.b, s.theta, s.id};
+      kernels::measure_photometry(image, labels, spec, source, table.rows.data() + i * spec.stride());
+    }
+  });
+  item.photometry = std::move(table);
+}
+
+}  // namespace imflow

@@ -16,7 +16,7 @@
 
 #ifdef IMFLOW_HAVE_CUDA
 #include "cuda/device.hpp"
-#include "cuda/sep_session.hpp"
+#include "cuda/sep_gpu_extract.hpp"
 #endif
 
 namespace nb = nanobind;

@@ -1,4 +1,4 @@
-// imflow.sep's device path (cuda/sep_session.hpp): the engine's GPU steps run in the order of the
+// imflow.sep's device path (cuda/sep_gpu_extract.hpp): the engine's GPU steps run in the order of the
 // pipeline background -> segment (float32) -> label (8) -> deblend -> measure on one GpuContext.
 #include <cstddef>
 #include <stdexcept>
@@ -12,7 +12,7 @@
 #include "cuda/label.hpp"
 #include "cuda/measure.hpp"
 #include "cuda/sep_detection.hpp"
-#include "cuda/sep_session.hpp"
+#include "cuda/sep_gpu_extract.hpp"
 #include "cuda/stream.hpp"
 
 namespace imflow::cuda {

@@ -55,7 +55,7 @@ __global__ void __launch_bounds__(kThreads)
   for (int64_t i = static_cast<int64_t>(blockIdx.x) * kThreads + threadIdx.x; i < n;
        i += static_cast<int64_t>(gridDim.x) * kThreads) {
     values[i] = image[i] - back_at(a, results, i);
-    if (a.rms != nullptr) thresholds[i] = a.nsigma * a.rms[i];
+    if (a.rms != nullptr && thresholds != nullptr) thresholds[i] = a.nsigma * a.rms[i];
   }
   if (blockIdx.x == 0 && threadIdx.x == 0)
     *threshold = static_cast<double>(a.nsigma * static_cast<float>(results->std));

@@ -16,7 +16,7 @@ namespace imflow::cuda {
 void segment_sep(GpuContext& gpu, const SegmentThreshold& how);
 
 // The same numbers for deblend: every pixel's value of `source` (width x height, device) into
-// `values`; with how.rms_map its threshold into `thresholds` (else untouched, may be null), and
+// `values`; with how.rms_map its threshold into `thresholds` (when not null), and
 // the one threshold float(nsigma) x float(std) as a double into *threshold (device).
 void sep_detection_values(GpuContext& gpu, const SegmentThreshold& how, const float* source, float* values,
                           float* thresholds, double* threshold);

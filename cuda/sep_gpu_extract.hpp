@@ -9,18 +9,22 @@
 #include "imflow/image.hpp"
 #include "imflow/kernels/background_mesh.hpp"
 #include "imflow/kernels/deblend.hpp"
+#include "imflow/kernels/sep_filter.hpp"
 #include "imflow/source.hpp"
 
 namespace imflow::cuda {
 
-// sep.Background's results: the full-resolution maps, globalback and globalrms.
+// sep.Background's full-resolution maps, kept on the device until asked for (SepSession::download).
+struct SepDeviceMaps;
+
+// sep.Background's results: globalback and globalrms, the maps on the device.
 struct SepBackgroundMaps {
-  std::vector<float> back, rms;
+  std::shared_ptr<const SepDeviceMaps> maps;
   double globalback = 0.0, globalrms = 0.0;
 };
 
-// What sep.extract was asked, without a filter (the data is background-subtracted; masked pixels
-// are 0 and their noise BIG, as SEP).
+// What sep.extract was asked (the data is background-subtracted; masked pixels are 0 and their
+// noise BIG, as SEP).
 struct SepExtractRequest {
   ConstImageView data;
   const float* noise = nullptr;  // err or var map (width x height), or null
@@ -29,13 +33,19 @@ struct SepExtractRequest {
   double thresh = 0.0;
   kernels::DeblendParams params;
   double gain = 0.0;             // e-/ADU, 0 none
+  bool want_segmap = true;       // download the segmentation map (else SepObjects::segmap stays empty)
+  const kernels::SepFilterKernel* filter = nullptr;  // SEP's filter on the detection, or none
+  bool matched = false;          // filter_type 'matched': with a noise map, the S/N is thresholded
 };
 
-// sep.extract's objects: the catalog (kernels::measure_deblended's rows), the deblending's object
-// records (thresh, cflux) and the segmentation map (1..m in SEP's catalog order).
+// sep.extract's objects: the catalog (kernels::measure_deblended's rows; with a filter, of the
+// filtered image, and `raw` the unfiltered image's rows for flux and peak), the deblending's object
+// records (thresh, cflux), SEP's tnpix (each object's pixels above its thresh, counted on the
+// device) and the segmentation map (1..m in SEP's catalog order) when asked for.
 struct SepObjects {
-  Catalog catalog;
+  Catalog catalog, raw;
   kernels::DeblendResult deblend;
+  std::vector<int64_t> tnpix;
   std::vector<int32_t> segmap;
 };
 
@@ -49,10 +59,13 @@ class SepSession {
   SepSession(const SepSession&) = delete;
   SepSession& operator=(const SepSession&) = delete;
 
-  // kernels::mesh_background's maps and globals of `image` (NaN: masked), computed on the device.
+  // kernels::mesh_background's maps and globals of `image` (NaN: masked), computed on the device;
+  // the maps stay there.
   SepBackgroundMaps background(ConstImageView image, const kernels::MeshParams& params);
-  // sep.extract's detection (SEP's float32 arithmetic), 8-connected segments, deblending and
-  // CLEAN, and measurements, all on the device.
+  // Copies a background's map (the RMS map with rms, else the background) to `out` (width x height).
+  void download(const SepDeviceMaps& maps, bool rms, float* out);
+  // sep.extract's filter and detection (SEP's float32 arithmetic), 8-connected segments,
+  // deblending and CLEAN, and measurements, all on the device.
   SepObjects extract(const SepExtractRequest& request);
 
  private:

@@ -73,21 +73,31 @@ class Background:
     __array_ufunc__ = None  # `data - bkg` calls __rsub__, as with SEP's Background
 
     def __init__(self, data, mask=None, maskthresh=0.0, bw=64, bh=64, fw=3, fh=3, fthresh=0.0, device=None):
-        background = _imflow.mesh_background_gpu if _device_name(device) == "cuda" else _imflow.mesh_background
         original = np.asarray(data)
         pixels = _masked(_image(original), mask, maskthresh)
         self._dtype = original.dtype.newbyteorder("=")
         self._shape = pixels.shape
-        self._back, self._rms, self.globalback, self.globalrms = background(
-            pixels, int(bw), int(bh), int(fw), int(fh), float(fthresh))
+        arguments = (pixels, int(bw), int(bh), int(fw), int(fh), float(fthresh))
+        if _device_name(device) == "cuda":  # the maps stay on the GPU until asked for
+            self._device_maps, self.globalback, self.globalrms = _imflow.mesh_background_gpu(*arguments)
+            self._maps = {}
+        else:
+            back, rms, self.globalback, self.globalrms = _imflow.mesh_background(*arguments)
+            self._maps = {"back": back, "rms": rms}
+
+    def _map(self, name):
+        """The float32 map `name` ('back' or 'rms'), downloaded from the GPU on first use."""
+        if name not in self._maps:
+            self._maps[name] = getattr(self._device_maps, name)()
+        return self._maps[name]
 
     def back(self, dtype=None):
         """The background map (dtype: that of the data by default, as SEP)."""
-        return self._back.astype(dtype or self._dtype)
+        return self._map("back").astype(dtype or self._dtype)
 
     def rms(self, dtype=None):
         """The background RMS map (dtype: that of the data by default, as SEP)."""
-        return self._rms.astype(dtype or self._dtype)
+        return self._map("rms").astype(dtype or self._dtype)
 
     def subfrom(self, data):
         """Subtract the background from `data` (float32 or float64, the original shape) in place."""
@@ -95,7 +105,8 @@ class Background:
             raise ValueError("subfrom: data must be a float32 or float64 array")
         if data.shape != self._shape:
             raise ValueError(f"subfrom: data's shape {data.shape} differs from the background's {self._shape}")
-        data -= self._back.astype(data.dtype)
+        back = self._map("back")
+        data -= back if back.dtype == data.dtype else back.astype(data.dtype)
 
     def __array__(self, dtype=None, copy=None):
         return self.back(dtype)
@@ -151,15 +162,12 @@ def extract(data, thresh, err=None, var=None, gain=None, mask=None, maskthresh=0
 
     filter_kernel (default: SEP's default_kernel) filters the detection as SEP does ('matched' with
     an err or var array, else 'conv'); segmentation_map=<array> measures the given map's objects.
-    device: "cpu" or "cuda" (None: imflow.get_device()); "cuda" runs without a filter only
-    (filter_kernel=None) and without a given segmentation map (NotImplementedError otherwise).
+    device: "cpu" or "cuda" (None: imflow.get_device()); "cuda" measures no given segmentation map
+    (NotImplementedError).
     """
     kernel = _kernel(filter_kernel, filter_type)
     given = isinstance(segmentation_map, np.ndarray)
     cuda = _device_name(device) == "cuda"
-    if cuda and kernel is not None:
-        raise NotImplementedError("filter_kernel: SEP's filters have no GPU twin yet; with device='cuda' pass "
-                                  "filter_kernel=None (or use device='cpu')")
     if cuda and given:
         raise NotImplementedError("segmentation_map: measuring a given segmentation map runs on the CPU only "
                                   "(device='cpu')")
@@ -177,7 +185,8 @@ def extract(data, thresh, err=None, var=None, gain=None, mask=None, maskthresh=0
     labels, nlabels = _given_map(segmentation_map, pixels.shape) if given else (None, 0)
     columns = _imflow.extract(pixels, float(thresh), noise_map, noise_is_var, err_value, float(gain or 0.0),
                               int(minarea), int(deblend_nthresh), float(deblend_cont), bool(clean),
-                              float(clean_param), kernel, filter_type == "matched", labels, nlabels, cuda)
+                              float(clean_param), kernel, filter_type == "matched", labels, nlabels, cuda,
+                              bool(given or segmentation_map))
     objects = np.empty(len(columns["x"]), dtype=_FIELDS)
     for name, _ in _FIELDS:
         objects[name] = columns[name]

@@ -29,4 +29,13 @@ nanobind::ndarray<nanobind::numpy, T> to_numpy(std::vector<T>&& values, std::ini
   return nanobind::ndarray<nanobind::numpy, T>(data, shape, capsule);
 }
 
+// Moves `values` (an array of the shape's size) into a NumPy array of that shape (no copy).
+template <typename T>
+nanobind::ndarray<nanobind::numpy, T> to_numpy(std::unique_ptr<T[]>&& values, std::initializer_list<size_t> shape) {
+  T* data = values.get();
+  nanobind::capsule capsule(data, [](void* p) noexcept { delete[] static_cast<T*>(p); });
+  values.release();
+  return nanobind::ndarray<nanobind::numpy, T>(data, shape, capsule);
+}
+
 }  // namespace imflow::python

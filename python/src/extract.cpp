@@ -169,20 +169,22 @@ nb::dict columns(ExtractResult& r, size_t height, size_t width) {
   c["flag"] = column<int16_t>(r, [none](const Source& s, const O&) {
     return none ? 0 : ((s.flags & kFlagDeblended) ? 1 : 0) | ((s.flags & kFlagEdge) ? 2 : 0);
   });
-  c["segmap"] = nb::cast(to_numpy(std::move(r.segmap), {height, width}));
+  c["segmap"] = r.segmap.empty() && height * width > 0 ? nb::none()
+                                                        : nb::cast(to_numpy(std::move(r.segmap), {height, width}));
   return c;
 }
 
 nb::dict extract(const Image& data, double thresh, std::optional<Image> noise_map, bool noise_is_var,
                  std::optional<double> err, double gain, int minarea, int deblend_nthresh, double deblend_cont,
                  bool clean, double clean_param, std::optional<Kernel> kernel, bool matched,
-                 std::optional<Labels> segmap, int32_t nsegmap, bool cuda) {
+                 std::optional<Labels> segmap, int32_t nsegmap, bool cuda, bool want_segmap) {
   auto same_shape = [&](size_t h, size_t w, const char* what) {
     if (h != data.shape(0) || w != data.shape(1))
       throw std::invalid_argument(std::string(what) + ": the array's shape differs from data's");
   };
   Request q;
   q.data = view_of(data);
+  q.want_segmap = want_segmap;
   if (noise_map) {
     same_shape(noise_map->shape(0), noise_map->shape(1), "err");
     q.noise = noise_map->data();
@@ -218,9 +220,9 @@ void bind_extract(nb::module_& module) {
              nb::arg("noise_is_var"), nb::arg("err").none(), nb::arg("gain"), nb::arg("minarea"),
              nb::arg("deblend_nthresh"), nb::arg("deblend_cont"), nb::arg("clean"), nb::arg("clean_param"),
              nb::arg("kernel").none(), nb::arg("matched"), nb::arg("segmap").none(), nb::arg("nsegmap"),
-             nb::arg("cuda") = false,
+             nb::arg("cuda") = false, nb::arg("want_segmap") = true,
              "sep.extract on float32 data (masked pixels 0, their noise BIG, as SEP): a dict of catalog columns "
-             "and 'segmap'; cuda: on the device (no kernel or segmap).");
+             "and 'segmap' (None on the device unless want_segmap); cuda: on the device (no kernel or segmap).");
 }
 
 }  // namespace imflow::python

@@ -33,10 +33,11 @@ struct Request {
   bool matched = false;
   const int32_t* labels = nullptr;  // a given segmentation map, 1..nlabels
   int32_t nlabels = 0;
+  bool want_segmap = true;  // the caller asked for the segmentation map (sep.extract's segmentation_map)
 };
 
-// sep.extract on the device (gpu.cpp): without a filter or a given map (NotImplementedError
-// otherwise, raised by imflow/sep.py). Runs without the GIL; throws std::runtime_error naming
+// sep.extract on the device (gpu.cpp): without a given map (NotImplementedError otherwise, raised
+// by imflow/sep.py). Runs without the GIL; throws std::runtime_error naming
 // "no CUDA device", or that the module was built without CUDA.
 ExtractResult run_extract_gpu(const Request& q, const kernels::DeblendParams& params,
                               const kernels::MeasureBackground& background);

@@ -12,7 +12,6 @@
 #include "bindings.hpp"
 #include "extract.hpp"
 #include "imflow/kernels/background_mesh.hpp"
-#include "imflow/kernels/segment_sep.hpp"
 
 #ifdef IMFLOW_HAVE_CUDA
 #include "cuda/device.hpp"
@@ -38,7 +37,26 @@ cuda::SepSession& session() {
 }
 #endif
 
-// (back, rms, globalback, globalrms) as python/src/background.cpp's mesh_background, on the device.
+#ifdef IMFLOW_HAVE_CUDA
+// sep.Background's maps on the device: Python's Background downloads one when asked (back(), rms()).
+struct DeviceBackground {
+  cuda::SepBackgroundMaps maps;
+  size_t height = 0, width = 0;
+
+  nb::ndarray<nb::numpy, float> download(bool rms) const {
+    std::unique_ptr<float[]> out(new float[height * width]);  // left uninitialised: the copy's threads touch it first
+    {
+      nb::gil_scoped_release unlocked;
+      session().download(*maps.maps, rms, out.get());
+    }
+    return to_numpy(std::move(out), {height, width});
+  }
+};
+#else
+struct DeviceBackground {};
+#endif
+
+// (maps on the device, globalback, globalrms) as python/src/background.cpp's mesh_background, on the device.
 nb::tuple mesh_background_gpu(const Image& image, int64_t bw, int64_t bh, int64_t fw, int64_t fh, double fthresh) {
   if (bw < 1 || bh < 1) throw std::invalid_argument("bw and bh must be >= 1");
   if (fw < 1 || fh < 1) throw std::invalid_argument("fw and fh must be >= 1");
@@ -48,14 +66,15 @@ nb::tuple mesh_background_gpu(const Image& image, int64_t bw, int64_t bh, int64_
 #ifdef IMFLOW_HAVE_CUDA
   const kernels::MeshParams params{
       .mesh_width = bw, .mesh_height = bh, .filter_width = fw, .filter_height = fh, .filter_threshold = fthresh};
-  cuda::SepBackgroundMaps maps;
+  DeviceBackground result;
+  result.height = image.shape(0);
+  result.width = image.shape(1);
   {
     nb::gil_scoped_release unlocked;
-    maps = session().background(view_of(image), params);
+    result.maps = session().background(view_of(image), params);
   }
-  const size_t h = image.shape(0), w = image.shape(1);
-  return nb::make_tuple(to_numpy(std::move(maps.back), {h, w}), to_numpy(std::move(maps.rms), {h, w}),
-                        static_cast<float>(maps.globalback), static_cast<float>(maps.globalrms));
+  const float globalback = static_cast<float>(result.maps.globalback), globalrms = static_cast<float>(result.maps.globalrms);
+  return nb::make_tuple(nb::cast(std::move(result)), globalback, globalrms);
 #else
   (void)image, (void)fthresh;
   no_cuda();
@@ -74,8 +93,7 @@ nb::tuple cuda_status() {
 
 ExtractResult run_extract_gpu(const Request& q, const kernels::DeblendParams& params,
                               const kernels::MeasureBackground& background) {
-  if (q.filter || q.labels != nullptr)
-    throw std::invalid_argument("extract on the device: no filter_kernel or segmentation_map array");
+  if (q.labels != nullptr) throw std::invalid_argument("extract on the device: no segmentation_map array");
 #ifdef IMFLOW_HAVE_CUDA
   cuda::SepExtractRequest request;
   request.data = q.data;
@@ -85,14 +103,16 @@ ExtractResult run_extract_gpu(const Request& q, const kernels::DeblendParams& pa
   request.thresh = q.thresh;
   request.params = params;
   request.gain = background.gain;
+  request.want_segmap = q.want_segmap;
+  request.filter = q.filter ? &*q.filter : nullptr;
+  request.matched = q.matched;
   cuda::SepObjects objects = session().extract(request);
   ExtractResult result;
   result.catalog = std::move(objects.catalog);
+  result.raw = std::move(objects.raw);
   result.deblend = std::move(objects.deblend);
+  result.tnpix = std::move(objects.tnpix);
   result.segmap = std::move(objects.segmap);
-  std::vector<float> thresh(result.deblend.objects.size());
-  for (size_t k = 0; k < thresh.size(); ++k) thresh[k] = result.deblend.objects[k].thresh;
-  result.tnpix = kernels::sep_count_above(q.data, result.segmap.data(), thresh);
   return result;
 #else
   (void)params, (void)background;
@@ -101,9 +121,17 @@ ExtractResult run_extract_gpu(const Request& q, const kernels::DeblendParams& pa
 }
 
 void bind_gpu(nb::module_& module) {
+  nb::class_<DeviceBackground> device_background(module, "DeviceBackground",
+                                                 "sep.Background's maps kept on the CUDA device.");
+#ifdef IMFLOW_HAVE_CUDA
+  device_background.def("back", [](const DeviceBackground& b) { return b.download(false); },
+                        "The background map, downloaded (float32).");
+  device_background.def("rms", [](const DeviceBackground& b) { return b.download(true); },
+                        "The background RMS map, downloaded (float32).");
+#endif
   module.def("mesh_background_gpu", &mesh_background_gpu, nb::arg("image"), nb::arg("bw"), nb::arg("bh"),
              nb::arg("fw"), nb::arg("fh"), nb::arg("fthresh"),
-             "mesh_background on the CUDA device (this thread's session): (back, rms, globalback, globalrms).");
+             "mesh_background on the CUDA device (this thread's session): (maps on the device, globalback, globalrms).");
   module.def("cuda_status", &cuda_status, "(built with CUDA, number of usable CUDA devices).");
 }
 

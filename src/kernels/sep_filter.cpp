@@ -24,22 +24,6 @@ SepFilterKernel sep_filter_kernel(ConstImageView kernel) {
 }
 
 namespace {
-// The kernel rows that fall inside the image for output row y (SEP's cut at the top and bottom):
-// image rows y0.. and kernel rows first.., `rows` of them.
-struct Window {
-  int64_t y0, first, rows;
-};
-Window window_of(int64_t y, int64_t image_height, int64_t kernel_height) {
-  int64_t y0 = y - kernel_height / 2, rows = kernel_height, first = 0;
-  if (y0 + rows > image_height) rows = image_height - y0;
-  if (y0 < 0) {
-    rows += y0;
-    first = -y0;
-    y0 = 0;
-  }
-  return {y0, first, rows};
-}
-
 // The output range [lo, hi) of a kernel column offset dcx and the source shift.
 struct Span {
   int64_t lo, hi;
@@ -60,7 +44,7 @@ void sep_convolve(ConstImageView image, const SepFilterKernel& kernel, float* ou
   for_rows(image.height, [&](int64_t y, std::vector<float>&) {
     float* dst = out + y * w;
     std::fill(dst, dst + w, 0.0f);
-    const Window win = window_of(y, image.height, kernel.height);
+    const SepFilterWindow win = sep_filter_window(y, image.height, kernel.height);
     for (int64_t cy = 0; cy < win.rows; ++cy) {
       const float* line = image.data + (win.y0 + cy) * w;
       const float* k = kernel.values.data() + (win.first + cy) * kw;
@@ -83,7 +67,7 @@ void sep_matched_filter(ConstImageView image, const float* noise, SepNoiseKind k
     float* num = out + y * w;
     std::fill(num, num + w, 0.0f);
     denom.assign(static_cast<size_t>(w), 0.0f);
-    const Window win = window_of(y, image.height, kernel.height);
+    const SepFilterWindow win = sep_filter_window(y, image.height, kernel.height);
     for (int64_t cy = 0; cy < win.rows; ++cy) {
       const float* line = image.data + (win.y0 + cy) * w;
       const float* nline = noise + (win.y0 + cy) * w;

@@ -1,6 +1,6 @@
 # imflow.sep with device="cuda" against device="cpu" on the committed crops and a crowded field:
-# the same background maps to float rounding, the same objects in the same order, the same
-# segmentation map and columns within the engine's GPU tests' tolerances (tests/gpu). Skipped
+# the same background maps to float rounding, the same objects in the same order (SEP's filters
+# included), the same segmentation map and columns within the engine's GPU tests' tolerances. Skipped
 # with the reason where the module has no CUDA or sees no device; needs neither sep nor astropy.
 from concurrent.futures import ThreadPoolExecutor
 
@@ -49,7 +49,8 @@ def same_objects(gpu, cpu):
 
 
 def both(data, **kwargs):
-    return [isep.extract(data, segmentation_map=True, filter_kernel=None, device=d, **kwargs) for d in ("cuda", "cpu")]
+    kwargs.setdefault("filter_kernel", None)
+    return [isep.extract(data, segmentation_map=True, device=d, **kwargs) for d in ("cuda", "cpu")]
 
 
 @pytest.mark.parametrize("name", NAMES)
@@ -88,6 +89,26 @@ def test_extract_cuda_noise_maps_mask_gain(images, noise):
     same_objects(gpu, cpu)
 
 
+SETUPS = {  # SEP's filters: default_kernel by conv with one sigma, matched and conv with maps, a 5x3 kernel
+    "default_conv": lambda bkg: {"err": bkg.globalrms, "filter_kernel": isep.default_kernel},
+    "matched_err": lambda bkg: {"err": bkg.rms(), "filter_kernel": isep.default_kernel},
+    "matched_var": lambda bkg: {"var": bkg.rms() ** 2, "filter_kernel": isep.default_kernel},
+    "conv_err_map": lambda bkg: {"err": bkg.rms(), "filter_kernel": isep.default_kernel, "filter_type": "conv"},
+    "wide_kernel": lambda bkg: {"err": bkg.globalrms,
+                                "filter_kernel": np.outer([1.0, 2.0, 1.0], [1.0, 3.0, 4.0, 3.0, 1.0])},
+}
+
+
+@pytest.mark.parametrize("setup", sorted(SETUPS))
+@pytest.mark.parametrize("name", ["isaac_crop", "crowded_400"])
+def test_extract_cuda_filters_equal_cpu(images, name, setup):
+    cuda_or_skip()
+    data, bkg = subtracted(images, name)
+    gpu, cpu = both(data, thresh=1.5, **SETUPS[setup](bkg))
+    assert len(cpu[0]) > 10
+    same_objects(gpu, cpu)
+
+
 def test_extract_cuda_absolute_threshold_no_clean(images):
     cuda_or_skip()
     data, bkg = subtracted(images, "isaac_crop")
@@ -112,10 +133,30 @@ def test_extract_cuda_threads_and_default_device(images):
         same_objects(result, expected)
 
 
+def test_cuda_large_image_in_several_transfer_chunks():
+    """A 2,100 x 2,050 field (17 MB: three 8 MB staging chunks, the last partial): the maps the GPU
+    keeps and downloads on request, the objects with and without the segmentation map, tnpix."""
+    cuda_or_skip()
+    from compare_sep_deblend import crowded
+    data = crowded(np, 2100, 11)[:2050]
+    gpu, cpu = isep.Background(data, device="cuda"), isep.Background(data, device="cpu")
+    for g, c in ((gpu.rms(), cpu.rms()), (gpu.back(), cpu.back())):
+        assert g.shape == data.shape
+        scale = np.maximum(np.abs(c.astype(np.float64)), 1e-3 * cpu.globalrms)
+        assert np.max(np.abs(g.astype(np.float64) - c) / scale) <= 1e-5
+    np.testing.assert_array_equal(data - gpu, data - gpu.back())  # subfrom: the downloaded map, kept
+    sub = data - cpu
+    cpu_objects, cpu_map = isep.extract(sub, 1.5, err=cpu.globalrms, filter_kernel=None, segmentation_map=True)
+    assert len(cpu_objects) > 1000
+    same_objects(isep.extract(sub, 1.5, err=cpu.globalrms, filter_kernel=None, segmentation_map=True, device="cuda"),
+                 (cpu_objects, cpu_map))
+    alone = isep.extract(sub, 1.5, err=cpu.globalrms, filter_kernel=None, device="cuda")
+    same_objects((alone, cpu_map), (cpu_objects, cpu_map))
+    assert np.sum(alone["tnpix"]) > 0 and np.all(alone["tnpix"] <= alone["npix"])
+
+
 def test_cuda_refuses_what_it_cannot_do(images):
     data, bkg = subtracted(images, "isaac_crop")
-    with pytest.raises(NotImplementedError, match="filter_kernel"):
-        isep.extract(data, 1.5, err=bkg.globalrms, device="cuda")
     with pytest.raises(NotImplementedError, match="segmentation_map"):
         isep.extract(data, 1.5, err=bkg.globalrms, filter_kernel=None, device="cuda",
                      segmentation_map=np.zeros(data.shape, dtype=np.int32))

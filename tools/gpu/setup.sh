@@ -3,7 +3,8 @@
 # (made by tools/gpu/make-deps.sh) into /opt/deps and configure + build imflow with
 # CUDA into build-dev. Source it: `. tools/gpu/setup.sh` (it exports the library paths).
 # TARGETS="a b" builds only those targets (default: all); SETUP_LOGS=DIR keeps cmake.log and
-# build.log there (default: $OUT, else /tmp).
+# build.log there (default: $OUT, else /tmp). IMFLOW_PYTHON=ON also builds the Python module for
+# the test Python, after installing nanobind and SEP from the wheels in .devdeps/python.
 set -euo pipefail
 mkdir -p /opt/deps
 for deb in .devdeps/*.deb; do dpkg -x "$deb" /opt/deps; done
@@ -17,7 +18,16 @@ test_python=/usr/bin/python3
 for candidate in /usr/bin/python3 "$(command -v python3 || true)"; do
   if [ -x "$candidate" ] && "$candidate" -c "import numpy" 2>/dev/null; then test_python=$candidate; break; fi
 done
-cmake -S . -B build-dev -G Ninja -DSYSTEM_PYTHON="$test_python" -DCMAKE_BUILD_TYPE=Release -DIMFLOW_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90 \
+python_options=()
+if [ "${IMFLOW_PYTHON:-OFF}" = ON ]; then
+  "$test_python" -m pip install -q --no-index --find-links .devdeps/python nanobind "sep==1.4.1" pytest 2>&1 | tail -3 || true
+  python_options=(-DIMFLOW_PYTHON=ON -DPython_EXECUTABLE="$test_python")
+  # The carried zlib1g-dev's libz.so points at Debian's /lib path: link the host's shared zlib
+  # (the module is a shared object; the static libz.a is not position-independent).
+  host_zlib=$(ls /usr/lib/x86_64-linux-gnu/libz.so.1 /lib/x86_64-linux-gnu/libz.so.1 2>/dev/null | head -1)
+  [ -n "$host_zlib" ] && python_options+=(-DZLIB_LIBRARY="$host_zlib" -DZLIB_LIBRARY_RELEASE="$host_zlib")
+fi
+cmake -S . -B build-dev -G Ninja -DSYSTEM_PYTHON="$test_python" "${python_options[@]}" -DCMAKE_BUILD_TYPE=Release -DIMFLOW_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90 \
   -DCMAKE_CXX_FLAGS=-I/opt/deps/usr/include > "${SETUP_LOGS:-${OUT:-/tmp}}/cmake.log" 2>&1 || { tail -40 "${SETUP_LOGS:-${OUT:-/tmp}}/cmake.log"; exit 1; }
 # shellcheck disable=SC2086 # TARGETS is a list
 ninja -C build-dev -j 16 -k 0 ${TARGETS:-} > "${SETUP_LOGS:-${OUT:-/tmp}}/build.log" 2>&1 || { grep -B2 -A10 -m3 "error" "${SETUP_LOGS:-${OUT:-/tmp}}/build.log"; exit 1; }

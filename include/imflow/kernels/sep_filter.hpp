@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "imflow/image.hpp"
+#include "imflow/kernels/host_device.hpp"
 
 namespace imflow::kernels {
 
@@ -15,6 +16,22 @@ struct SepFilterKernel {
 };
 // Throws std::invalid_argument for an empty kernel or one whose entries sum to 0 in magnitude.
 SepFilterKernel sep_filter_kernel(ConstImageView kernel);
+
+// The kernel rows that fall inside the image for output row y (SEP cuts them at the top and
+// bottom): image rows y0.. and kernel rows first.., `rows` of them. Shared with the CUDA twin.
+struct SepFilterWindow {
+  int64_t y0, first, rows;
+};
+IMFLOW_HOST_DEVICE inline SepFilterWindow sep_filter_window(int64_t y, int64_t image_height, int64_t kernel_height) {
+  int64_t y0 = y - kernel_height / 2, rows = kernel_height, first = 0;
+  if (y0 + rows > image_height) rows = image_height - y0;
+  if (y0 < 0) {
+    rows += y0;
+    first = -y0;
+    y0 = 0;
+  }
+  return {y0, first, rows};
+}
 
 // What the noise array of the matched filter holds (sep.extract's err= or var=).
 enum class SepNoiseKind { stddev, variance };

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "cuda/convolve.hpp"
+#include "cuda/sep_filter.hpp"
 #include "cuda/device_common.cuh"
 
 namespace imflow::cuda {
@@ -252,6 +253,25 @@ void convolve(GpuContext& gpu, const float* host_kernel, int kw, int kh, kernels
     swap(gpu.image, gpu.image_spare);
     gpu.width = c.out_w;
     gpu.height = c.out_h;
+    gpu.image_modified = true;
+  }
+}
+
+void convolve_sep(GpuContext& gpu, const kernels::SepFilterKernel& kernel, bool to_detection) {
+  DeviceGuard guard(gpu.device);
+  const int kw = static_cast<int>(kernel.width), kh = static_cast<int>(kernel.height);
+  const ConvolveWeights& weights = cached_weights(gpu, kernel.values.data(), kw, kh);
+  const size_t n = static_cast<size_t>(gpu.size());
+  gpu.image_spare.reserve(n + 4);
+  const float* source = gpu.has_detection ? gpu.detection.data() : gpu.image.data();
+  sep_convolve(source, gpu.width, gpu.height, {weights.device.data(), kernel.width, kernel.height},
+               gpu.image_spare.data(), gpu.stream);
+  if (to_detection) {
+    swap(gpu.detection, gpu.image_spare);
+    gpu.has_detection = true;
+  } else {
+    swap(gpu.image, gpu.image_spare);
+    gpu.has_detection = false;
     gpu.image_modified = true;
   }
 }

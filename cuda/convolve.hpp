@@ -2,6 +2,7 @@
 #pragma once
 #include "cuda/gpu_context.hpp"
 #include "imflow/kernels/convolve.hpp"
+#include "imflow/kernels/sep_filter.hpp"
 
 namespace imflow::cuda {
 
@@ -13,5 +14,10 @@ namespace imflow::cuda {
 // false (benchmarks and tests of the general path).
 void convolve(GpuContext& gpu, const float* host_kernel, int kw, int kh, kernels::ConvolveMode mode,
               bool to_detection, bool allow_separable = true);
+
+// `convolve` with `arithmetic: sep` (twin of the CPU step's kernels::sep_convolve): SEP's filter
+// of the detection image (gpu.detection when one was made, else gpu.image), bit-identical to the
+// CPU's; to_detection: into gpu.detection, otherwise it replaces gpu.image.
+void convolve_sep(GpuContext& gpu, const kernels::SepFilterKernel& kernel, bool to_detection);
 
 }  // namespace imflow::cuda

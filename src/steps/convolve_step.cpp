@@ -1,7 +1,7 @@
 // Step `convolve`: 2-D convolution with a Gaussian (size, sigma), the seed lesson's 15x15
 // kernel, or an explicit kernel; `apply_to: detection` filters the image segmentation uses,
 // `apply_to: image` replaces the pixels (the only choice for mode full, which grows the image);
-// `arithmetic: sep` filters as sep.extract does (kernels::sep_convolve, CPU).
+// `arithmetic: sep` filters as sep.extract does (kernels::sep_convolve, cuda::convolve_sep).
 #include <cmath>
 
 #include "imflow/kernels/convolve.hpp"
@@ -69,8 +69,11 @@ class ConvolveStep final : public Step {
   }
 
 #ifdef IMFLOW_HAVE_CUDA
-  bool has_cuda() const override { return !sep_; }
   void run_cuda(WorkItem&, GpuContext& gpu) const override {
+    if (sep_) {
+      cuda::convolve_sep(gpu, sep_kernel_, to_detection_);
+      return;
+    }
     cuda::convolve(gpu, kernel_.data(), static_cast<int>(kernel_.width()), static_cast<int>(kernel_.height()), mode_,
                    to_detection_);
   }

@@ -1,6 +1,11 @@
 // GPU convolution vs the CPU (float64): same and full modes within 1e-5 of the output's largest
-// magnitude; separable (rank-1), tiled and direct paths, fresh seeds, NaN, detection images.
+// magnitude; separable (rank-1), tiled and direct paths, fresh seeds, NaN, detection images; SEP's
+// arithmetic (cuda::convolve_sep) equal to kernels::sep_convolve bit for bit.
+#include <cstring>
+#include <tuple>
+
 #include "gpu_test_helpers.hpp"
+#include "imflow/kernels/sep_filter.hpp"
 
 using namespace gpu_test;
 using imflow::kernels::ConvolveMode;
@@ -145,6 +150,43 @@ TEST_CASE("GPU separable convolution on random images and rank-1 kernels", "[gpu
     for (ConvolveMode mode : {ConvolveMode::same, ConvolveMode::full}) {
       check_convolve(slot, item, k.data(), kw, kh, mode);
       if (round == 1 || round == 2) check_convolve(slot, item, big.data(), 101, 101, mode);
+    }
+  }
+}
+
+TEST_CASE("GPU convolution with SEP's arithmetic is the CPU's bit for bit", "[gpu][convolve]") {
+  Slot slot;
+  WorkItem item;
+  imflow::ImageBuffer gauss;
+  imflow::kernels::gaussian_kernel(5, 1.3, gauss);
+  const auto odd = random_kernel(7, 4, 9);
+  const int64_t sizes[][2] = {{217, 181}, {1, 1}, {3, 40}, {61, 2}};
+  uint32_t seed = 70;
+  for (const auto& s : sizes) {
+    fill_sky(item, s[0], s[1], seed++, 5, s[0] > 100 ? 0.01 : 0.0);  // NaN and Inf spread as on the CPU
+    using Kernel = std::tuple<const float*, int64_t, int64_t>;
+    for (const auto& [k, kw, kh] : {Kernel{gauss.data(), 5, 5}, Kernel{odd.data(), 7, 4}, Kernel{odd.data(), 4, 7}}) {
+      const auto sep_kernel = imflow::kernels::sep_filter_kernel({k, kw, kh});
+      imflow::ImageBuffer expected;
+      expected.resize(s[0], s[1]);
+      imflow::kernels::sep_convolve(item.pixels.view(), sep_kernel, expected.data());
+      for (bool to_detection : {true, false}) {
+        INFO(s[0] << "x" << s[1] << " kernel " << kw << "x" << kh << (to_detection ? " detection" : " image"));
+        WorkItem out;
+        make_pinned(out, s[0], s[1]);
+        std::copy(item.pixels.begin(), item.pixels.end(), out.pixels.begin());
+        run_item(slot, out, [&](GpuContext& gpu) { imflow::cuda::convolve_sep(gpu, sep_kernel, to_detection); },
+                 {false, false, to_detection, !to_detection});
+        const imflow::ImageBuffer& got = to_detection ? out.detection : out.pixels;
+        REQUIRE(got.width() == s[0]);
+        REQUIRE(got.height() == s[1]);
+        int64_t differ = 0;  // the same bits, or NaN on both (the device's NaN has another payload)
+        for (int64_t i = 0; i < s[0] * s[1]; ++i) {
+          const float g = got.data()[i], e = expected.data()[i];
+          if (!(std::isnan(g) && std::isnan(e)) && std::memcmp(&g, &e, sizeof(float)) != 0) ++differ;
+        }
+        CHECK(differ == 0);
+      }
     }
   }
 }

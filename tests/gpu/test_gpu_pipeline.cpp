@@ -192,8 +192,8 @@ TEST_CASE("device auto runs on the CPU when a step has no CUDA implementation; d
   const fs::path samples = fs::path(IMFLOW_SOURCE_DIR) / "datasets/samples";
   fs::create_directories(dir / "in");
   fs::copy(samples / "isaac_crop.fits", dir / "in" / "isaac_crop.fits");
-  // SEP's convolution arithmetic runs on the CPU only.
-  const std::string steps = "steps: [{convolve: {apply_to: detection, arithmetic: sep}}, background, segment, label, measure]\n";
+  // measure's photometry runs on the CPU only.
+  const std::string steps = "steps: [background, segment, label, {measure: {apertures: [6]}}]\n";
   auto pipeline = test::pipeline_from("device: auto\noutput: {formats: [csv]}\n" + steps);
   pipeline.input.dir = dir / "in";
   pipeline.output.dir = dir / "auto";

@@ -69,6 +69,7 @@ class ConvolveStep final : public Step {
   }
 
 #ifdef IMFLOW_HAVE_CUDA
+  bool has_cuda() const override { return true; }
   void run_cuda(WorkItem&, GpuContext& gpu) const override {
     if (sep_) {
       cuda::convolve_sep(gpu, sep_kernel_, to_detection_);

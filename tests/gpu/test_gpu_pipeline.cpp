@@ -1,7 +1,7 @@
 // The seed pipeline on the GPU (background, segment, label, measure) vs the CPU kernels:
 // masks, labels and catalogs, edge shapes, the catalog overflow path, context reuse and the
 // real ISAAC crop and every real image under datasets/data; random inputs use fresh seeds; device
-// auto with a CPU-only step.
+// auto with a CPU-only step; SEP's convolution through the pipeline on both devices.
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
@@ -203,4 +203,42 @@ TEST_CASE("device auto runs on the CPU when a step has no CUDA implementation; d
   CHECK(json["device"] == "cpu");
   pipeline.engine.device = "cuda";
   CHECK_THROWS_WITH(imflow::run_pipeline(pipeline, {}), Catch::Contains("no CUDA implementation"));
+}
+
+TEST_CASE("convolve with SEP's arithmetic runs on the GPU and gives the CPU's catalog", "[gpu][pipeline][convolve]") {
+  test::TempDir dir("gpu_sep_convolve");
+  const fs::path samples = fs::path(IMFLOW_SOURCE_DIR) / "datasets/samples";
+  fs::create_directories(dir / "in");
+  fs::copy(samples / "isaac_crop.fits", dir / "in" / "isaac_crop.fits");
+  const std::string steps = "steps: [{convolve: {apply_to: detection, arithmetic: sep, size: 3, sigma: 1}}, "
+                            "background, {segment: {nsigma: 3}}, label, measure]\n";
+  auto pipeline = test::pipeline_from("output: {formats: [csv]}\n" + steps);
+  pipeline.input.dir = dir / "in";
+  for (const std::string device : {"cpu", "cuda"}) {
+    pipeline.engine.device = device;
+    pipeline.output.dir = dir / device;
+    REQUIRE(imflow::run_pipeline(pipeline, {}).failed() == 0);
+    const auto json = nlohmann::json::parse(std::ifstream(dir / device / "summary.json"));
+    CHECK(json["device"] == device);
+  }
+  auto rows = [](const fs::path& csv) {  // npix, peak_x, peak_y, xmin, xmax, ymin, ymax of each row
+    std::ifstream in(csv);
+    std::vector<std::vector<std::string>> table;
+    std::string line;
+    std::getline(in, line);
+    REQUIRE(line.starts_with("id,x,y,X_IMAGE,Y_IMAGE,ra,dec,flux,npix,peak,peak_x,peak_y,xmin,xmax,ymin,ymax,"));
+    while (std::getline(in, line)) {
+      std::vector<std::string> fields;
+      for (size_t start = 0, comma = 0; comma != std::string::npos; start = comma + 1) {
+        comma = line.find(',', start);
+        fields.push_back(line.substr(start, comma == std::string::npos ? comma : comma - start));
+      }
+      table.push_back({fields[8], fields[10], fields[11], fields[12], fields[13], fields[14], fields[15]});
+    }
+    return table;
+  };
+  // The same segments (the filtered detection image is the CPU's bit for bit).
+  const auto cpu = rows(dir / "cpu" / "isaac_crop.cat.csv"), gpu = rows(dir / "cuda" / "isaac_crop.cat.csv");
+  CHECK(cpu.size() > 20);
+  CHECK(gpu == cpu);
 }

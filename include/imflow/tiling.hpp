@@ -27,11 +27,14 @@ struct TilingPlan {
   // With off_reason: the tile size the default asked for; planes larger than it are processed
   // whole, each with a log line giving the reason.
   int64_t whole_above = 0;
-  // On the CUDA engine, a tiled image whose working set fits in GPU memory is read strip by strip
-  // straight into the GPU and processed there whole (docs/tiling.md, "GPU-resident images"):
-  // allowed when the outputs are catalogs only (csv, fits) and tiling.resident is auto.
+  // On the CUDA engine, a large image whose working set fits in GPU memory is read strip by strip
+  // straight into the GPU and processed there whole (docs/tiling.md, "GPU-resident images"): a
+  // tiled one, and with off_reason one that would be processed whole. Allowed when the outputs are
+  // catalogs only (csv, fits, ldac) and tiling.resident is auto.
   bool resident = false;
   std::string resident_off_reason;
+  // GPU memory a resident image's steps need per pixel (deblending and the mesh maps add theirs).
+  int64_t resident_bytes_per_pixel = 48;
 };
 
 // Rows per strip of a GPU-resident image: strips of about tile_size^2 pixels, whole rows.

@@ -101,6 +101,27 @@ int64_t required_halo(const Pipeline& pipeline) {
   return convolution_reach(pipeline) + (measure ? 1 : 0);
 }
 
+// Whether a GPU-resident image may be used (outputs catalogs only, tiling.resident auto), and the
+// GPU memory its steps need per pixel: 48 bytes (image, sort keys and CUB's work, mask, labels
+// and the label work array, a detection image), deblending's pixel lists and work arrays 64 more,
+// the mesh background's two full-size maps 16.
+void plan_resident(const Pipeline& pipeline, TilingPlan& plan) {
+  const TilingConfig& config = pipeline.tiling;
+  plan.resident = config.resident;
+  for (const auto& format : pipeline.output.formats) {
+    if (format != "csv" && format != "fits" && format != "ldac" && plan.resident) {
+      plan.resident = false;  // an image output of a resident image would need the whole image on the host
+      plan.resident_off_reason = "output format '" + format + "' is written tile by tile";
+    }
+  }
+  if (!config.resident) plan.resident_off_reason = "tiling.resident: off";
+  for (const auto& step : pipeline.steps) {
+    if (step->name() == "deblend") plan.resident_bytes_per_pixel += 64;
+    if (step->name() == "background" && param_text(step->params(), "method", "global") == "mesh")
+      plan.resident_bytes_per_pixel += 16;
+  }
+}
+
 TilingPlan plan_tiling(const Pipeline& pipeline) {
   const TilingConfig& config = pipeline.tiling;
   TilingPlan plan;
@@ -130,18 +151,12 @@ TilingPlan plan_tiling(const Pipeline& pipeline) {
     }
     plan.off_reason = reason;
     plan.whole_above = config.size;
+    plan_resident(pipeline, plan);  // whole, but on the GPU still read in strips when it fits there
     return plan;
   }
   plan.size = config.size;
   plan.halo = config.halo >= 0 ? config.halo : reach;  // reach: required_halo()
-  plan.resident = config.resident;
-  for (const auto& format : pipeline.output.formats) {
-    if (format != "csv" && format != "fits" && format != "ldac" && plan.resident) {
-      plan.resident = false;  // an image output of a resident image would need the whole image on the host
-      plan.resident_off_reason = "output format '" + format + "' is written tile by tile";
-    }
-  }
-  if (!config.resident) plan.resident_off_reason = "tiling.resident: off";
+  plan_resident(pipeline, plan);
   return plan;
 }
 

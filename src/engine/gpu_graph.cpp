@@ -159,7 +159,8 @@ void run_gpu_item_graph(RunContext& run, ItemSource& source, int threads, const 
                         GpuTimeline& timeline) {
   std::map<int, std::mutex> resident_locks;  // one GPU-resident image per device at a time
   for (int device : devices) resident_locks[device];
-  if (run.tiles != nullptr) run.tiles->set_resident_pixels(resident_pixel_limit(devices));
+  if (run.tiles != nullptr)
+    run.tiles->set_resident_pixels(resident_pixel_limit(devices, run.tiles->plan().resident_bytes_per_pixel));
   const size_t first_gpu = first_gpu_step(run.pipeline);
 
   tbb::flow::graph graph;

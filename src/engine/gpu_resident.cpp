@@ -22,7 +22,6 @@
 namespace imflow {
 
 namespace {
-constexpr int64_t kDeviceBytesPerPixel = 48;
 constexpr double kFreeMemoryShare = 0.8;
 
 // One reader's pinned buffer and the stream its copies go through.
@@ -32,13 +31,13 @@ struct StripStaging {
 };
 }  // namespace
 
-int64_t resident_pixel_limit(const std::vector<int>& devices) {
+int64_t resident_pixel_limit(const std::vector<int>& devices, int64_t bytes_per_pixel) {
   int64_t limit = std::numeric_limits<int32_t>::max() - 1;
   for (int device : devices) {
     cuda::DeviceGuard guard(device);
     size_t free_bytes = 0, total_bytes = 0;
     IMFLOW_CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
-    limit = std::min(limit, static_cast<int64_t>(kFreeMemoryShare * static_cast<double>(free_bytes)) / kDeviceBytesPerPixel);
+    limit = std::min(limit, static_cast<int64_t>(kFreeMemoryShare * static_cast<double>(free_bytes)) / bytes_per_pixel);
   }
   return limit;
 }

@@ -11,10 +11,9 @@
 namespace imflow {
 
 // The largest plane (pixels) processed as a GPU-resident image on every one of `devices`: what
-// fits in 80% of each device's free memory at 48 bytes per pixel (image, sort keys and CUB's
-// work, mask, labels and the label work array, a detection image, with room to spare), and below
-// 2^31 pixels (the label kernel's int32 indices).
-int64_t resident_pixel_limit(const std::vector<int>& devices);
+// fits in 80% of each device's free memory at `bytes_per_pixel` (TilingPlan::resident_bytes_per_pixel),
+// and below 2^31 pixels (the label kernel's int32 indices).
+int64_t resident_pixel_limit(const std::vector<int>& devices, int64_t bytes_per_pixel);
 
 // Read the item's plane in strips of ItemRef::resident_rows rows, in parallel on the current
 // arena's threads, and copy each into gpu.image at its rows; returns when every copy has completed.

@@ -174,7 +174,8 @@ RunSummary run_pipeline(const Pipeline& pipeline, const RunOptions& options) {
     run.tiles = &tile_run;
     source.set_tiling([&](const ItemRef& plane, const PlaneInfo& info) { return tile_run.tiles_of(plane, info); },
                       [&](ItemRef& first_tile) { tile_run.prepare(first_tile); });
-  } else if (tiling.whole_above > 0) {  // tiling is off for this pipeline: tiles_of logs the planes it would have cut
+  } else if (tiling.whole_above > 0) {  // tiling is off for this pipeline: tiles_of logs the planes it would have
+    run.tiles = &tile_run;             // cut, or makes them GPU-resident images
     source.set_tiling([&](const ItemRef& plane, const PlaneInfo& info) { return tile_run.tiles_of(plane, info); },
                       [](ItemRef&) {});
   }

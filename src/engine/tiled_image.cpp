@@ -32,16 +32,17 @@ std::vector<ItemRef> TileRun::tiles_of(const ItemRef& plane, const PlaneInfo& in
   if (!larger) return {};
   const InputFormat* format = input_format_for(plane.path);
   if (format == nullptr || std::string(format->name) != "fits" || whole_file_compressed(plane.path)) return {};
-  if (!tiles_image(plan_, info.width, info.height)) {  // tiling is off for this pipeline: say why
-    spdlog::info("{}: {} x {} pixels processed whole, not as tiles of {}: {}", item_name(plane), info.width,
-                 info.height, plan_.whole_above, plan_.off_reason);
-    return {};
-  }
+  const bool tiled = tiles_image(plan_, info.width, info.height);
   if (info.width * info.height <= resident_pixels_) {  // fits in GPU memory: one item, read in strips
     ItemRef whole = plane;
     whole.core = TileRect{0, 0, info.width, info.height};
-    whole.resident_rows = resident_strip_rows(plan_.size, info.width, info.height);
+    whole.resident_rows = resident_strip_rows(tiled ? plan_.size : plan_.whole_above, info.width, info.height);
     return {whole};
+  }
+  if (!tiled) {  // tiling is off for this pipeline: say why
+    spdlog::info("{}: {} x {} pixels processed whole, not as tiles of {}: {}", item_name(plane), info.width,
+                 info.height, plan_.whole_above, plan_.off_reason);
+    return {};
   }
   auto image = std::make_shared<TiledImage>();
   image->image = plane;

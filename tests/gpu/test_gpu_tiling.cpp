@@ -176,3 +176,44 @@ TEST_CASE("GPU-resident images give the whole-image catalogs", "[gpu][tiling]") 
   check_same_outputs(dir / "conv-whole", dir / "conv-resident", 1e-9, Images::exact);
   fs::remove_all(dir);
 }
+
+// A pipeline that cannot run on tiles (the mesh background, deblending: a segment is split once,
+// whole) still reads a large image in strips straight into the GPU when it fits there, and gives
+// the whole-image GPU run's catalog and the CPU's; with resident: off it is read whole as before.
+TEST_CASE("GPU-resident images with deblending give the whole-image catalogs", "[gpu][tiling][deblend]") {
+  const fs::path dir = fs::temp_directory_path() / "imflow_gpu_resident_deblend";
+  fs::remove_all(dir);
+  make_inputs(dir / "in");
+  const std::string yaml = "output: {formats: [csv]}\n"
+                           "steps: [{background: {method: mesh, size: 32}}, "
+                           "{segment: {nsigma: 1.5, relative_to: background, compare: float32}}, "
+                           "{label: {connectivity: 8}}, {deblend: {nthresh: 32, mincont: 0.005}}, measure]\n";
+  auto run_default_tiling = [&](const std::string& device, const fs::path& out, int64_t size, bool resident) {
+    Pipeline pipeline = test::pipeline_from(yaml);
+    pipeline.input.dir = dir / "in";
+    pipeline.output.dir = out;
+    pipeline.engine.device = device;
+    pipeline.engine.threads = 4;
+    pipeline.tiling.size = size;  // the default's size, not asked for: planes above it are processed whole
+    pipeline.tiling.resident = resident;
+    return run_pipeline(pipeline, {});
+  };
+  REQUIRE(run_default_tiling("cpu", dir / "cpu", 0, false).failed() == 0);
+  const RunSummary whole = run_default_tiling("cuda", dir / "gpu-whole", 0, true);
+  REQUIRE(whole.failed() == 0);
+  CHECK(resident_strips(whole).empty());
+  const RunSummary resident = run_default_tiling("cuda", dir / "resident", 50, true);
+  REQUIRE(resident.failed() == 0);
+  const int64_t rows = 50 * 50 / 230;  // strips of about 50^2 pixels; the 40 x 30 image is not above 50
+  const std::map<std::string, int64_t> expected{{"field.fits", (190 + rows - 1) / rows},
+                                                {"int16.fits", (190 + rows - 1) / rows},
+                                                {"rice.fits.fz", (190 + rows - 1) / rows}};
+  CHECK(resident_strips(resident) == expected);
+  check_same_outputs(dir / "gpu-whole", dir / "resident", 1e-9, Images::exact);
+  check_same_outputs(dir / "cpu", dir / "resident", 1e-9, Images::exact);
+  const RunSummary off = run_default_tiling("cuda", dir / "off", 50, false);
+  REQUIRE(off.failed() == 0);
+  CHECK(resident_strips(off).empty());
+  check_same_outputs(dir / "gpu-whole", dir / "off", 1e-9, Images::exact);
+  fs::remove_all(dir);
+}

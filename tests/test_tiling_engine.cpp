@@ -202,6 +202,17 @@ TEST_CASE("tiling.resident: auto only with catalog outputs; strips of about a ti
   CHECK_FALSE(labels.resident);
   CHECK_THAT(labels.resident_off_reason, Catch::Contains("labels"));
   CHECK_THROWS_WITH(test::pipeline_from("tiling: {resident: maybe}\nsteps: [background]\n"), Catch::Contains("auto or off"));
+  // A pipeline that cannot run on tiles: large planes are whole, GPU-resident when they fit, with
+  // the GPU memory deblending and the mesh maps need per pixel.
+  const TilingPlan deblend = plan_tiling(test::pipeline_from(
+      "output: {formats: [csv, ldac]}\nsteps: [{background: {method: mesh}}, {segment: {compare: float32}}, "
+      "{label: {connectivity: 8}}, deblend, measure]\n"));
+  CHECK(deblend.size == 0);
+  CHECK(deblend.whole_above == 4096);
+  CHECK_THAT(deblend.off_reason, Catch::Contains("mesh"));
+  CHECK(deblend.resident);
+  CHECK(deblend.resident_bytes_per_pixel == 48 + 64 + 16);
+  CHECK(plan_tiling(pipeline).resident_bytes_per_pixel == 48);
   // Strips of whole rows, about size^2 pixels, at least one row, at most the image.
   CHECK(resident_strip_rows(4096, 32000, 32000) == 524);
   CHECK(resident_strip_rows(64, 100, 70) == 40);

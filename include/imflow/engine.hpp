@@ -12,6 +12,14 @@
 
 namespace imflow {
 
+// What a run has done so far, for a caller watching from another thread (imflow.run's progress
+// bar); the engine only writes the counts and only reads `stop`.
+struct RunCounts {
+  std::atomic<int64_t> files{-1};  // input files listed (-1 until the list is made)
+  std::atomic<int64_t> files_done{0}, items_done{0}, items_failed{0};
+  std::atomic<bool> stop{false};   // RunOptions::stop when the caller sets no other
+};
+
 struct RunOptions {
   bool progress = false;                   // draw a progress line on stderr (a terminal)
   std::filesystem::path trace_path;        // Chrome trace JSON, empty for none
@@ -22,6 +30,7 @@ struct RunOptions {
   std::function<std::optional<int64_t>()> file_feed;
   bool write_summary = true;               // false: the caller merges and writes it (MPI rank 0)
   std::string manifest_name = "manifest.jsonl";
+  RunCounts* counts = nullptr;             // updated as items finish (and its stop read), or none
 };
 
 // Run the pipeline; per-item failures are recorded in the summary, not thrown. Throws for

@@ -10,6 +10,7 @@ NB_MODULE(_imflow, module) {
   imflow::python::bind_background(module);
   imflow::python::bind_extract(module);
   imflow::python::bind_run(module);
+  imflow::python::bind_extract_image(module);
   imflow::python::bind_apertures(module);
   imflow::python::bind_gpu(module);
 }

@@ -1,4 +1,5 @@
-// imflow.run: a pipeline (YAML text) over a directory with run_pipeline, the run summary as JSON text.
+// imflow.run: a pipeline (YAML text) over a directory with run_pipeline, the run summary as JSON text;
+// RunCounts lets another Python thread follow it (the progress bar) and stop it (KeyboardInterrupt).
 #include <nanobind/nanobind.h>
 #include <nanobind/stl/string.h>
 
@@ -20,7 +21,7 @@ struct RunSettings {
   bool fail_fast = false, resume = false;
 };
 
-std::string run(const std::string& yaml_text, const std::string& source_name, const RunSettings& s) {
+std::string run(const std::string& yaml_text, const std::string& source_name, const RunSettings& s, RunCounts* counts) {
   Pipeline pipeline = parse_pipeline(yaml_text, source_name);
   if (!s.input.empty()) pipeline.input.dir = s.input;
   if (!s.output.empty()) pipeline.output.dir = s.output;
@@ -34,6 +35,7 @@ std::string run(const std::string& yaml_text, const std::string& source_name, co
   options.trace_path = s.trace;
   options.summary_path = s.summary;
   options.resume = s.resume;
+  options.counts = counts;
   nb::gil_scoped_release unlocked;
   const RunSummary summary = run_pipeline(pipeline, options);
   return summary.to_json().dump();
@@ -53,7 +55,15 @@ void bind_run(nb::module_& module) {
       .def_rw("batch", &RunSettings::batch)
       .def_rw("fail_fast", &RunSettings::fail_fast)
       .def_rw("resume", &RunSettings::resume);
+  nb::class_<RunCounts>(module, "RunCounts", "What a run has done so far, readable while it runs in another thread.")
+      .def(nb::init<>())
+      .def_prop_ro("files", [](const RunCounts& c) { return c.files.load(); }, "input files (-1 until listed)")
+      .def_prop_ro("files_done", [](const RunCounts& c) { return c.files_done.load(); })
+      .def_prop_ro("items_done", [](const RunCounts& c) { return c.items_done.load(); })
+      .def_prop_ro("items_failed", [](const RunCounts& c) { return c.items_failed.load(); })
+      .def("stop", [](RunCounts& c) { c.stop = true; }, "Take no new items; those in flight are finished.");
   module.def("run", &run, nb::arg("yaml_text"), nb::arg("source_name"), nb::arg("settings"),
+             nb::arg("counts").none() = nb::none(),
              "Run a pipeline (YAML text; source_name names it in messages): the run summary as JSON text.");
 }
 

@@ -7,8 +7,11 @@
 
 namespace imflow {
 
-Progress::Progress(int64_t total_files, bool terminal)
-    : total_files_(total_files), terminal_(terminal), start_(std::chrono::steady_clock::now()), last_draw_(start_) {}
+Progress::Progress(int64_t total_files, bool terminal, RunCounts* counts)
+    : total_files_(total_files), terminal_(terminal), counts_(counts), start_(std::chrono::steady_clock::now()),
+      last_draw_(start_) {
+  if (counts_ != nullptr) counts_->files = total_files;
+}
 
 void Progress::item_done(bool file_finished, int64_t bytes, bool failed) {
   std::lock_guard lock(mutex_);
@@ -16,6 +19,11 @@ void Progress::item_done(bool file_finished, int64_t bytes, bool failed) {
   ++items_done_;
   failed_ += failed;
   bytes_ += bytes;
+  if (counts_ != nullptr) {
+    counts_->files_done = files_done_;
+    counts_->items_done = items_done_;
+    counts_->items_failed = failed_;
+  }
   const auto now = std::chrono::steady_clock::now();
   const auto interval = terminal_ ? std::chrono::milliseconds(100) : std::chrono::milliseconds(5000);
   if (now - last_draw_ >= interval) {

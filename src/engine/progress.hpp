@@ -5,11 +5,14 @@
 #include <cstdint>
 #include <mutex>
 
+#include "imflow/engine.hpp"
+
 namespace imflow {
 
 class Progress {
  public:
-  Progress(int64_t total_files, bool terminal);
+  // counts: also kept up to date there (RunOptions::counts), or nullptr.
+  Progress(int64_t total_files, bool terminal, RunCounts* counts = nullptr);
   // Called once per finished item (thread-safe).
   void item_done(bool file_finished, int64_t bytes, bool failed);
   void finish();
@@ -19,6 +22,7 @@ class Progress {
   std::mutex mutex_;
   const int64_t total_files_;
   const bool terminal_;
+  RunCounts* const counts_;
   int64_t files_done_ = 0, items_done_ = 0, failed_ = 0, bytes_ = 0;
   std::chrono::steady_clock::time_point start_, last_draw_;
 };

@@ -165,9 +165,10 @@ RunSummary run_pipeline(const Pipeline& pipeline, const RunOptions& options) {
   summary.set("tiling", {{"size", tiling.size}, {"halo", tiling.halo}});
   if (device == "cpu") summary.set("cpu_buffers", cpu_buffers.to_json());
   if (pipeline.output.wants("metrics")) summary.derive_lines(metrics_csv_row);  // rows made in the writers
-  Progress progress(static_cast<int64_t>(files.size()), options.progress);
+  Progress progress(static_cast<int64_t>(files.size()), options.progress, options.counts);
   Trace trace;
-  RunContext run(pipeline, summary, &progress, options.trace_path.empty() ? nullptr : &trace, options.stop);
+  const std::atomic<bool>* stop = options.stop != nullptr || options.counts == nullptr ? options.stop : &options.counts->stop;
+  RunContext run(pipeline, summary, &progress, options.trace_path.empty() ? nullptr : &trace, stop);
   run.manifest = &manifest;
   TileRun tile_run(run, tiling);
   if (tiling.size > 0) {
@@ -213,7 +214,7 @@ RunSummary run_pipeline(const Pipeline& pipeline, const RunOptions& options) {
   if (const std::string reason = run.fatal_reason(); !reason.empty()) {
     spdlog::error("run stopped: {}", reason);
     summary.set_stop_reason(reason);
-  } else if (options.stop != nullptr && options.stop->load()) {
+  } else if (stop != nullptr && stop->load()) {
     summary.set_stop_reason("interrupted by a signal; items in flight were finished");
   }
   if (!options.write_summary) {

@@ -86,3 +86,48 @@ def test_photometry_columns_reach_python(tmp_path):
     if HAVE_ASTROPY:
         fits = next(path for path in record["outputs"] if path.endswith(".fits"))
         assert np.array_equal(np.asarray(imflow.read_catalog(fits)["flux_aper_7.5"]), flux)
+
+
+class RecordingBar:
+    """A tqdm-like bar that records what imflow.run shows."""
+    made = []
+
+    def __init__(self, total, unit, desc):
+        self.total, self.n, self.postfix, self.closed = total, 0, {}, False
+        RecordingBar.made.append(self)
+
+    def update(self, n):
+        self.n += n
+
+    def set_postfix(self, refresh=True, **values):
+        self.postfix = values
+
+    def close(self):
+        self.closed = True
+
+
+def test_progress_bar_counts_files_and_images(tmp_path):
+    RecordingBar.made.clear()
+    summary = imflow.run(PIPELINE, output=tmp_path, threads=2, progress=RecordingBar)
+    (bar,) = RecordingBar.made
+    assert (bar.total, bar.n, bar.closed) == (2, 2, True)
+    assert bar.postfix == {"images": 2, "failed": 0} and summary["totals"]["items"] == 2
+    # tqdm itself (tqdm.auto: a widget in a notebook, text here), the default when installed.
+    import tqdm  # noqa: F401
+    summary = imflow.run(PIPELINE, output=tmp_path / "tqdm", threads=2)
+    assert summary["totals"]["items"] == 2
+    with pytest.raises(TypeError, match="unknown option"):
+        imflow.run(PIPELINE, output=tmp_path, progress_bar=True)
+
+
+def test_a_stopped_run_takes_no_new_items(tmp_path):
+    """What KeyboardInterrupt does to imflow.run: the counts' stop() ends the run between items."""
+    import json
+    counts = imflow._imflow.RunCounts()
+    assert (counts.files, counts.items_done) == (-1, 0)
+    counts.stop()
+    settings = imflow._imflow.RunSettings()
+    settings.output = os.fspath(tmp_path)
+    summary = json.loads(imflow._imflow.run(json.dumps(PIPELINE), "<dict>", settings, counts))
+    assert counts.files == 2 and counts.items_done == 0 and summary["items"] == []
+    assert "interrupted" in summary["totals"]["stopped_early"]

@@ -156,3 +156,28 @@ def test_segmentation_map_masking(images, sign):
     same(isep.flux_radius(sub, x, y, 6.0 * a, [0.25, 0.5], subpix=5, **seg),
          sep.flux_radius(sub, x, y, 6.0 * a, [0.25, 0.5], subpix=5, **seg), 1e-6)
 
+
+
+def test_float64_data_as_sep_reads_it(field):
+    """SEP 1.4.1 reads float64 data and err/var pixel by pixel as float (its PIXTYPE) and sums them
+    in double: on values that need double precision imflow.sep gives SEP's numbers."""
+    f = field
+    rng = np.random.default_rng(5)
+    data = f["sub"].astype(np.float64) + 1000.0 + rng.uniform(-1e-4, 1e-4, f["sub"].shape)
+    err = f["rms"].astype(np.float64) * (1.0 + rng.uniform(-1e-9, 1e-9, f["rms"].shape))
+    assert not np.array_equal(data, data.astype(np.float32)) and not np.array_equal(err, err.astype(np.float32))
+    x, y, a, b, t = f["x"], f["y"], f["a"], f["b"], f["theta"]
+    calls = [
+        ("sum_circle", (x, y, 3.0), dict(err=err, gain=2.5)),
+        ("sum_circle", (x, y, 3.0), dict(var=err * err, subpix=0, bkgann=(6.0, 9.0))),
+        ("sum_ellipse", (x, y, a, b, t, 2.5), dict(err=err, mask=f["mask"])),
+        ("sum_ellipann", (x, y, a, b, t, 2.0, 4.0), dict(err=err, subpix=1)),
+    ]
+    for name, args, kw in calls:
+        same(getattr(isep, name)(data, *args, **kw), getattr(sep, name)(data, *args, **kw), 1e-12)
+    same(isep.kron_radius(data, x, y, a, b, t, 6.0), sep.kron_radius(data, x, y, a, b, t, 6.0), 1e-12)
+    rmax = np.full_like(x, 6.0)
+    same(isep.flux_radius(data - 1000.0, x, y, rmax, [0.25, 0.5]),
+         sep.flux_radius(data - 1000.0, x, y, rmax, [0.25, 0.5]), 1e-12)
+    same(isep.winpos(data - 1000.0, x, y, np.full_like(x, 1.5)), sep.winpos(data - 1000.0, x, y, np.full_like(x, 1.5)),
+         1e-12)

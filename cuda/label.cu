@@ -172,18 +172,35 @@ __global__ void compress_kernel(Grid2D g, int32_t* rank) {
   }
 }
 
-__global__ void relabel_kernel(Grid2D g, const int32_t* rank, DeviceResults* results) {
+// With minarea: each root's pixel count, then the scan input keeps only roots of minarea pixels.
+__global__ void count_kernel(Grid2D g, int32_t* npix) {
+  IMFLOW_FOR_EACH_PIXEL(g) {
+    const int32_t root = g.labels[y * g.width + x];
+    if (root >= 0) atomicAdd(&npix[root], 1);
+  }
+}
+
+__global__ void keep_kernel(Grid2D g, const int32_t* npix, int64_t minarea, int32_t* rank) {
+  IMFLOW_FOR_EACH_PIXEL(g) {
+    const int32_t i = y * g.width + x;
+    rank[i] = g.labels[i] == i && npix[i] >= minarea ? 1 : 0;
+  }
+}
+
+// npix: null (every root kept), or the roots' pixel counts (roots below minarea become 0).
+__global__ void relabel_kernel(Grid2D g, const int32_t* rank, const int32_t* npix, int64_t minarea,
+                               DeviceResults* results) {
   IMFLOW_FOR_EACH_PIXEL(g) {
     const int32_t i = y * g.width + x;
     const int32_t root = g.labels[i];
-    g.labels[i] = root >= 0 ? rank[root] : 0;
+    g.labels[i] = root >= 0 && (npix == nullptr || npix[root] >= minarea) ? rank[root] : 0;
     if (x == g.width - 1 && y == g.height - 1) results->nlabels = rank[i];
   }
 }
 
 }  // namespace
 
-void label(GpuContext& gpu, int connectivity) {
+void label(GpuContext& gpu, int connectivity, int64_t minarea) {
   if (connectivity != 4 && connectivity != 8)
     throw std::invalid_argument("cuda::label: connectivity must be 4 or 8");
   if (!gpu.has_mask) throw std::logic_error("cuda::label: the segment step has not run on the GPU");
@@ -212,13 +229,23 @@ void label(GpuContext& gpu, int connectivity) {
   int32_t* rank = gpu.label_rank.data();
   compress_kernel<<<grid, block, 0, gpu.stream>>>(g, rank);
   IMFLOW_CUDA_CHECK_LAUNCH();
+  int32_t* npix = nullptr;
+  if (minarea > 1) {
+    gpu.label_npix.reserve(static_cast<size_t>(n));
+    npix = gpu.label_npix.data();
+    IMFLOW_CUDA_CHECK(cudaMemsetAsync(npix, 0, static_cast<size_t>(n) * sizeof(int32_t), gpu.stream));
+    count_kernel<<<grid, block, 0, gpu.stream>>>(g, npix);
+    IMFLOW_CUDA_CHECK_LAUNCH();
+    keep_kernel<<<grid, block, 0, gpu.stream>>>(g, npix, minarea, rank);
+    IMFLOW_CUDA_CHECK_LAUNCH();
+  }
 
   size_t temp_bytes = 0;
   IMFLOW_CUDA_CHECK(cub::DeviceScan::InclusiveSum(nullptr, temp_bytes, rank, rank, static_cast<int>(n), gpu.stream));
   gpu.scratch.reserve(temp_bytes);
   IMFLOW_CUDA_CHECK(
       cub::DeviceScan::InclusiveSum(gpu.scratch.data(), temp_bytes, rank, rank, static_cast<int>(n), gpu.stream));
-  relabel_kernel<<<grid, block, 0, gpu.stream>>>(g, rank, gpu.results.data());
+  relabel_kernel<<<grid, block, 0, gpu.stream>>>(g, rank, npix, minarea, gpu.results.data());
   IMFLOW_CUDA_CHECK_LAUNCH();
 }
 

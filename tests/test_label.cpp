@@ -1,12 +1,16 @@
 // Connected components: 4 vs 8 connectivity, SciPy's raster numbering, shapes that need merging.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <deque>
 #include <random>
 #include <string>
 #include <vector>
 
 #include "imflow/kernels/label.hpp"
+#include "imflow/tiling.hpp"
+#include "imflow/work_item.hpp"
+#include "test_helpers.hpp"
 
 namespace {
 // Rows of '#' (on) and '.' (off).
@@ -134,4 +138,39 @@ TEST_CASE("random masks label as a flood fill does, any non-zero byte on", "[lab
       CHECK(zeroed == expected);
     }
   }
+}
+
+TEST_CASE("minarea drops small components and keeps the order of the rest", "[label]") {
+  // Components 1..4 of 1, 3, 2 and 4 pixels.
+  std::vector<int32_t> labels = {1, 0, 2, 2, 0, 3, 0, 2, 0, 3, 4, 4, 0, 4, 4, 0};
+  const std::vector<int32_t> original = labels;
+  CHECK(imflow::kernels::drop_small_components(labels.data(), 16, 4, 1) == 4);
+  CHECK(labels == original);
+  CHECK(imflow::kernels::drop_small_components(labels.data(), 16, 4, 3) == 2);
+  CHECK(labels == std::vector<int32_t>{0, 0, 1, 1, 0, 0, 0, 1, 0, 0, 2, 2, 0, 2, 2, 0});
+  CHECK(imflow::kernels::drop_small_components(labels.data(), 16, 2, 5) == 0);
+  CHECK(labels == std::vector<int32_t>(16, 0));
+}
+
+TEST_CASE("label's minarea through a pipeline: SExtractor's DETECT_MINAREA", "[label][config]") {
+  std::mt19937_64 rng(11);
+  std::bernoulli_distribution on(0.35);
+  imflow::WorkItem item;
+  item.pixels.resize(61, 47);
+  item.mask.resize(61 * 47);
+  for (auto& m : item.mask) m = on(rng) ? 1 : 0;
+  std::vector<int32_t> whole(item.mask.size());
+  const int32_t n = imflow::kernels::label_components({item.mask.data(), 61, 47}, 8, whole.data());
+  std::vector<int64_t> npix(static_cast<size_t>(n) + 1, 0);
+  for (int32_t l : whole) ++npix[static_cast<size_t>(l)];
+  const auto big = std::count_if(npix.begin() + 1, npix.end(), [](int64_t p) { return p >= 4; });
+  REQUIRE(big > 3);
+  REQUIRE(big < n);
+  auto pipeline = test::pipeline_from("steps: [background, segment, {label: {connectivity: 8, minarea: 4}}]\n");
+  pipeline.steps[2]->run_cpu(item);
+  CHECK(*item.nlabels == big);
+  for (size_t i = 0; i < whole.size(); ++i) CHECK((item.labels[i] != 0) == (npix[static_cast<size_t>(whole[i])] >= 4 && whole[i] != 0));
+  CHECK_THROWS_WITH(test::pipeline_from("steps: [background, segment, {label: {minarea: 0}}]\n"), Catch::Contains("minarea"));
+  CHECK_THAT(imflow::plan_tiling(test::pipeline_from("steps: [background, segment, {label: {minarea: 5}}, measure]\n")).off_reason,
+             Catch::Contains("minarea"));
 }

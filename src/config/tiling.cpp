@@ -46,6 +46,9 @@ std::string untileable_step(const Step& step) {
     return "measure's photometry (auto, apertures, flux_radius, windowed, zeropoint) reads pixels around each "
            "source, which may lie in other tiles";
   }
+  if (name == "label" && std::stoll(param_text(params, "minarea", "1")) > 1) {
+    return "label's minarea counts a segment's pixels, which may lie in other tiles";
+  }
   if (name == "label" || name == "measure") return "";
   if (name == "deblend") {  // a segment crossing a tile border must be split once, whole
     return "deblend splits each segment as a whole, and segments may cross tile borders";

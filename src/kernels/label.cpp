@@ -111,4 +111,16 @@ int32_t label_components(View2D<const uint8_t> mask, int connectivity, int32_t* 
   return static_cast<int32_t>(count);
 }
 
+int32_t drop_small_components(int32_t* labels, int64_t n, int32_t nlabels, int64_t minarea) {
+  if (minarea <= 1 || nlabels == 0) return nlabels;
+  std::vector<int64_t> npix(static_cast<size_t>(nlabels) + 1, 0);
+  for (int64_t i = 0; i < n; ++i) ++npix[static_cast<size_t>(labels[i])];
+  std::vector<int32_t> renumbered(static_cast<size_t>(nlabels) + 1, 0);
+  int32_t kept = 0;
+  for (int32_t l = 1; l <= nlabels; ++l)
+    if (npix[static_cast<size_t>(l)] >= minarea) renumbered[static_cast<size_t>(l)] = ++kept;
+  for (int64_t i = 0; i < n; ++i) labels[i] = renumbered[static_cast<size_t>(labels[i])];
+  return kept;
+}
+
 }  // namespace imflow::kernels

@@ -1,4 +1,5 @@
-// Step `label`: connected components of the segmentation mask (connectivity 4 or 8).
+// Step `label`: connected components of the segmentation mask (connectivity 4 or 8), those of
+// fewer than `minarea` pixels dropped (SExtractor's DETECT_MINAREA, SEP's minarea; default 1).
 #include "imflow/huge_pages.hpp"
 #include "imflow/kernels/label.hpp"
 #include "imflow/params.hpp"
@@ -13,7 +14,9 @@ namespace imflow {
 namespace {
 class LabelStep final : public Step {
  public:
-  explicit LabelStep(ParamReader& params) : connectivity_(static_cast<int>(params.integer("connectivity", 4, 4, 8))) {
+  explicit LabelStep(ParamReader& params)
+      : connectivity_(static_cast<int>(params.integer("connectivity", 4, 4, 8))),
+        minarea_(params.integer("minarea", 1, 1, int64_t{1} << 31)) {
     if (connectivity_ != 4 && connectivity_ != 8) params.fail(params.child("connectivity"), "connectivity", "must be 4 or 8");
   }
 
@@ -24,15 +27,17 @@ class LabelStep final : public Step {
     item.labels.resize(static_cast<size_t>(image.size()));
     item.nlabels = kernels::label_components({item.mask.data(), image.width(), image.height()}, connectivity_,
                                              item.labels.data(), /*labels_zeroed=*/true);
+    item.nlabels = kernels::drop_small_components(item.labels.data(), image.size(), *item.nlabels, minarea_);
   }
 
 #ifdef IMFLOW_HAVE_CUDA
   bool has_cuda() const override { return true; }
-  void run_cuda(WorkItem&, GpuContext& gpu) const override { cuda::label(gpu, connectivity_); }
+  void run_cuda(WorkItem&, GpuContext& gpu) const override { cuda::label(gpu, connectivity_, minarea_); }
 #endif
 
  private:
   int connectivity_;
+  int64_t minarea_;
 };
 }  // namespace
 

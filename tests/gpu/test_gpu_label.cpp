@@ -1,5 +1,6 @@
 // GPU labelling vs kernels::label_components: identical label arrays (SciPy's numbering) for
-// connectivity 4 and 8 on patterns that need merging and on random masks (fresh seeds).
+// connectivity 4 and 8 on patterns that need merging and on random masks (fresh seeds), and with
+// minarea (kernels::drop_small_components).
 #include <cuda_runtime_api.h>
 
 #include <string>
@@ -25,8 +26,8 @@ MaskImage from_rows(const std::vector<std::string>& rows) {
 }
 
 // The GPU labels of a mask placed straight into the context.
-void check_labels(Slot& slot, const MaskImage& m, int connectivity) {
-  INFO(m.width << "x" << m.height << " connectivity " << connectivity);
+void check_labels(Slot& slot, const MaskImage& m, int connectivity, int64_t minarea = 1) {
+  INFO(m.width << "x" << m.height << " connectivity " << connectivity << " minarea " << minarea);
   WorkItem item;
   make_pinned(item, m.width, m.height);
   std::fill(item.pixels.begin(), item.pixels.end(), 0.0f);
@@ -38,12 +39,12 @@ void check_labels(Slot& slot, const MaskImage& m, int connectivity) {
           IMFLOW_CUDA_CHECK(cudaMemcpyAsync(gpu.mask.data(), m.pixels.data(), m.pixels.size(), cudaMemcpyHostToDevice,
                                             gpu.stream));
         gpu.has_mask = true;
-        imflow::cuda::label(gpu, connectivity);
+        imflow::cuda::label(gpu, connectivity, minarea);
       },
       {true, false, false, false});
   std::vector<int32_t> expected(m.pixels.size(), 0);
-  const int32_t n =
-      imflow::kernels::label_components({m.pixels.data(), m.width, m.height}, connectivity, expected.data());
+  int32_t n = imflow::kernels::label_components({m.pixels.data(), m.width, m.height}, connectivity, expected.data());
+  n = imflow::kernels::drop_small_components(expected.data(), static_cast<int64_t>(expected.size()), n, minarea);
   REQUIRE(item.nlabels.has_value());
   CHECK(*item.nlabels == n);
   CHECK(item.labels == expected);
@@ -115,4 +116,18 @@ TEST_CASE("GPU labels equal the CPU labels on random masks", "[gpu][label]") {
       check_labels(slot, random_mask(500, 1, density, seed++), c);
       check_labels(slot, random_mask(1031, 1029, density, seed++), c);
     }
+}
+
+TEST_CASE("GPU labels with minarea equal the CPU labels", "[gpu][label]") {
+  Slot slot;
+  uint32_t seed = fresh_seed("GPU labels with minarea");
+  for (int64_t minarea : {2, 5, 40})
+    for (double density : {0.3, 0.55})
+      for (int c : {4, 8}) {
+        INFO("density " << density << " seed " << seed);
+        check_labels(slot, random_mask(217, 181, density, seed++), c, minarea);
+        check_labels(slot, random_mask(1031, 1029, density, seed++), c, minarea);
+      }
+  check_labels(slot, spiral(217), 8, 100000);  // the one component is too small: nothing left
+  check_labels(slot, random_mask(64, 64, 1.0, 1), 4, 4096);  // exactly minarea pixels: kept
 }

@@ -12,4 +12,9 @@ namespace imflow::kernels {
 // value-initialised buffer), so only the labelled pixels are written.
 int32_t label_components(View2D<const uint8_t> mask, int connectivity, int32_t* labels, bool labels_zeroed = false);
 
+// SExtractor's DETECT_MINAREA, SEP's minarea: components of fewer than `minarea` pixels become
+// background (0) and the others are renumbered 1..m in their order. `labels` holds n pixels
+// labelled 1..nlabels; returns m.
+int32_t drop_small_components(int32_t* labels, int64_t n, int32_t nlabels, int64_t minarea);
+
 }  // namespace imflow::kernels

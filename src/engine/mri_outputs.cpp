@@ -11,11 +11,15 @@
 
 #include "imflow/io/atomic_file.hpp"
 #include "imflow/io/png.hpp"
+#include "io/png_memory.hpp"
 
 namespace imflow {
 
 void write_png_output(const WorkItem& item, const std::filesystem::path& path, int compression) {
-  std::vector<float> values(item.pixels.begin(), item.pixels.end());
+  // The thread's copy is kept for its next slice unless it grew past 16 MiB.
+  thread_local std::vector<float> values;
+  const detail::TrimOnExit trim(values);
+  values.assign(item.pixels.begin(), item.pixels.end());
   if (item.normalization) {
     const double offset = item.normalization->offset, scale = item.normalization->scale;
     for (float& v : values) v = static_cast<float>(v * scale + offset);

@@ -9,8 +9,12 @@ namespace imflow::detail {
 // taken in double, so gray pixels (R = G = B) keep their exact value.
 template <typename T>
 bool interleaved_to_gray(const T* samples, int channels, int64_t count, float* out) {
-  if (channels <= 2) {
-    for (int64_t i = 0; i < count; ++i) out[i] = static_cast<float>(samples[i * channels]);
+  if (channels == 1) {  // contiguous: the loop vectorizes
+    for (int64_t i = 0; i < count; ++i) out[i] = static_cast<float>(samples[i]);
+    return false;
+  }
+  if (channels == 2) {
+    for (int64_t i = 0; i < count; ++i) out[i] = static_cast<float>(samples[2 * i]);
     return false;
   }
   bool coloured = false;

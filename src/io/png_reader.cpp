@@ -2,7 +2,8 @@
 // expanded to 8 bits (x255, x85, x17), palette/RGB/RGBA -> luminance. libpng checks what a damaged
 // file breaks (critical chunks' CRCs, the zlib stream and its Adler-32, truncation, IEND, palette
 // indices), so such a file fails naming why instead of decoding to wrong pixels. Each file is read
-// with one pread (up to 256 MiB; larger ones are read as libpng asks).
+// with one pread (up to 256 MiB; larger ones are read as libpng asks) into a buffer that the thread
+// keeps for its next file, as it keeps libpng's and zlib's working memory (png_memory.hpp).
 #include <png.h>
 #include <spdlog/spdlog.h>
 #include <unistd.h>
@@ -18,6 +19,7 @@
 #include "imflow/errors.hpp"
 #include "imflow/io/png.hpp"
 #include "luminance.hpp"
+#include "png_memory.hpp"
 #include "read_only_file.hpp"
 
 namespace imflow {
@@ -41,9 +43,16 @@ struct Decoding {
   int stored_depth = 0, colour_type = 0, channels = 0, depth = 0;
   int palette_entries = 0;
   png_color palette[256] = {};
-  std::vector<unsigned char> pixels;  // rows after the transforms below (palette: 1 index per byte); 16-bit samples in host order
+  std::vector<unsigned char>& pixels;  // rows after the transforms below (palette: 1 index per byte); 16-bit samples in host order
+  std::vector<png_bytep>& rows;
+};
+
+// This thread's buffers, kept between files: the file's bytes, the decoded rows, their pointers.
+struct ReadBuffers {
+  std::vector<unsigned char> file, pixels;
   std::vector<png_bytep> rows;
 };
+thread_local ReadBuffers buffers;
 
 void on_error(png_structp png, png_const_charp message) {
   auto* decoding = static_cast<Decoding*>(png_get_error_ptr(png));
@@ -72,7 +81,8 @@ void read_from_source(png_structp png, png_bytep out, size_t length) {
 // Decodes the whole image into `d`; false (d.error says why) when libpng fails or the image has
 // more than max_pixels pixels (d.error empty then, d.width/height set).
 bool decode(PngBytes& source, int64_t max_pixels, Decoding& d) {
-  png_structp png = png_create_read_struct(PNG_LIBPNG_VER_STRING, &d, on_error, on_warning);
+  png_structp png = png_create_read_struct_2(PNG_LIBPNG_VER_STRING, &d, on_error, on_warning, nullptr,
+                                             detail::png_cached_malloc, detail::png_cached_free);
   if (png == nullptr) {
     std::snprintf(d.error, sizeof d.error, "out of memory");
     return false;
@@ -116,15 +126,14 @@ bool decode(PngBytes& source, int64_t max_pixels, Decoding& d) {
   return true;
 }
 
-// Up to `limit` bytes from the start of the file; `whole` tells whether that is all of it.
-// Throws InputError naming the file when it cannot be opened or read.
-std::vector<unsigned char> read_prefix(const detail::ReadOnlyFile& file, const std::filesystem::path& path, int64_t limit,
-                                       bool& whole) {
+// Up to `limit` bytes from the start of the file into `bytes`; `whole` tells whether that is all
+// of it. Throws InputError naming the file when it cannot be opened or read.
+void read_prefix(const detail::ReadOnlyFile& file, const std::filesystem::path& path, int64_t limit, bool& whole,
+                 std::vector<unsigned char>& bytes) {
   const int64_t wanted = std::min(limit, file.size());
-  std::vector<unsigned char> bytes(static_cast<size_t>(wanted));
+  bytes.resize(static_cast<size_t>(wanted));
   detail::pread_exactly(file, bytes.data(), wanted, 0, path, "PNG");
   whole = wanted == file.size();
-  return bytes;
 }
 
 [[noreturn]] void not_png(const std::filesystem::path& path, const std::string& why) {
@@ -140,7 +149,8 @@ PngInfo scan_png(const std::filesystem::path& path) {
   // The signature and the IHDR chunk (33 bytes), checked as libpng would: CRC, sizes, depths.
   const detail::ReadOnlyFile file(path);
   bool whole = false;
-  const std::vector<unsigned char> head = read_prefix(file, path, 33, whole);
+  std::vector<unsigned char> head;
+  read_prefix(file, path, 33, whole, head);
   if (head.size() < 8 || std::memcmp(head.data(), kSignature, 8) != 0) not_png(path, "no PNG signature");
   if (head.size() < 33) not_png(path, "truncated file (it ends inside the IHDR chunk)");
   if (be32(&head[8]) != 13 || std::memcmp(&head[12], "IHDR", 4) != 0) not_png(path, "the first chunk is not a 13-byte IHDR");
@@ -163,14 +173,16 @@ PngInfo scan_png(const std::filesystem::path& path) {
 
 int64_t read_png(const std::filesystem::path& path, ImageBuffer& out, const ReadLimits& limits, int* bit_depth) {
   const detail::ReadOnlyFile file(path);
+  const detail::TrimOnExit trim(buffers.file, buffers.pixels, buffers.rows);
   bool whole = false;
-  const std::vector<unsigned char> bytes = read_prefix(file, path, kMemoryDecodeBytes, whole);
+  std::vector<unsigned char>& bytes = buffers.file;
+  read_prefix(file, path, kMemoryDecodeBytes, whole, bytes);
   if (bytes.size() < 8 || std::memcmp(bytes.data(), kSignature, 8) != 0) not_png(path, "no PNG signature");
   PngBytes source;
   source.bytes = whole ? &bytes : nullptr;
   source.fd = file.fd();
   source.size = file.size();
-  Decoding d;
+  Decoding d{.pixels = buffers.pixels, .rows = buffers.rows};
   if (!decode(source, limits.max_pixels, d)) {
     if (d.error[0] != '\0') throw InputError(path.string() + ": cannot decode the PNG (" + std::string(d.error) + ")");
     throw InputError(path.string() + ": PNG of " + std::to_string(d.width) + "x" + std::to_string(d.height) +

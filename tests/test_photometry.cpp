@@ -1,6 +1,7 @@
 // The measure step's per-source photometry (kernels::measure_photometry) on hand-made images with
 // known answers: aperture sums of a constant image, a Gaussian's Kron radius, half-light radius
-// and windowed centre, the minimum circle, and neighbours' pixels replaced by symmetric ones.
+// and windowed centre, the minimum circle, and neighbours' pixels replaced by symmetric ones;
+// SExtractor's windowed errors and FLAGS_WIN, its minimum Kron radius and VIGNET stamps.
 #include <catch2/catch.hpp>
 
 #include <cmath>
@@ -62,12 +63,20 @@ TEST_CASE("a row's layout follows the spec", "[photometry]") {
   CHECK(spec.aperture_offset() == 4);
   CHECK(spec.radius_offset() == 8);
   CHECK(spec.window_offset() == 10);
-  CHECK(spec.stride() == 13);
+  CHECK(spec.flags_offset() == 10 + k::kWindowValues);
+  CHECK(spec.stride() == 11 + k::kWindowValues);
+  CHECK(k::kWindowValues == 15);
   k::PhotometrySpec apertures;
   apertures.apertures = 3;
   CHECK(apertures.aperture_offset() == 0);
-  CHECK(apertures.stride() == 6);
+  CHECK(apertures.stride() == 7);  // and the flags of all measurements
   CHECK_FALSE(k::PhotometrySpec{}.any());
+  k::PhotometrySpec stamps;
+  stamps.vignet_width = 5;
+  stamps.vignet_height = 3;
+  CHECK(stamps.any());
+  CHECK(stamps.stride() == 0);  // a vignet is not in the row
+  CHECK(stamps.vignet_size() == 15);
 }
 
 TEST_CASE("aperture fluxes of a constant image are area x value, errors sqrt(area) x rms", "[photometry]") {
@@ -175,4 +184,147 @@ TEST_CASE("neighbours' pixels are replaced by the symmetric pixels, or left out"
   // The third object's pixels and the neighbour's stand in for each other: all eight count 0
   // (the Gaussian's values there are the same by symmetry).
   CHECK_THAT(zeroed[6], WithinRel(clean[6] - 2.0 * symmetric, 1e-6));
+}
+
+TEST_CASE("windowed flux, moments and position errors follow SExtractor's sums", "[photometry]") {
+  const double sigma = 1.8, cx = 30.4, cy = 29.6, amp = 80.0, rms = 2.0, gain = 4.0;
+  const Field field = gaussian(64, 64, cx, cy, sigma, amp);
+  k::PhotometrySpec spec;
+  spec.windowed = true;
+  k::ApertureImage image = field.view();
+  image.noise_kind = k::NoiseKind::stddev;
+  image.noise_value = rms;
+  image.gain = gain;
+  k::PhotometrySource source{cx, cy, sigma, sigma, 0.0, 1};
+  const auto row = measure(field, spec, source, image);
+  const double xwin = row[k::kWinX], ywin = row[k::kWinY];
+  REQUIRE_THAT(xwin, WithinAbs(cx, 1e-4));
+  // The same sums over whole pixels (the window's 4 sig edge, where SExtractor subsamples, weighs
+  // exp(-8)), with the window sig = 2 / 2.35 x the half-light radius that measure used.
+  double flux = 0.0, var = 0.0, exx = 0.0, eyy = 0.0, exy = 0.0;
+  k::PhotometrySpec radius_spec;
+  radius_spec.fractions = 1;
+  radius_spec.flux_fractions[0] = 0.5;
+  const double half = measure(field, radius_spec, source, image)[0];
+  const double s = 2.0 / 2.35 * half, r2max = 16.0 * s * s;
+  for (int64_t y = 0; y < 64; ++y) {
+    for (int64_t x = 0; x < 64; ++x) {
+      // About the position before the last step, which moved it by less than 1e-4 px.
+      const double dx = x - xwin, dy = y - ywin, r2 = dx * dx + dy * dy;
+      if (r2 >= r2max) continue;
+      const double w = std::exp(-r2 / (2.0 * s * s)), pix = field.pixels[y * 64 + x];
+      const double e = w * w * (rms * rms + pix / gain);
+      flux += w * pix;
+      var += e;
+      exx += e * (dx * dx + 0.0833);
+      eyy += e * (dy * dy + 0.0833);
+      exy += e * dx * dy;
+    }
+  }
+  CHECK_THAT(row[k::kWinFlux], WithinRel(flux, 2e-3));
+  CHECK_THAT(row[k::kWinFluxErr], WithinRel(std::sqrt(var), 2e-3));
+  CHECK_THAT(row[k::kWinSnr], WithinRel(flux / std::sqrt(var), 4e-3));
+  CHECK_THAT(row[k::kWinErrX2], WithinRel(4.0 * exx / (flux * flux), 5e-3));
+  CHECK_THAT(row[k::kWinErrY2], WithinRel(4.0 * eyy / (flux * flux), 5e-3));
+  CHECK_THAT(row[k::kWinErrXY], WithinAbs(4.0 * exy / (flux * flux), 1e-3 * row[k::kWinErrX2]));
+  // A round source: the error ellipse is a circle of the variances' root.
+  CHECK_THAT(row[k::kWinErrA], WithinRel(std::sqrt(row[k::kWinErrX2]), 1e-2));
+  CHECK_THAT(row[k::kWinErrB], WithinRel(std::sqrt(row[k::kWinErrY2]), 1e-2));
+  // The windowed second moments of a Gaussian (sampled at pixel centres) under a Gaussian window.
+  const double windowed = 1.0 / (1.0 / (sigma * sigma) + 1.0 / (s * s));
+  CHECK_THAT(row[k::kWinX2], WithinRel(windowed, 2e-2));
+  CHECK_THAT(row[k::kWinY2], WithinRel(windowed, 2e-2));
+  CHECK(row[k::kWinFlags] == 0.0);
+}
+
+TEST_CASE("FLAGS_WIN set: the windowed errors and moments are the isophotal ones", "[photometry]") {
+  Field field = gaussian(48, 48, 24.0, 24.0, 1.5, 50.0);
+  for (float& pixel : field.pixels) pixel = -pixel;  // no positive windowed flux
+  k::PhotometrySpec spec;
+  spec.windowed = true;
+  k::PhotometrySource source{24.0, 24.0, 1.5, 1.5, 0.0, 1};
+  source.x2 = 2.25, source.y2 = 2.0, source.xy = 0.1;
+  source.errx2 = 0.04, source.erry2 = 0.01, source.errxy = 0.0;
+  const auto row = measure(field, spec, source, field.view());
+  CHECK((static_cast<int>(row[k::kWinFlags]) & 4) != 0);
+  CHECK(row[k::kWinX2] == 2.25);
+  CHECK(row[k::kWinXY] == 0.1);
+  CHECK(row[k::kWinErrX2] == 0.04);
+  CHECK_THAT(row[k::kWinErrA], WithinRel(0.2, 1e-12));
+  CHECK_THAT(row[k::kWinErrB], WithinRel(0.1, 1e-12));
+  CHECK(row[k::kWinErrTheta] == 0.0);
+}
+
+TEST_CASE("min_kron_radius raises a small Kron radius to SExtractor's minimum", "[photometry]") {
+  const double sigma = 2.0, cx = 32.3, cy = 31.7;
+  const Field field = gaussian(64, 64, cx, cy, sigma, 100.0);
+  k::PhotometrySpec spec;
+  spec.auto_flux = true;
+  spec.min_diameter = 0.0;
+  const k::PhotometrySource source{cx, cy, sigma, sigma, 0.0, 1};
+  const auto sep = measure(field, spec, source, field.view());
+  REQUIRE(2.5 * sep[0] < 3.5);  // a Gaussian's sqrt(pi / 2) x 2.5 = 3.13
+  spec.min_kron_radius = 3.5;
+  const auto raised = measure(field, spec, source, field.view());
+  CHECK_THAT(raised[0], WithinRel(3.5 / 2.5, 1e-12));
+  CHECK(raised[1] == k::sum_ellipse(field.view(), cx, cy, sigma, sigma, 0.0, 3.5, 1).sum);
+  spec.min_kron_radius = 3.0;  // below 2.5 r_k: no change
+  CHECK(measure(field, spec, source, field.view())[0] == sep[0]);
+}
+
+TEST_CASE("VIGNET stamps: SExtractor's centre pixel, -1e30 outside the image and on other objects", "[photometry]") {
+  Field field{20, 10, std::vector<float>(200), std::vector<int32_t>(200, 0)};
+  for (int64_t i = 0; i < 200; ++i) field.pixels[i] = static_cast<float>(i);
+  field.labels[4 * 20 + 3] = 7;  // another object's pixel
+  field.labels[5 * 20 + 2] = 1;  // the source's own
+  std::vector<float> stamp(5 * 4);
+  // (int)(x + 0.49999): x = 2.5 gives column 2, y = 4.6 row 5; the stamp starts 2 columns and 2
+  // rows before it (width / 2, height / 2).
+  k::copy_vignet(field.view(), field.labels.data(), 1, 2.5, 4.6, 5, 4, stamp.data());
+  CHECK(stamp[2 * 5 + 2] == field.pixels[5 * 20 + 2]);
+  CHECK(stamp[0 * 5 + 0] == field.pixels[3 * 20 + 0]);
+  CHECK(stamp[3 * 5 + 4] == field.pixels[6 * 20 + 4]);
+  CHECK(stamp[1 * 5 + 3] == -1e30f);  // row 4, column 3: the other object's
+  CHECK(stamp[1 * 5 + 2] == field.pixels[4 * 20 + 2]);
+  k::copy_vignet(field.view(), nullptr, 1, 2.5, 4.6, 5, 4, stamp.data());  // no blanking
+  CHECK(stamp[1 * 5 + 3] == field.pixels[4 * 20 + 3]);
+  // At the corner: the columns and rows before the image are -1e30.
+  k::copy_vignet(field.view(), nullptr, 1, 0.2, 0.3, 5, 4, stamp.data());
+  CHECK(stamp[0] == -1e30f);
+  CHECK(stamp[1 * 5 + 1] == -1e30f);
+  CHECK(stamp[2 * 5 + 2] == field.pixels[0]);
+  CHECK(stamp[3 * 5 + 4] == field.pixels[1 * 20 + 2]);
+  // Masked pixels, and a centre outside the image (all -1e30).
+  std::vector<float> mask(200, 0.0f);
+  mask[0] = 1.0f;
+  k::ApertureImage masked = field.view();
+  masked.mask = mask.data();
+  k::copy_vignet(masked, nullptr, 1, 0.2, 0.3, 5, 4, stamp.data());
+  CHECK(stamp[2 * 5 + 2] == -1e30f);
+  k::copy_vignet(field.view(), nullptr, 1, 25.0, 3.0, 5, 4, stamp.data());
+  for (float value : stamp) CHECK(value == -1e30f);
+  // Through measure_photometry, with the spec's size.
+  k::PhotometrySpec spec;
+  spec.vignet_width = 5;
+  spec.vignet_height = 4;
+  std::vector<float> through(20, 0.0f);
+  k::measure_photometry(field.view(), field.labels.data(), spec, {2.5, 4.6, 1.0, 1.0, 0.0, 1}, nullptr, through.data());
+  CHECK(through[1 * 5 + 3] == -1e30f);
+  CHECK(through[2 * 5 + 2] == field.pixels[5 * 20 + 2]);
+}
+
+TEST_CASE("the row's last value or-s every measurement's aperture flags", "[photometry]") {
+  const Field field = gaussian(48, 48, 6.0, 24.0, 1.5, 50.0);  // 6 px from the left edge
+  k::PhotometrySpec spec;
+  spec.apertures = 1;
+  spec.aperture_diameters[0] = 6.0;
+  const k::PhotometrySource source{6.0, 24.0, 1.5, 1.5, 0.0, 1};
+  CHECK(measure(field, spec, source, field.view())[spec.flags_offset()] == 0.0);  // the circle fits
+  spec.fractions = 1;  // flux_radius reads out to 6 a + 1.5 = 10.5 px: cut by the edge
+  spec.flux_fractions[0] = 0.5;
+  CHECK(measure(field, spec, source, field.view())[spec.flags_offset()] == k::kAperTrunc);
+  spec.aperture_subpix = 5;  // SExtractor's sampling of the circle's boundary pixels
+  const auto sampled = measure(field, spec, source, field.view());
+  CHECK(sampled[0] == k::sum_circle(field.view(), 6.0, 24.0, 3.0, 5).sum);
+  CHECK(sampled[0] != k::sum_circle(field.view(), 6.0, 24.0, 3.0, 0).sum);
 }

@@ -91,6 +91,10 @@ TEST_CASE("photometry parameters are checked", "[config][photometry]") {
   CHECK(error_of("{auto: {kron_fact: 2.5, min_radius: 3.5}, apertures: [3, 7.5], flux_radius: [0.5, 0.9], "
                  "windowed: true, zeropoint: 25, zeropoint_keyword: MAGZPT, mask_neighbours: false}") == "no error");
   CHECK(error_of("{auto: true}") == "no error");
+  CHECK(error_of("{auto: {kron_fact: 2.5, min_radius: 0, min_kron_radius: 3.5}, vignet: [35, 35]}") == "no error");
+  CHECK_THAT(error_of("{vignet: [35]}"), Contains("vignet") && Contains("[width, height]"));
+  CHECK_THAT(error_of("{vignet: [3.5, 4]}"), Contains("vignet") && Contains("whole pixels"));
+  CHECK_THAT(error_of("{vignet: [0, 4]}"), Contains("vignet"));
   CHECK_THAT(error_of("{auto: {kron_factor: 2}}"), Contains("measure.auto.kron_factor") && Contains("unknown key"));
   CHECK_THAT(error_of("{auto: {kron_fact: 0}}"), Contains("kron_fact") && Contains("out of range"));
   CHECK_THAT(error_of("{auto: maybe}"), Contains("auto") && Contains("expected true, false"));
@@ -131,7 +135,10 @@ TEST_CASE("photometry columns in the CSV, FITS and FITS_LDAC catalogs", "[engine
                                           "flags_auto", "flux_aper_3", "flux_aper_err_3", "mag_aper_3",
                                           "magerr_aper_3", "flux_aper_7.5", "flux_aper_err_7.5", "mag_aper_7.5",
                                           "magerr_aper_7.5", "flux_radius_0.5", "flux_radius_0.9", "xwin", "ywin",
-                                          "XWIN_IMAGE", "YWIN_IMAGE", "flags_win", "mag_iso", "magerr_iso"});
+                                          "XWIN_IMAGE", "YWIN_IMAGE", "flags_win", "flux_win", "flux_win_err",
+                                          "snr_win", "x2win", "y2win", "xywin", "errx2win", "erry2win", "errxywin",
+                                          "errawin", "errbwin", "errthetawin", "flags_phot", "mag_iso",
+                                          "magerr_iso"});
   for (const auto& row : csv.rows) {
     CHECK(row.at("flux_aper_7.5") > row.at("flux_aper_3"));
     CHECK(row.at("flux_aper_err_3") > 0.0);
@@ -141,6 +148,9 @@ TEST_CASE("photometry columns in the CSV, FITS and FITS_LDAC catalogs", "[engine
     CHECK_THAT(row.at("mag_auto"), WithinRel(27.5 - 2.5 * std::log10(row.at("flux_auto")), 1e-12));
     CHECK_THAT(row.at("magerr_aper_3"), WithinRel(1.0857 * row.at("flux_aper_err_3") / row.at("flux_aper_3"), 1e-12));
     CHECK_THAT(row.at("mag_iso"), WithinRel(27.5 - 2.5 * std::log10(row.at("flux_iso")), 1e-12));
+    CHECK(row.at("snr_win") > 0.0);
+    CHECK(row.at("errawin") >= row.at("errbwin"));
+    CHECK(row.at("errbwin") > 0.0);
   }
 
   // FITS_LDAC: SExtractor's names, the apertures as vectors, KRON_RADIUS in its units.
@@ -161,9 +171,10 @@ TEST_CASE("photometry columns in the CSV, FITS and FITS_LDAC catalogs", "[engine
   fits_read_col(file, TDOUBLE, column, 1, 1, 1, nullptr, kron.data(), nullptr, &status);
   fits_close_file(file, &status);
   REQUIRE(status == 0);
-  CHECK(apertures[0] == csv.rows[0].at("flux_aper_3"));
-  CHECK(apertures[1] == csv.rows[0].at("flux_aper_7.5"));
-  CHECK(kron[0] == 2.5 * csv.rows[0].at("kron_radius"));
+  // float32 in FITS_LDAC, as SExtractor writes them.
+  CHECK(apertures[0] == static_cast<float>(csv.rows[0].at("flux_aper_3")));
+  CHECK(apertures[1] == static_cast<float>(csv.rows[0].at("flux_aper_7.5")));
+  CHECK(kron[0] == static_cast<float>(2.5 * csv.rows[0].at("kron_radius")));
 
   // The FITS catalog: the CSV's columns with units and the zeropoint card.
   fits_open_file(&file, (dir / "out" / "stars.cat.fits").c_str(), READONLY, &status);
@@ -223,10 +234,74 @@ TEST_CASE("config/astro-photometry.yaml on the committed crops", "[engine][photo
     CHECK(row.at("flux_radius_0.5") > 0.0);
   }
   CHECK(positive > 50);
-  // The LDAC file SCAMP reads: FLUX_APER a 3-vector, one FLUX_RADIUS, windowed positions, FLUX_AUTO.
+  // The LDAC file SCAMP reads with its default keys: FLUX_APER a 3-vector, one FLUX_RADIUS,
+  // windowed positions and their error ellipses, FLUX_AUTO.
   const std::map<std::string, long> expected = {
-      {"FLUX_APER", 3}, {"FLUX_RADIUS", 1}, {"XWIN_IMAGE", 1}, {"YWIN_IMAGE", 1}, {"FLUX_AUTO", 1}, {"FLUXERR_AUTO", 1}};
+      {"FLUX_APER", 3},     {"FLUX_RADIUS", 1},   {"XWIN_IMAGE", 1},    {"YWIN_IMAGE", 1},        {"FLUX_AUTO", 1},
+      {"FLUXERR_AUTO", 1},  {"ERRAWIN_IMAGE", 1}, {"ERRBWIN_IMAGE", 1}, {"ERRTHETAWIN_IMAGE", 1}, {"SNR_WIN", 1},
+      {"FLAGS_WIN", 1}};
   std::vector<std::string> names;
   for (const auto& [name, size] : expected) names.push_back(name);
   CHECK(ldac_repeats(dir / "out" / "isaac_crop.ldac", names) == expected);
+}
+
+TEST_CASE("VIGNET stamps and SExtractor's extraction keywords in FITS_LDAC", "[engine][photometry]") {
+  test::TempDir dir("photometry_vignet");
+  fs::create_directories(dir / "in");
+  test::write_fits(dir / "in" / "stars.fits", -32, {128, 96}, test::star_field(128, 96, 11, 12));
+  auto run_with = [&](const std::string& measure, const fs::path& out) {
+    Pipeline pipeline = test::pipeline_from("output: {formats: [csv, ldac, bgsub]}\ndevice: cpu\n"
+                                            "steps: [{background: {method: mesh, size: 32}}, segment, label, "
+                                            "{measure: " + measure + "}]\n");
+    pipeline.input.dir = dir / "in";
+    pipeline.output.dir = out;
+    return run_pipeline(pipeline, {});
+  };
+  REQUIRE(run_with("{}", dir / "plain").failed() == 0);
+  REQUIRE(run_with("{vignet: [7, 5]}", dir / "stamps").failed() == 0);
+  CHECK(ldac_repeats(dir / "plain" / "stars.ldac", {"VIGNET"}).empty());
+  CHECK(ldac_repeats(dir / "stamps" / "stars.ldac", {"VIGNET"}) == std::map<std::string, long>{{"VIGNET", 35}});
+  const Csv csv = read_csv(dir / "stamps" / "stars.cat.csv");
+  REQUIRE(csv.rows.size() >= 8);
+  // The stamp of the first source: 7 x 5 pixels of the background-subtracted image about its
+  // pixel (int)(x + 0.49999), from 3 columns and 2 rows before it, other objects' pixels -1e30.
+  fitsfile* file = nullptr;
+  int status = 0, column = 0, dims = 0;
+  long tdim[2] = {0, 0};
+  std::vector<float> stamp(35), bgsub(128 * 96);
+  fits_open_file(&file, (dir / "stamps" / "stars.ldac").c_str(), READONLY, &status);
+  fits_movnam_hdu(file, BINARY_TBL, const_cast<char*>("LDAC_OBJECTS"), 0, &status);
+  fits_get_colnum(file, CASESEN, const_cast<char*>("VIGNET"), &column, &status);
+  fits_read_tdim(file, column, 2, &dims, tdim, &status);
+  fits_read_col(file, TFLOAT, column, 1, 1, 35, nullptr, stamp.data(), nullptr, &status);
+  fits_movnam_hdu(file, BINARY_TBL, const_cast<char*>("LDAC_IMHEAD"), 0, &status);
+  long characters = 0;  // the header cell's TFORM nA
+  fits_get_coltype(file, 1, nullptr, &characters, nullptr, &status);
+  std::string header(static_cast<size_t>(characters), ' ');
+  fits_read_tblbytes(file, 1, 1, characters, reinterpret_cast<unsigned char*>(header.data()), &status);
+  fits_close_file(file, &status);
+  REQUIRE(status == 0);
+  CHECK(dims == 2);
+  CHECK((tdim[0] == 7 && tdim[1] == 5));
+  for (const char* key : {"SEXBKGND=", "SEXBKDEV=", "SEXTHLD =", "SEXGAIN ="}) CHECK(header.find(key) != std::string::npos);
+  CHECK(header.rfind("END") > header.find("SEXGAIN ="));
+  fits_open_file(&file, (dir / "stamps" / "stars.bgsub.fits").c_str(), READONLY, &status);
+  fits_read_img(file, TFLOAT, 1, 128 * 96, nullptr, bgsub.data(), nullptr, &status);
+  fits_close_file(file, &status);
+  REQUIRE(status == 0);
+  const auto ix = static_cast<int64_t>(csv.rows[0].at("x") + 0.49999), iy = static_cast<int64_t>(csv.rows[0].at("y") + 0.49999);
+  int compared = 0;
+  for (int64_t v = 0; v < 5; ++v) {
+    for (int64_t u = 0; u < 7; ++u) {
+      const int64_t px = ix - 3 + u, py = iy - 2 + v;
+      const float value = stamp[v * 7 + u];
+      if (px < 0 || py < 0 || px >= 128 || py >= 96) {
+        CHECK(value == -1e30f);
+      } else if (value != -1e30f) {
+        CHECK(value == bgsub[py * 128 + px]);
+        ++compared;
+      }
+    }
+  }
+  CHECK(compared > 10);
 }

@@ -151,8 +151,12 @@ void write_item_catalog(const fs::path& stem, const WorkItem& item, Catalog& cat
     std::vector<std::string> records = wcs.header_records();
     if (records.empty() && is_fits_input(item.ref.path)) records = read_fits_header_records(item.ref.path, item.ref.hdu);
     const bool cube_plane = item.ref.planes > 1;
-    return ldac_image_header(records, item.plane_width(), item.plane_height(), cube_plane,
-                             cube_plane ? wcs.image_records() : std::vector<std::string>{});
+    std::vector<std::string> header = ldac_image_header(records, item.plane_width(), item.plane_height(), cube_plane,
+                                                        cube_plane ? wcs.image_records() : std::vector<std::string>{});
+    LdacExtraction extraction{std::nullopt, std::nullopt, item.threshold, item.gain.value_or(0.0)};
+    if (item.background) extraction.background = item.background->median, extraction.rms = item.background->std;
+    add_ldac_extraction_keywords(header, extraction);
+    return header;
   };
   const PhotometryTable* photometry = item.photometry ? &*item.photometry : nullptr;
   write_catalog_files(stem, catalog, photometry, cards, output, written, ldac_header);

@@ -3,6 +3,7 @@
 #include <fitsio.h>
 
 #include <cctype>
+#include <cmath>
 #include <cstdio>
 #include <set>
 #include <string>
@@ -33,9 +34,10 @@ std::string value_of(const std::string& record) {
   return first == std::string::npos ? "" : value.substr(first, last - first + 1);
 }
 
-std::string record(const std::string& key, const std::string& value) {
+std::string record(const std::string& key, const std::string& value, const std::string& comment = "") {
   char text[kRecordLength + 1];
-  std::snprintf(text, sizeof text, "%-8.8s= %20s", key.c_str(), value.c_str());
+  std::snprintf(text, sizeof text, "%-8.8s= %20s%s%s", key.c_str(), value.c_str(), comment.empty() ? "" : " / ",
+                comment.c_str());
   std::string out(text);
   out.resize(kRecordLength, ' ');
   return out;
@@ -97,6 +99,22 @@ std::vector<std::string> ldac_image_header(const std::vector<std::string>& image
   }
   header.push_back(std::string("END").append(kRecordLength - 3, ' '));
   return header;
+}
+
+void add_ldac_extraction_keywords(std::vector<std::string>& header, const LdacExtraction& extraction) {
+  std::vector<std::string> records;
+  auto add = [&](const char* key, const std::optional<double>& value, const char* comment) {
+    if (!value || !std::isfinite(*value)) return;
+    char text[32];
+    std::snprintf(text, sizeof text, "%.10G", *value);
+    records.push_back(record(key, text, comment));
+  };
+  add("SEXBKGND", extraction.background, "Median background level (ADU)");
+  add("SEXBKDEV", extraction.rms, "Median background RMS (ADU)");
+  add("SEXTHLD", extraction.threshold, "Extraction threshold (ADU)");
+  add("SEXGAIN", extraction.gain, "Gain used (e-/ADU)");
+  const auto end = header.empty() || record_keyword(header.back()) != "END" ? header.end() : header.end() - 1;
+  header.insert(end, records.begin(), records.end());
 }
 
 void write_catalog_ldac(const fs::path& path, const Catalog& catalog, const std::vector<std::string>& image_header,

@@ -4,6 +4,7 @@
 
 #include <charconv>
 
+#include "imflow/kernels/aperture_geometry.hpp"
 #include "ldac_columns.hpp"
 
 namespace imflow::detail {
@@ -57,6 +58,44 @@ OutputColumn iso_magnitude_column(std::string name, std::string description, boo
   column.source_error = [](const Source& s) { return s.flux_iso_err; };
   return column;
 }
+// SExtractor writes most of its measurements as float32, and PSFEx reads FLUX_RADIUS, SNR_WIN,
+// ELONGATION, VIGNET and its PHOTFLUX_KEY column through float pointers: FITS_LDAC's type for them.
+OutputColumn float32(OutputColumn column) {
+  column.form = 'E';
+  return column;
+}
+
+// XWIN_IMAGE.. FLAGS_WIN as SExtractor writes them: with a FLAGS_WIN bit set the position is the
+// isophotal one (the errors and moments in the row already are).
+void append_ldac_windowed(std::vector<OutputColumn>& out, int o) {
+  using namespace kernels;
+  OutputColumn x = row_column("XWIN_IMAGE", "pixel", "Windowed position estimate along x", {o + kWinX});
+  OutputColumn y = row_column("YWIN_IMAGE", "pixel", "Windowed position estimate along y", {o + kWinY});
+  x.shift = y.shift = 1.0;
+  x.fallback = [](const Source& s) { return s.x; };
+  y.fallback = [](const Source& s) { return s.y; };
+  x.fallback_flag = y.fallback_flag = o + kWinFlags;
+  out.push_back(std::move(x));
+  out.push_back(std::move(y));
+  out.push_back(row_column("ERRAWIN_IMAGE", "pixel", "RMS windowed pos error along major axis", {o + kWinErrA}, 'E'));
+  out.push_back(row_column("ERRBWIN_IMAGE", "pixel", "RMS windowed pos error along minor axis", {o + kWinErrB}, 'E'));
+  OutputColumn theta = row_column("ERRTHETAWIN_IMAGE", "deg", "Windowed error ellipse pos angle (CCW/x)",
+                                  {o + kWinErrTheta}, 'E');
+  theta.scale = kDegreesPerRadian;
+  out.push_back(std::move(theta));
+  out.push_back(row_column("ERRX2WIN_IMAGE", "pixel**2", "Variance of windowed pos along x", {o + kWinErrX2}));
+  out.push_back(row_column("ERRY2WIN_IMAGE", "pixel**2", "Variance of windowed pos along y", {o + kWinErrY2}));
+  out.push_back(row_column("ERRXYWIN_IMAGE", "pixel**2", "Covariance of windowed pos between x and y", {o + kWinErrXY}));
+  out.push_back(row_column("X2WIN_IMAGE", "pixel**2", "Windowed variance along x", {o + kWinX2}));
+  out.push_back(row_column("Y2WIN_IMAGE", "pixel**2", "Windowed variance along y", {o + kWinY2}));
+  out.push_back(row_column("XYWIN_IMAGE", "pixel**2", "Windowed covariance between x and y", {o + kWinXY}));
+  out.push_back(row_column("FLUX_WIN", "count", "Gaussian-weighted flux", {o + kWinFlux}, 'E'));
+  out.push_back(row_column("FLUXERR_WIN", "count", "RMS error for WIN flux", {o + kWinFluxErr}, 'E'));
+  out.push_back(row_column("SNR_WIN", "", "Gaussian-weighted SNR", {o + kWinSnr}, 'E'));
+  OutputColumn flags = row_column("FLAGS_WIN", "", "Flags for WINdowed parameters", {o + kWinFlags}, 'I');
+  flags.bits = kWinSextractorFlags;
+  out.push_back(std::move(flags));
+}
 }  // namespace
 
 std::string shortest_number(double value) {
@@ -105,7 +144,27 @@ std::vector<OutputColumn> catalog_output_columns(const PhotometryTable* photomet
     x.shift = y.shift = 1.0;
     out.push_back(std::move(x));
     out.push_back(std::move(y));
-    out.push_back(row_column("flags_win", "", "SEP aperture flags of xwin, ywin", {o + 2}, 'K'));
+    out.push_back(row_column("flags_win", "", "SEP aperture flags of xwin, ywin | SExtractor's FLAGS_WIN",
+                             {o + kernels::kWinFlags}, 'K'));
+    out.push_back(row_column("flux_win", "adu", "Gaussian-weighted flux (FLUX_WIN)", {o + kernels::kWinFlux}));
+    out.push_back(row_column("flux_win_err", "adu", "error of flux_win (FLUXERR_WIN)", {o + kernels::kWinFluxErr}));
+    out.push_back(row_column("snr_win", "", "flux_win / flux_win_err (SNR_WIN)", {o + kernels::kWinSnr}));
+    out.push_back(row_column("x2win", "pix**2", "windowed variance along x (X2WIN_IMAGE)", {o + kernels::kWinX2}));
+    out.push_back(row_column("y2win", "pix**2", "windowed variance along y (Y2WIN_IMAGE)", {o + kernels::kWinY2}));
+    out.push_back(row_column("xywin", "pix**2", "windowed covariance (XYWIN_IMAGE)", {o + kernels::kWinXY}));
+    out.push_back(row_column("errx2win", "pix**2", "variance of xwin (ERRX2WIN_IMAGE)", {o + kernels::kWinErrX2}));
+    out.push_back(row_column("erry2win", "pix**2", "variance of ywin (ERRY2WIN_IMAGE)", {o + kernels::kWinErrY2}));
+    out.push_back(row_column("errxywin", "pix**2", "covariance of xwin, ywin (ERRXYWIN_IMAGE)", {o + kernels::kWinErrXY}));
+    out.push_back(row_column("errawin", "pix", "major axis of the windowed position's error ellipse (ERRAWIN_IMAGE)",
+                             {o + kernels::kWinErrA}));
+    out.push_back(row_column("errbwin", "pix", "minor axis of the windowed position's error ellipse (ERRBWIN_IMAGE)",
+                             {o + kernels::kWinErrB}));
+    out.push_back(row_column("errthetawin", "rad", "angle of that error ellipse from +x to +y (ERRTHETAWIN_IMAGE)",
+                             {o + kernels::kWinErrTheta}));
+  }
+  if (spec.measures()) {
+    out.push_back(row_column("flags_phot", "", "SEP aperture flags of every photometry measurement, or-ed",
+                             {spec.flags_offset()}, 'K'));
   }
   if (mags) {
     out.push_back(iso_magnitude_column("mag_iso", "magnitude of flux_iso (MAG_ISO)", false));
@@ -118,17 +177,23 @@ std::vector<OutputColumn> ldac_output_columns(const PhotometryTable* photometry)
   std::vector<OutputColumn> out = fixed_columns(ldac_columns());
   if (photometry == nullptr) return out;
   const kernels::PhotometrySpec& spec = photometry->spec;
+  for (OutputColumn& column : out) {  // SExtractor's FLAGS 16 marks a photometry box cut by the edge
+    if (column.name != "FLAGS" || !spec.measures()) continue;
+    column.flag_row = spec.flags_offset();
+    column.flag_row_bits = kernels::kAperTrunc;
+    column.flag_set = kSextractorApertureCut;
+  }
   const bool mags = photometry->zeropoint.has_value();
   if (spec.auto_flux) {
     const int o = spec.auto_offset();
-    OutputColumn kron = row_column("KRON_RADIUS", "", "Kron apertures in units of A or B", {o});
+    OutputColumn kron = row_column("KRON_RADIUS", "", "Kron apertures in units of A or B", {o}, 'E');
     kron.scale = spec.kron_fact;
     out.push_back(std::move(kron));
-    out.push_back(row_column("FLUX_AUTO", "count", "Flux within a Kron-like elliptical aperture", {o + 1}));
-    out.push_back(row_column("FLUXERR_AUTO", "count", "RMS error for AUTO flux", {o + 2}));
+    out.push_back(row_column("FLUX_AUTO", "count", "Flux within a Kron-like elliptical aperture", {o + 1}, 'E'));
+    out.push_back(row_column("FLUXERR_AUTO", "count", "RMS error for AUTO flux", {o + 2}, 'E'));
     if (mags) {
-      out.push_back(magnitude_column("MAG_AUTO", "Kron-like elliptical aperture magnitude", {o + 1}, {o + 2}, false));
-      out.push_back(magnitude_column("MAGERR_AUTO", "RMS error for AUTO magnitude", {o + 1}, {o + 2}, true));
+      out.push_back(float32(magnitude_column("MAG_AUTO", "Kron-like elliptical aperture magnitude", {o + 1}, {o + 2}, false)));
+      out.push_back(float32(magnitude_column("MAGERR_AUTO", "RMS error for AUTO magnitude", {o + 1}, {o + 2}, true)));
     }
   }
   if (spec.apertures > 0) {
@@ -137,28 +202,32 @@ std::vector<OutputColumn> ldac_output_columns(const PhotometryTable* photometry)
       fluxes.push_back(spec.aperture_offset() + 2 * k);
       errors.push_back(spec.aperture_offset() + 2 * k + 1);
     }
-    out.push_back(row_column("FLUX_APER", "count", "Flux vector within fixed circular aperture(s)", fluxes));
-    out.push_back(row_column("FLUXERR_APER", "count", "RMS error vector for aperture flux(es)", errors));
+    out.push_back(row_column("FLUX_APER", "count", "Flux vector within fixed circular aperture(s)", fluxes, 'E'));
+    out.push_back(row_column("FLUXERR_APER", "count", "RMS error vector for aperture flux(es)", errors, 'E'));
     if (mags) {
-      out.push_back(magnitude_column("MAG_APER", "Fixed aperture magnitude vector", fluxes, errors, false));
-      out.push_back(magnitude_column("MAGERR_APER", "RMS error vector for fixed aperture mag.", fluxes, errors, true));
+      out.push_back(float32(magnitude_column("MAG_APER", "Fixed aperture magnitude vector", fluxes, errors, false)));
+      out.push_back(float32(magnitude_column("MAGERR_APER", "RMS error vector for fixed aperture mag.", fluxes, errors, true)));
     }
   }
   if (spec.fractions > 0) {
     std::vector<int> radii;
     for (int k = 0; k < spec.fractions; ++k) radii.push_back(spec.radius_offset() + k);
-    out.push_back(row_column("FLUX_RADIUS", "pixel", "Fraction-of-light radii", radii));
+    out.push_back(row_column("FLUX_RADIUS", "pixel", "Fraction-of-light radii", radii, 'E'));
   }
-  if (spec.windowed) {
-    OutputColumn x = row_column("XWIN_IMAGE", "pixel", "Windowed position estimate along x", {spec.window_offset()});
-    OutputColumn y = row_column("YWIN_IMAGE", "pixel", "Windowed position estimate along y", {spec.window_offset() + 1});
-    x.shift = y.shift = 1.0;
-    out.push_back(std::move(x));
-    out.push_back(std::move(y));
-  }
+  if (spec.windowed) append_ldac_windowed(out, spec.window_offset());
   if (mags) {
-    out.push_back(iso_magnitude_column("MAG_ISO", "Isophotal magnitude", false));
-    out.push_back(iso_magnitude_column("MAGERR_ISO", "RMS error for isophotal magnitude", true));
+    out.push_back(float32(iso_magnitude_column("MAG_ISO", "Isophotal magnitude", false)));
+    out.push_back(float32(iso_magnitude_column("MAGERR_ISO", "RMS error for isophotal magnitude", true)));
+  }
+  if (spec.vignet_size() > 0) {
+    OutputColumn vignet;
+    vignet.name = "VIGNET";
+    vignet.unit = "count";
+    vignet.description = "Pixel data around detection";
+    vignet.form = 'E';
+    vignet.kind = Kind::vignet;
+    vignet.dims = {spec.vignet_width, spec.vignet_height};
+    out.push_back(std::move(vignet));
   }
   return out;
 }

@@ -3,6 +3,7 @@
 // shared by the CSV, FITS and FITS_LDAC writers.
 #pragma once
 #include <cmath>
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -16,9 +17,9 @@ inline constexpr double kNoMagnitude = 99.0;
 inline constexpr double kMagErrorFactor = 1.0857;  // 2.5 / ln 10, as SExtractor writes it
 
 struct OutputColumn {
-  enum class Kind { source, row, magnitude, magnitude_error };
+  enum class Kind { source, row, magnitude, magnitude_error, vignet };
   std::string name, unit, description;
-  char form = 'D';  // CatalogColumn::form
+  char form = 'D';  // CatalogColumn::form, or 'E' float32 (SExtractor's type for FITS_LDAC)
   Kind kind = Kind::source;
   double (*source_value)(const Source&) = nullptr;  // Kind::source; the flux of mag_iso
   double (*source_error)(const Source&) = nullptr;  // magerr_iso's flux error
@@ -26,9 +27,22 @@ struct OutputColumn {
   // fluxes and their errors of the magnitudes.
   std::vector<int> offsets, error_offsets;
   double scale = 1.0, shift = 0.0;  // Kind::row: value x scale + shift
+  int64_t bits = 0;                 // Kind::row, non-zero: the integer value's bits kept
+  // Kind::row: where the flags at row[fallback_flag] have a FLAGS_WIN bit, fallback(s) x scale +
+  // shift instead (SExtractor's windowed position reverts to the isophotal one).
+  double (*fallback)(const Source&) = nullptr;
+  int fallback_flag = 0;
+  std::vector<long> dims;  // Kind::vignet: (width, height), the TDIM; repeat = width x height
+  // Kind::source, flag_row >= 0: flag_set or-ed in where row[flag_row] has a flag_row_bits bit
+  // (LDAC's FLAGS gains SExtractor's 16 where a photometry box was cut by the image edge).
+  int flag_row = -1;
+  int64_t flag_row_bits = 0, flag_set = 0;
 
-  int repeat() const { return offsets.empty() ? 1 : static_cast<int>(offsets.size()); }
-  bool integer() const { return form != 'D'; }
+  int repeat() const {
+    if (kind == Kind::vignet) return static_cast<int>(dims[0] * dims[1]);
+    return offsets.empty() ? 1 : static_cast<int>(offsets.size());
+  }
+  bool integer() const { return form != 'D' && form != 'E'; }
 };
 
 inline double magnitude(double zeropoint, double flux) {
@@ -38,11 +52,25 @@ inline double magnitude_error(double flux, double error) {
   return flux > 0.0 ? kMagErrorFactor * error / flux : kNoMagnitude;
 }
 
-// Element `e` of `column` for a source and its photometry row (nullptr without photometry).
-inline double column_value(const OutputColumn& column, const Source& s, const double* row, double zeropoint, int e) {
+// Element `e` of `column` for a source, its photometry row (nullptr without photometry) and its
+// vignet (Kind::vignet).
+inline double column_value(const OutputColumn& column, const Source& s, const double* row, double zeropoint, int e,
+                           const float* vignet = nullptr) {
   switch (column.kind) {
-    case OutputColumn::Kind::source: return column.source_value(s);
-    case OutputColumn::Kind::row: return row[column.offsets[e]] * column.scale + column.shift;
+    case OutputColumn::Kind::source: {
+      const double value = column.source_value(s);
+      if (column.flag_row < 0 || (static_cast<int64_t>(row[column.flag_row]) & column.flag_row_bits) == 0) return value;
+      return static_cast<double>(static_cast<int64_t>(value) | column.flag_set);
+    }
+    case OutputColumn::Kind::row: {
+      if (column.fallback != nullptr &&
+          (static_cast<int64_t>(row[column.fallback_flag]) & kernels::kWinSextractorFlags) != 0) {
+        return column.fallback(s) * column.scale + column.shift;
+      }
+      const double value = row[column.offsets[e]] * column.scale + column.shift;
+      return column.bits != 0 ? static_cast<double>(static_cast<int64_t>(value) & column.bits) : value;
+    }
+    case OutputColumn::Kind::vignet: return vignet[e];
     case OutputColumn::Kind::magnitude:
       return magnitude(zeropoint, column.source_value ? column.source_value(s) : row[column.offsets[e]]);
     case OutputColumn::Kind::magnitude_error:

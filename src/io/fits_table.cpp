@@ -19,7 +19,7 @@
 namespace imflow::detail {
 
 namespace {
-size_t form_bytes(char form) { return form == 'I' ? 2 : form == 'J' ? 4 : 8; }
+size_t form_bytes(char form) { return form == 'I' ? 2 : form == 'J' || form == 'E' ? 4 : 8; }
 
 uint16_t swap(uint16_t bits) { return __builtin_bswap16(bits); }
 uint32_t swap(uint32_t bits) { return __builtin_bswap32(bits); }
@@ -38,6 +38,7 @@ unsigned char* encode(char form, double value, unsigned char* out) {
     case 'I': return put_big_endian(static_cast<uint16_t>(static_cast<int16_t>(value)), out);
     case 'J': return put_big_endian(static_cast<uint32_t>(static_cast<int32_t>(value)), out);
     case 'K': return put_big_endian(static_cast<uint64_t>(static_cast<int64_t>(value)), out);
+    case 'E': return put_big_endian(std::bit_cast<uint32_t>(static_cast<float>(value)), out);
     default: return put_big_endian(std::bit_cast<uint64_t>(value), out);
   }
 }
@@ -68,6 +69,13 @@ void write_catalog_table(fitsfile* file, const std::filesystem::path& path, cons
       fail_fits_output(path, "cannot write the column descriptions", status);
     }
   }
+  for (size_t c = 0; c < columns.size(); ++c) {
+    if (columns[c].dims.empty()) continue;
+    std::vector<long> dims = columns[c].dims;
+    if (fits_write_tdim(file, static_cast<int>(c + 1), static_cast<int>(dims.size()), dims.data(), &status) != 0) {
+      fail_fits_output(path, "cannot write the TDIM of " + columns[c].name, status);
+    }
+  }
   if (const int card_status = write_fits_cards(file, cards); card_status != 0) {
     fail_fits_output(path, "cannot write header keywords", card_status);
   }
@@ -88,9 +96,10 @@ void write_catalog_table(fitsfile* file, const std::filesystem::path& path, cons
         unsigned char* out = block.bytes.data();
         for (size_t row = block.first; row < end; ++row) {
           const double* values = photometry ? photometry->row(row) : nullptr;
+          const float* vignet = photometry ? photometry->vignet(row) : nullptr;
           for (const OutputColumn& column : columns) {
             for (int e = 0; e < column.repeat(); ++e) {
-              out = encode(column.form, column_value(column, catalog[row], values, zeropoint, e), out);
+              out = encode(column.form, column_value(column, catalog[row], values, zeropoint, e, vignet), out);
             }
           }
         }

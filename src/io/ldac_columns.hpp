@@ -1,6 +1,7 @@
 // The LDAC_OBJECTS columns of a FITS_LDAC catalog: imflow's measurements under SExtractor's names
 // and conventions (1-based pixel positions, angles in degrees, SExtractor's FLAGS bits), so that
-// SCAMP and other AstrOmatic tools read them as SExtractor's. Only exact equivalents are listed.
+// SCAMP and other AstrOmatic tools read them as SExtractor's. Only exact equivalents are listed;
+// FLUX_ISO, FLUXERR_ISO and ELONGATION are float32, SExtractor's type, as PSFEx reads them.
 #pragma once
 #include <array>
 #include <cstdint>
@@ -10,11 +11,13 @@
 namespace imflow::detail {
 
 inline constexpr double kDegreesPerRadian = 57.29577951308232;
+inline constexpr int64_t kSextractorTruncated = 8;        // SExtractor's FLAGS bit for a segment cut by the edge
+inline constexpr int64_t kSextractorApertureCut = 16;     // its OBJ_APERT_PB: a photometry box cut by the edge
 
 // Source::flags as SExtractor's FLAGS: touching the edge is its 8 (truncated), a non-finite
 // neighbour its 1 (bad pixels nearby), a deblended object its 2 (originally blended).
 inline double sextractor_flags(const Source& s) {
-  return double(((s.flags & kFlagEdge) ? 8 : 0) | ((s.flags & kFlagMaskedNeighbour) ? 1 : 0) |
+  return double(((s.flags & kFlagEdge) ? kSextractorTruncated : 0) | ((s.flags & kFlagMaskedNeighbour) ? 1 : 0) |
                 ((s.flags & kFlagDeblended) ? 2 : 0));
 }
 
@@ -30,8 +33,8 @@ inline const std::array<CatalogColumn, 30>& ldac_columns() {
       {"YMIN_IMAGE", "pixel", 'K', [](const Source& s) { return double(s.ymin + 1); }, "Minimum y-coordinate among detected pixels"},
       {"XMAX_IMAGE", "pixel", 'K', [](const Source& s) { return double(s.xmax + 1); }, "Maximum x-coordinate among detected pixels"},
       {"YMAX_IMAGE", "pixel", 'K', [](const Source& s) { return double(s.ymax + 1); }, "Maximum y-coordinate among detected pixels"},
-      {"FLUX_ISO", "count", 'D', [](const Source& s) { return s.flux_iso; }, "Isophotal flux"},
-      {"FLUXERR_ISO", "count", 'D', [](const Source& s) { return s.flux_iso_err; }, "RMS error for isophotal flux"},
+      {"FLUX_ISO", "count", 'E', [](const Source& s) { return s.flux_iso; }, "Isophotal flux"},
+      {"FLUXERR_ISO", "count", 'E', [](const Source& s) { return s.flux_iso_err; }, "RMS error for isophotal flux"},
       {"X2_IMAGE", "pixel**2", 'D', [](const Source& s) { return s.x2; }, "Variance along x"},
       {"Y2_IMAGE", "pixel**2", 'D', [](const Source& s) { return s.y2; }, "Variance along y"},
       {"XY_IMAGE", "pixel**2", 'D', [](const Source& s) { return s.xy; }, "Covariance between x and y"},
@@ -47,7 +50,7 @@ inline const std::array<CatalogColumn, 30>& ldac_columns() {
       {"CXX_IMAGE", "pixel**(-2)", 'D', [](const Source& s) { return s.cxx; }, "Cxx object ellipse parameter"},
       {"CYY_IMAGE", "pixel**(-2)", 'D', [](const Source& s) { return s.cyy; }, "Cyy object ellipse parameter"},
       {"CXY_IMAGE", "pixel**(-2)", 'D', [](const Source& s) { return s.cxy; }, "Cxy object ellipse parameter"},
-      {"ELONGATION", "", 'D', [](const Source& s) { return s.a / s.b; }, "A_IMAGE/B_IMAGE"},
+      {"ELONGATION", "", 'E', [](const Source& s) { return s.a / s.b; }, "A_IMAGE/B_IMAGE"},
       {"ELLIPTICITY", "", 'D', [](const Source& s) { return 1.0 - s.b / s.a; }, "1 - B_IMAGE/A_IMAGE"},
       {"FLAGS", "", 'I', sextractor_flags, "Extraction flags"},
   }};

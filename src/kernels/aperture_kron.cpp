@@ -49,11 +49,13 @@ AutoFlux auto_flux(const ApertureImage& image, double x, double y, double a, dou
   AutoFlux out;
   const EllipseCoeffs e = ellipse_coeffs(a, b, theta);
   const KronRadius kron = kron_radius(image, x, y, e.cxx, e.cyy, e.cxy, params.kron_r_max);
-  out.kron_radius = kron.radius;
-  out.circular = kron.radius * std::sqrt(a * b) < params.min_radius;
+  // SExtractor's PHOT_AUTOPARAMS minimum: the scaled radius is at least min_kron_radius.
+  const bool raised = params.kron_factor * kron.radius < params.min_kron_radius;
+  out.kron_radius = raised ? params.min_kron_radius / params.kron_factor : kron.radius;
+  out.circular = out.kron_radius * std::sqrt(a * b) < params.min_radius;
   const ApertureSum sum = out.circular
                               ? sum_circle(image, x, y, params.min_radius, 1)
-                              : sum_ellipse(image, x, y, a, b, theta, params.kron_factor * kron.radius, 1);
+                              : sum_ellipse(image, x, y, a, b, theta, params.kron_factor * out.kron_radius, 1);
   out.flux = sum.sum;
   out.flux_err = sum.error;
   out.flag = out.circular ? sum.flag : (sum.flag | kron.flag);

@@ -1,8 +1,10 @@
 // Windowed positions (sep.winpos, SExtractor's XWIN_IMAGE/YWIN_IMAGE): the centroid iterated
-// under a Gaussian window of width sig over the circle of radius 4 sig.
+// under a Gaussian window of width sig over the circle of radius 4 sig; SExtractor's windowed
+// flux, moments and position errors from the last step's sums.
 #include <cmath>
 
 #include "imflow/kernels/aperture.hpp"
+#include "imflow/kernels/pixel_moments.hpp"
 #include "aperture_internal.hpp"
 
 namespace imflow::kernels {
@@ -12,6 +14,46 @@ constexpr int kMaxSteps = 16;
 constexpr double kRadiusInSig = 4.0;
 constexpr double kMinStep = 1e-4;    // px: smaller steps end the iteration
 constexpr double kStepFactor = 2.0;  // the centroid offset is half the true offset for a Gaussian
+constexpr double kPixelVariance = 0.0833;  // SExtractor's finite pixel size term in the errors
+
+// One step's sums over the window (SExtractor's tv, dxpos, mx2.., esum, emx2..): `value` of each
+// pixel's weight x value, e of its weight squared x variance; dx, dy about the step's start.
+struct WindowSums {
+  PixelMoments value;
+  double e = 0.0, exx = 0.0, eyy = 0.0, exy = 0.0;
+  double step_x = 0.0, step_y = 0.0;
+
+  void add_error(double variance, double dx, double dy) {
+    e += variance;
+    exx += variance * (dx * dx + kPixelVariance);
+    eyy += variance * (dy * dy + kPixelVariance);
+    exy += variance * dx * dy;
+  }
+  // Masked pixels' weights (`masked.value`) times the mean value they stand for.
+  void add_masked(const WindowSums& masked, double mean) {
+    const PixelMoments& m = masked.value;
+    value.s += mean * m.s;
+    value.sx += mean * m.sx;
+    value.sy += mean * m.sy;
+    value.sxx += mean * m.sxx;
+    value.syy += mean * m.syy;
+    value.sxy += mean * m.sxy;
+  }
+  // SExtractor's closing formulas (compute_winpos), before its flags and singular-case term.
+  void finish(WindowedPosition& out) const {
+    const double w = value.s;
+    out.flux = w;
+    out.flux_var = e;
+    out.x2 = value.sxx / w - step_x * step_x;
+    out.y2 = value.syy / w - step_y * step_y;
+    out.xy = value.sxy / w - step_x * step_y;
+    const double norm = kStepFactor * kStepFactor / (w * w);
+    out.errx2 = exx * norm;
+    out.erry2 = eyy * norm;
+    out.errxy = exy * norm;
+    out.errsum = e * 0.08333 * norm;
+  }
+};
 
 }  // namespace
 
@@ -22,11 +64,14 @@ WindowedPosition winpos(const ApertureImage& image, double x, double y, double s
   const double inv_two_sig2 = 1.0 / (2.0 * sig * sig);
   const double r = kRadiusInSig * sig, r2 = r * r;
   const BoundaryBand band = boundary_band(r);
+  const PixelNoise noise(image);
+  const double inv_gain = image.gain > 0.0 ? 1.0 / image.gain : 0.0;
+  WindowSums sums;
   int step = 0;
   for (; step < kMaxSteps; ++step) {
     const PixelBox box = aperture_box(x, y, r, r, image.data.width, image.data.height, out.flag);
-    double tv = 0.0, twv = 0.0, totarea = 0.0, dxpos = 0.0, dypos = 0.0;
-    double maskarea = 0.0, maskweight = 0.0, maskdx = 0.0, maskdy = 0.0;
+    double tv = 0.0, totarea = 0.0, maskarea = 0.0;
+    WindowSums kept, masked;  // the unmasked pixels' sums; the masked pixels' weights (x their mean after)
     for (int64_t iy = box.ymin; iy < box.ymax; ++iy) {
       const int64_t row = iy * image.data.width;
       for (int64_t ix = box.xmin; ix < box.xmax; ++ix) {
@@ -42,41 +87,38 @@ WindowedPosition winpos(const ApertureImage& image, double x, double y, double s
                                          [r2](double sx, double, double sy2) { return sx * sx + sy2 < r2; });
           }
         }
-        const double weight = std::exp(-rpix2 * inv_two_sig2);
+        const double window = std::exp(-rpix2 * inv_two_sig2), weight = overlap * window;
         const int64_t at = row + ix;
         if (image.mask != nullptr && image.mask[at] > image.mask_threshold) {
           out.flag |= kAperHasMasked;
           maskarea += overlap;
-          maskweight += overlap * weight;
-          maskdx += overlap * weight * dx;
-          maskdy += overlap * weight * dy;
+          masked.value.add(weight, dx, dy);
+          kept.add_error(weight * weight * noise.variance(at), dx, dy);
         } else {
-          const float pix = image.neighbours == nullptr ? image.data.data[at] : read_pixel(image, ix, iy, at).value;
+          const ReadPixel pixel = image.neighbours == nullptr ? ReadPixel{image.data.data[at], at}
+                                                              : read_pixel(image, ix, iy, at);
+          const double pix = pixel.value;
           tv += pix * overlap;
-          const double wpix = pix * overlap * weight;
-          twv += wpix;
-          dxpos += wpix * dx;
-          dypos += wpix * dy;
+          kept.value.add(pix * overlap * window, dx, dy);  // SEP's order of the products
+          const double var = noise.variance(pixel.noise_at) + (pix > 0.0 ? pix * inv_gain : 0.0);
+          kept.add_error(weight * weight * var, dx, dy);
         }
         totarea += overlap;
       }
     }
-    if (image.mask != nullptr) {  // masked pixels take the mean unmasked value
-      const double mean = tv / (totarea - maskarea);
-      twv += mean * maskweight;
-      dxpos += mean * maskdx;
-      dypos += mean * maskdy;
-    }
-    if (!(twv > 0.0)) break;
-    dxpos /= twv;
-    dypos /= twv;
-    x += dxpos * kStepFactor;
-    y += dypos * kStepFactor;
-    if (dxpos * dxpos + dypos * dypos < kMinStep * kMinStep) break;
+    if (image.mask != nullptr) kept.add_masked(masked, tv / (totarea - maskarea));  // masked pixels take the mean
+    sums = kept;
+    if (!(sums.value.s > 0.0)) break;
+    sums.step_x = sums.value.sx / sums.value.s;
+    sums.step_y = sums.value.sy / sums.value.s;
+    x += sums.step_x * kStepFactor;
+    y += sums.step_y * kStepFactor;
+    if (sums.step_x * sums.step_x + sums.step_y * sums.step_y < kMinStep * kMinStep) break;
   }
   out.x = x;
   out.y = y;
   out.iterations = step + 1;
+  sums.finish(out);
   return out;
 }
 

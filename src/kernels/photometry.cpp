@@ -1,9 +1,12 @@
 // One source's photometry row (kernels::measure_photometry): SEP 1.4.1's documented recipes for
-// FLUX_AUTO, aperture fluxes, FLUX_RADIUS and XWIN/YWIN, chained as its docs chain them.
+// FLUX_AUTO, aperture fluxes, FLUX_RADIUS and XWIN/YWIN, chained as its docs chain them, then
+// SExtractor's windowed errors and flags (winpos.c) and its VIGNET stamp (copyimage, image.c).
 #include "imflow/kernels/photometry.hpp"
 
 #include <cmath>
 #include <limits>
+
+#include "imflow/kernels/source_shape.hpp"
 
 namespace imflow::kernels {
 
@@ -12,10 +15,83 @@ constexpr double kHalfLight = 0.5;
 constexpr double kRadiusInA = 6.0;         // flux_radius's rmax = 6 a
 constexpr int kRadiusSubpix = 5;
 constexpr double kSigPerRadius = 2.0 / 2.35;  // winpos's sig = 2 / 2.35 x flux_radius(0.5)
+constexpr double kBig = 1e30;                 // SExtractor's BIG: SNR_WIN without noise
+constexpr double kSingularDet = 0.00694, kSingularTerm = 0.0833333;  // SExtractor's singular moments
+
+// SExtractor's FLAGS_WIN: 8 the window's centroid left the isophote (more than 1 px on both axes
+// and outside the 1-sigma ellipse), 4 non-positive windowed flux, 2 a negative windowed variance,
+// 1 negative windowed determinant.
+int32_t sextractor_win_flags(const WindowedPosition& win, const PhotometrySource& source) {
+  const EllipseCoeffs c = ellipse_coeffs(source.a, source.b, source.theta);
+  const double dx = win.x - source.x, dy = win.y - source.y;
+  const bool escaped = dx * dx > 1.0 && dy * dy > 1.0 && c.cxx * dx * dx + c.cyy * dy * dy + c.cxy * dx * dy > 1.0;
+  return (escaped ? 8 : 0) | (win.flux <= 0.0 ? 4 : 0) | (win.x2 < 0.0 || win.y2 < 0.0 ? 2 : 0) |
+         (win.x2 * win.y2 - win.xy * win.xy < 0.0 ? 1 : 0);
+}
+
+// The windowed block after the position (photometry_spec.hpp's WindowValue), as compute_winpos
+// ends: with FLAGS_WIN set the moments and position errors are the isophotal ones.
+void windowed_columns(const WindowedPosition& win, const PhotometrySource& source, double* out) {
+  const int32_t flags = sextractor_win_flags(win, source);
+  out[kWinFlags] = win.flag | flags;
+  out[kWinFlux] = win.flux;
+  out[kWinFluxErr] = std::sqrt(win.flux_var);
+  out[kWinSnr] = win.flux_var > 1.0 / kBig ? win.flux / std::sqrt(win.flux_var) : kBig;
+  double x2 = source.x2, y2 = source.y2, xy = source.xy;
+  double errx2 = source.errx2, erry2 = source.erry2, errxy = source.errxy;
+  if (flags == 0) {
+    x2 = win.x2, y2 = win.y2, xy = win.xy;
+    if (x2 * y2 - xy * xy < kSingularDet) {
+      x2 += kSingularTerm;
+      y2 += kSingularTerm;
+    }
+    errx2 = win.errx2, erry2 = win.erry2, errxy = win.errxy;
+    if (source.singular && errx2 * erry2 - errxy * errxy < win.errsum * win.errsum) {
+      errx2 += win.errsum;
+      erry2 += win.errsum;
+    }
+  }
+  out[kWinX2] = x2;
+  out[kWinY2] = y2;
+  out[kWinXY] = xy;
+  out[kWinErrX2] = errx2;
+  out[kWinErrY2] = erry2;
+  out[kWinErrXY] = errxy;
+  const EllipseAxes axes = ellipse_axes(errx2, erry2, errxy);
+  out[kWinErrA] = axes.a;
+  out[kWinErrB] = axes.b;
+  out[kWinErrTheta] = axes.theta;
+}
 }  // namespace
 
+void copy_vignet(const ApertureImage& image, const int32_t* segmap, int32_t label, double x, double y, int width,
+                 int height, float* out) {
+  constexpr float kOutside = -1e30f;  // SExtractor's -BIG
+  const int64_t count = int64_t{width} * height;
+  for (int64_t k = 0; k < count; ++k) out[k] = kOutside;
+  if (!(std::isfinite(x) && std::isfinite(y))) return;
+  const auto ix = static_cast<int64_t>(x + 0.49999), iy = static_cast<int64_t>(y + 0.49999);  // C's truncation
+  if (ix < 0 || iy < 0 || ix >= image.data.width || iy >= image.data.height) return;
+  const int64_t x0 = ix - width / 2, y0 = iy - height / 2;
+  for (int64_t v = 0; v < height; ++v) {
+    const int64_t py = y0 + v;
+    if (py < 0 || py >= image.data.height) continue;
+    for (int64_t u = 0; u < width; ++u) {
+      const int64_t px = x0 + u;
+      if (px < 0 || px >= image.data.width) continue;
+      const int64_t at = py * image.data.width + px;
+      if (image.masked(at) || (segmap != nullptr && segmap[at] != 0 && segmap[at] != label)) continue;
+      out[v * width + u] = image.data.data[at];
+    }
+  }
+}
+
 void measure_photometry(ApertureImage image, const int32_t* segmap, const PhotometrySpec& spec,
-                        const PhotometrySource& source, double* row) {
+                        const PhotometrySource& source, double* row, float* vignet) {
+  if (vignet != nullptr && spec.vignet_size() > 0) {
+    copy_vignet(image, spec.mask_neighbours ? segmap : nullptr, source.label, source.x, source.y, spec.vignet_width,
+                spec.vignet_height, vignet);
+  }
   if (spec.mask_neighbours && segmap != nullptr) {
     image.neighbours = segmap;
     image.neighbour_id = source.label;
@@ -27,15 +103,19 @@ void measure_photometry(ApertureImage image, const int32_t* segmap, const Photom
         std::isfinite(source.theta))) {  // no ellipse (sum w <= 0): nothing to place an aperture with
     for (int k = 0; k < spec.stride(); ++k) row[k] = std::numeric_limits<double>::quiet_NaN();
     if (spec.auto_flux) row[spec.auto_offset() + 3] = 0.0;
-    if (spec.windowed) row[spec.window_offset() + 2] = 0.0;
+    if (spec.windowed) row[spec.window_offset() + kWinFlags] = 0.0;
+    if (spec.measures()) row[spec.flags_offset()] = 0.0;
     return;
   }
+  int32_t flags = 0;  // every measurement's aperture flags
   AutoFlux automatic;
   if (spec.needs_auto()) {
     AutoParams params;
     params.kron_factor = spec.kron_fact;
     params.min_radius = spec.min_diameter / 2.0;
+    params.min_kron_radius = spec.min_kron_radius;
     automatic = auto_flux(image, x, y, source.a, source.b, source.theta, params);
+    flags |= automatic.flag;
   }
   if (spec.auto_flux) {
     double* out = row + spec.auto_offset();
@@ -46,28 +126,35 @@ void measure_photometry(ApertureImage image, const int32_t* segmap, const Photom
   }
   for (int k = 0; k < spec.apertures; ++k) {
     const double r = spec.aperture_diameters[k] / 2.0;
+    const int subpix = spec.aperture_subpix;
     const ApertureSum sum = spec.aperture_bkgann
-                                ? sum_circle_bkgann(image, x, y, r, spec.bkgann_rin, spec.bkgann_rout, 0)
-                                : sum_circle(image, x, y, r, 0);
+                                ? sum_circle_bkgann(image, x, y, r, spec.bkgann_rin, spec.bkgann_rout, subpix)
+                                : sum_circle(image, x, y, r, subpix);
     row[spec.aperture_offset() + 2 * k] = sum.sum;
     row[spec.aperture_offset() + 2 * k + 1] = sum.error;
+    flags |= sum.flag;
   }
-  if (spec.fractions == 0 && !spec.windowed) return;
+  if (spec.fractions == 0 && !spec.windowed) {
+    if (spec.measures()) row[spec.flags_offset()] = flags;
+    return;
+  }
   // The fractions asked for, and 0.5 after them for the window's width.
   double fractions[kMaxFluxFractions + 1], radii[kMaxFluxFractions + 1];
   for (int k = 0; k < spec.fractions; ++k) fractions[k] = spec.flux_fractions[k];
   fractions[spec.fractions] = kHalfLight;
   const int count = spec.fractions + 1;
-  flux_radius(image, x, y, kRadiusInA * source.a, {fractions, static_cast<size_t>(count)}, automatic.flux,
-              kRadiusSubpix, {radii, static_cast<size_t>(count)});
+  flags |= flux_radius(image, x, y, kRadiusInA * source.a, {fractions, static_cast<size_t>(count)}, automatic.flux,
+                       kRadiusSubpix, {radii, static_cast<size_t>(count)});
   for (int k = 0; k < spec.fractions; ++k) row[spec.radius_offset() + k] = radii[k];
   if (spec.windowed) {
     const WindowedPosition win = winpos(image, x, y, kSigPerRadius * radii[spec.fractions]);
     double* out = row + spec.window_offset();
-    out[0] = win.x;
-    out[1] = win.y;
-    out[2] = win.flag;
+    out[kWinX] = win.x;
+    out[kWinY] = win.y;
+    windowed_columns(win, source, out);
+    flags |= win.flag;
   }
+  row[spec.flags_offset()] = flags;
 }
 
 }  // namespace imflow::kernels

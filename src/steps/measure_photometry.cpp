@@ -20,21 +20,26 @@ namespace imflow {
 
 namespace {
 constexpr const char* kPhotometryKeys[] = {"auto",     "apertures",       "aperture_bkgann", "flux_radius",
-                                           "windowed", "mask_neighbours", "zeropoint",       "zeropoint_keyword"};
+                                           "windowed", "mask_neighbours", "zeropoint",       "zeropoint_keyword",
+                                           "vignet",   "aperture_subpix"};
+constexpr double kMaxVignetSide = 1024;  // pixels: a stamp is a catalog cell, not an image
 
 void read_auto(ParamReader& params, kernels::PhotometrySpec& spec) {
   const YAML::Node node = params.child("auto");
   if (node.IsScalar()) {
     bool on = false;
-    if (!YAML::convert<bool>::decode(node, on)) params.fail(node, "auto", "expected true, false or {kron_fact, min_radius}");
+    if (!YAML::convert<bool>::decode(node, on)) {
+      params.fail(node, "auto", "expected true, false or {kron_fact, min_radius, min_kron_radius}");
+    }
     spec.auto_flux = on;
     return;
   }
-  if (!node.IsMap()) params.fail(node, "auto", "expected true, false or {kron_fact, min_radius}");
+  if (!node.IsMap()) params.fail(node, "auto", "expected true, false or {kron_fact, min_radius, min_kron_radius}");
   ParamReader reader(node, params.where() + ".auto", params.file());
   spec.auto_flux = true;
   spec.kron_fact = reader.number("kron_fact", 2.5, 1e-6, 1e6);
   spec.min_diameter = reader.number("min_radius", 3.5, 0.0, 1e6);
+  spec.min_kron_radius = reader.number("min_kron_radius", 0.0, 0.0, 1e6);
   reader.finish();
 }
 
@@ -76,6 +81,25 @@ void read_fractions(ParamReader& params, kernels::PhotometrySpec& spec) {
   }
   spec.fractions = static_cast<int>(fractions.size());
 }
+
+// vignet: [width, height], SExtractor's VIGNET(width, height).
+void read_vignet(ParamReader& params, kernels::PhotometrySpec& spec) {
+  if (!params.has("vignet")) return;
+  const std::vector<double> size = params.number_list("vignet", {});
+  if (size.size() != 2 || !(size[0] >= 1 && size[0] <= kMaxVignetSide && size[1] >= 1 && size[1] <= kMaxVignetSide) ||
+      size[0] != std::floor(size[0]) || size[1] != std::floor(size[1])) {
+    params.fail(params.child("vignet"), "vignet", "expected [width, height], whole pixels from 1 to 1024");
+  }
+  spec.vignet_width = static_cast<int>(size[0]);
+  spec.vignet_height = static_cast<int>(size[1]);
+}
+// Whether SEP's singular-case 1/12 was added to the source's moments (SExtractor's singuflag):
+// told from the moments as written, which have it added; a source whose own determinant lies
+// within 0.083 (x2 + y2) of the limit reads as singular too (only 1-2 pixel sources come that close).
+bool moments_were_singular(const Source& s) {
+  constexpr double kTerm = 0.0833333, kLimit = 0.00694;
+  return (s.x2 - kTerm) * (s.y2 - kTerm) - s.xy * s.xy < kLimit;
+}
 }  // namespace
 
 bool PhotometrySetting::requested(const YAML::Node& params) {
@@ -94,7 +118,12 @@ PhotometrySetting PhotometrySetting::from_params(ParamReader& params) {
   if (params.has("auto")) read_auto(params, spec);
   read_apertures(params, spec);
   read_fractions(params, spec);
+  read_vignet(params, spec);
   spec.windowed = params.boolean("windowed", false);
+  if (params.has("aperture_subpix")) {
+    if (spec.apertures == 0) params.fail(params.child("aperture_subpix"), "aperture_subpix", "needs apertures");
+    spec.aperture_subpix = static_cast<int>(params.integer("aperture_subpix", 0, 0, 64));
+  }
   spec.mask_neighbours = params.boolean("mask_neighbours", true);
   if (params.has("zeropoint")) setting.zeropoint = params.number("zeropoint", 0.0, -1e6, 1e6);
   if (params.has("zeropoint_keyword")) {
@@ -125,7 +154,9 @@ void PhotometrySetting::measure(WorkItem& item, const kernels::MeasureBackground
   const Catalog& catalog = *item.catalog;
   const int64_t width = item.pixels.width(), height = item.pixels.height(), n = item.pixels.size();
   table.rows.assign(catalog.size() * static_cast<size_t>(spec.stride()), 0.0);
-  if (spec.stride() == 0 || catalog.empty()) {
+  const auto vignet_size = static_cast<size_t>(spec.vignet_size());
+  table.vignets.assign(catalog.size() * vignet_size, 0.0f);
+  if ((spec.stride() == 0 && vignet_size == 0) || catalog.empty()) {
     item.photometry = std::move(table);
     return;
   }
@@ -162,8 +193,12 @@ void PhotometrySetting::measure(WorkItem& item, const kernels::MeasureBackground
   tbb::parallel_for(tbb::blocked_range<size_t>(0, catalog.size(), 64), [&](const tbb::blocked_range<size_t>& range) {
     for (size_t i = range.begin(); i != range.end(); ++i) {
       const Source& s = catalog[i];
-      const kernels::PhotometrySource source{s.x, s.y, s.a, s.b, s.theta, s.id};
-      kernels::measure_photometry(image, labels, spec, source, table.rows.data() + i * spec.stride());
+      kernels::PhotometrySource source{s.x, s.y, s.a, s.b, s.theta, s.id};
+      source.x2 = s.x2, source.y2 = s.y2, source.xy = s.xy;
+      source.errx2 = s.errx2, source.erry2 = s.erry2, source.errxy = s.errxy;
+      source.singular = moments_were_singular(s);
+      kernels::measure_photometry(image, labels, spec, source, table.rows.data() + i * spec.stride(),
+                                  vignet_size > 0 ? table.vignets.data() + i * vignet_size : nullptr);
     }
   });
   item.photometry = std::move(table);

@@ -77,7 +77,8 @@ def test_photometry_columns_reach_python(tmp_path):
     names = list(catalog.dtype.names) if isinstance(catalog, np.ndarray) else catalog.colnames
     assert names[36:] == ["kron_radius", "flux_auto", "flux_auto_err", "mag_auto", "magerr_auto", "flags_auto",
                           "flux_aper_3", "flux_aper_err_3", "mag_aper_3", "magerr_aper_3", "flux_aper_7.5",
-                          "flux_aper_err_7.5", "mag_aper_7.5", "magerr_aper_7.5", "mag_iso", "magerr_iso"]
+                          "flux_aper_err_7.5", "mag_aper_7.5", "magerr_aper_7.5", "flags_phot", "mag_iso",
+                          "magerr_iso"]
     flux = np.asarray(catalog["flux_aper_7.5"], dtype=np.float64)
     assert np.all(np.isfinite(flux)) and len(flux) > 10
     mags = np.asarray(catalog["mag_aper_7.5"], dtype=np.float64)

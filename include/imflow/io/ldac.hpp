@@ -4,6 +4,7 @@
 #pragma once
 #include <cstdint>
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -19,6 +20,15 @@ namespace imflow {
 // `plane_wcs_records` (the plane's 2-D WCS, ImageWcs::image_records).
 std::vector<std::string> ldac_image_header(const std::vector<std::string>& image_records, int64_t width, int64_t height,
                                            bool cube_plane, const std::vector<std::string>& plane_wcs_records);
+
+// SExtractor's extraction keywords in LDAC_IMHEAD (PSFEx requires SEXBKDEV and SEXGAIN there):
+// SEXBKGND, SEXBKDEV the background's level and rms, SEXTHLD the detection threshold (ADU),
+// SEXGAIN the gain (e-/ADU, 0 for none). Inserted before `header`'s END; missing or non-finite
+// values are left out.
+struct LdacExtraction {
+  std::optional<double> background, rms, threshold, gain;
+};
+void add_ldac_extraction_keywords(std::vector<std::string>& header, const LdacExtraction& extraction);
 
 // Write the FITS_LDAC file atomically; `cards` (provenance) go into LDAC_OBJECTS' header;
 // `photometry` adds its SExtractor columns (FLUX_AUTO, FLUX_APER, ...). Throws OutputError naming the file.

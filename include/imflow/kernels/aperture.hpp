@@ -105,10 +105,20 @@ int32_t flux_radius(const ApertureImage& image, double x, double y, double rmax,
 // w = exp(-r^2 / (2 sig^2)) over the circle r < 4 sig (boundary pixels weighed by their overlap,
 // subpix as above, 0 = exact), masked pixels replaced by the aperture's mean value; stops when a
 // step is under 1e-4 px or sum w I <= 0. sig below min_sig (SEP's 2 / 2.35 x 0.5) is raised to it.
+// Besides the position, SExtractor's windowed measurements (compute_winpos in its winpos.c) from
+// the sums of the last step, taken about the position before that step with w x overlap as the
+// weight of a pixel: flux = sum w I (FLUX_WIN) and flux_var = sum (w x overlap)^2 var (its error
+// squared; var = the noise's variance + I / gain for I > 0, masked pixels their variance alone),
+// the moments x2 = sum w I dx^2 / flux - step^2 ... (X2WIN_IMAGE.., before any correction) and the
+// position's covariance errx2 = 4 sum (w x overlap)^2 var (dx^2 + 0.0833) / flux^2 ... (ERRX2WIN..,
+// before SExtractor's singular-case term, errsum = 4 x 0.08333 flux_var / flux^2).
 struct WindowedPosition {
   double x = 0.0, y = 0.0;
   int iterations = 0;
   int32_t flag = 0;
+  double flux = 0.0, flux_var = 0.0;
+  double x2 = 0.0, y2 = 0.0, xy = 0.0;
+  double errx2 = 0.0, erry2 = 0.0, errxy = 0.0, errsum = 0.0;
 };
 inline constexpr double kWinposMinSig = 2.0 / 2.35 * 0.5;
 WindowedPosition winpos(const ApertureImage& image, double x, double y, double sig, int subpix = 11,
@@ -129,6 +139,10 @@ struct AutoParams {
   double kron_factor = 2.5;
   double min_radius = 1.75;
   double kron_r_max = 6.0;
+  // SExtractor's minimum Kron radius (PHOT_AUTOPARAMS' second value, 3.5 there; 0 in SEP's
+  // recipe): kron_radius is raised to min_kron_radius / kron_factor where kron_factor x
+  // kron_radius falls below it (a Kron radius of 0, from a flag, too).
+  double min_kron_radius = 0.0;
 };
 AutoFlux auto_flux(const ApertureImage& image, double x, double y, double a, double b, double theta,
                    const AutoParams& params = {});

@@ -13,9 +13,20 @@ namespace imflow::kernels {
 // documented one (docs/astronomy.md): FLUX_AUTO as kernels::auto_flux; aperture sums with exact
 // overlap (subpix 0), minus the local annulus's mean with aperture_bkgann; flux_radius within
 // rmax = 6 a normalised by FLUX_AUTO (subpix 5); winpos with sig = 2 / 2.35 x flux_radius(0.5)
-// (subpix 11). Flags are stored as doubles. A source without a finite position or ellipse gets
-// NaN values and 0 flags.
+// (subpix 11), then SExtractor's windowed flux, moments, position errors and FLAGS_WIN
+// (WindowValue; compute_winpos's formulas on the last step's sums). Flags are stored as doubles.
+// A source without a finite position or ellipse gets NaN values and 0 flags. With `vignet` and
+// spec.vignet_size() > 0 the source's VIGNET (copy_vignet; other objects blanked when
+// spec.mask_neighbours) is written there.
 void measure_photometry(ApertureImage image, const int32_t* segmap, const PhotometrySpec& spec,
-                        const PhotometrySource& source, double* row);
+                        const PhotometrySource& source, double* row, float* vignet = nullptr);
+
+// SExtractor's VIGNET(width, height) (copyimage): the width x height pixels of `image.data`
+// (background-subtracted) about ((int)(x + 0.49999), (int)(y + 0.49999)), 0-based, from column
+// -width/2 and row -height/2 of it, row after row; -1e30 (SExtractor's -BIG, which PSFEx takes as
+// bad) outside the image, on masked pixels, on other objects' pixels (a `segmap` label neither 0
+// nor `label`: SExtractor's BLANK) and everywhere when that centre is outside the image.
+void copy_vignet(const ApertureImage& image, const int32_t* segmap, int32_t label, double x, double y, int width,
+                 int height, float* out);
 
 }  // namespace imflow::kernels

@@ -43,13 +43,26 @@ def main():
     parser.add_argument("--err", choices=["global", "map"], nargs="+", default=["global", "map"],
                         help="extract's err: the background's globalrms (conv filter), its RMS map (matched filter)")
     parser.add_argument("--device", choices=["cpu", "cuda"], default="cpu", help="imflow.sep's device")
-    parser.add_argument("--filter", choices=["default", "none"],
-                        help="filter_kernel: SEP's default_kernel (the default) or None")
+    parser.add_argument("--filter", choices=["default", "none"], nargs="+", default=["default"],
+                        help="filter_kernel: SEP's default_kernel (the default) or None; several: one JSON "
+                             "with a result per filter under 'results'")
     parser.add_argument("--sep-json", help="SEP's timings from an earlier -o of this script (same size, filter)")
     parser.add_argument("--no-sep", action="store_true", help="time imflow only")
     parser.add_argument("-o", "--output", help="JSON file to write")
     args = parser.parse_args()
-    filter_name = args.filter or "default"
+    if args.sep_json and len(args.filter) > 1:
+        parser.error("--sep-json takes SEP's timings of one filter")
+    results = [measure(args, name) for name in args.filter]
+    output = results[0] if len(results) == 1 else {"results": results}
+    print(json.dumps(output, indent=2))
+    if args.output:
+        with open(args.output, "w") as stream:
+            json.dump(output, stream, indent=2)
+            stream.write("\n")
+
+
+def measure(args, filter_name):
+    """SEP and imflow.sep timed on the field with one filter: the JSON record of this script."""
     kernel = DEFAULT_KERNEL if filter_name == "default" else None
     import imflow.sep as isep
     sep = None
@@ -64,7 +77,7 @@ def main():
         with open(args.sep_json) as stream:
             earlier = json.load(stream)
         if earlier.get("filter", "default") != filter_name or earlier.get("size", args.size) != args.size:
-            parser.error(f"{args.sep_json}: SEP was timed with another filter or size")
+            sys.exit(f"{args.sep_json}: SEP was timed with another filter or size")
     if sep is not None:
         sep.set_extract_pixstack(10**7)
         sep.set_sub_object_limit(10**4)
@@ -101,11 +114,7 @@ def main():
             if "workflow_s" in best["sep"]:
                 run_result["speedup_workflow"] = best["sep"]["workflow_s"] / best["imflow"]["workflow_s"]
         result["runs"][err] = run_result
-    print(json.dumps(result, indent=2))
-    if args.output:
-        with open(args.output, "w") as stream:
-            json.dump(result, stream, indent=2)
-            stream.write("\n")
+    return result
 
 
 if __name__ == "__main__":

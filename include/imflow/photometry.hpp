@@ -14,6 +14,7 @@ struct PhotometryTable {
   std::optional<double> zeropoint;  // set: the mag_* columns (zeropoint - 2.5 log10 flux)
   std::vector<double> rows;         // catalog.size() x spec.stride(), row-major
   std::vector<float> vignets;       // catalog.size() x spec.vignet_size() (SExtractor's VIGNET), or empty
+  bool flag_map = false;            // set: the imaflags_iso, nimaflags_iso columns (input.flags)
 
   const double* row(size_t source) const { return rows.data() + source * static_cast<size_t>(spec.stride()); }
   const float* vignet(size_t source) const {

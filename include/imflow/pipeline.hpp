@@ -4,12 +4,26 @@
 
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "imflow/io/companion.hpp"
 #include "imflow/step.hpp"
 
 namespace imflow {
+
+// A weight map beside each image (SExtractor's WEIGHT_IMAGE, WEIGHT_TYPE, WEIGHT_THRESH,
+// RESCALE_WEIGHTS): the per-pixel noise of the detection threshold and of every error column.
+enum class WeightType { map_rms, map_var, map_weight };
+struct WeightConfig {
+  CompanionSpec map{"weight map", ""};
+  WeightType type = WeightType::map_weight;
+  // Bad pixels: weight <= thresh (map_weight, default 0), rms or variance >= thresh (default: none).
+  std::optional<double> thresh;
+  bool rescale = true;  // map_var, map_weight: scaled to the image's measured background noise
+  bool present() const { return map.present(); }
+};
 
 struct InputConfig {
   std::filesystem::path dir;
@@ -20,6 +34,18 @@ struct InputConfig {
   std::vector<std::string> extnames;      // FITS: only image HDUs with one of these EXTNAMEs (empty: all)
   int nifti_axis = 2;                     // NIfTI volumes: slice along i (0), j (1) or k (2)
   int64_t nifti_cache_mb = 1024;          // NIfTI voxel data read whole (.nii.gz, slices across the layout), LRU; 0: off
+  WeightConfig weight;                    // none unless input.weight is set
+  // A mask beside each image (input.mask, SEP's mask): pixels whose value is > mask_thresh (or
+  // not finite) are left out of detection and measurement, as NaN pixels are.
+  CompanionSpec mask{"mask", ""};
+  double mask_thresh = 0.0;
+  // A flag map beside each image (input.flags, SExtractor's FLAG_IMAGE with FLAG_TYPE OR).
+  CompanionSpec flags{"flag map", ""};
+  // Dual-image mode (input.detect, --detect DIR): detect on this image, measure on the input.
+  CompanionSpec detect{"detection image", ""};
+  // The companions' specs, for leaving their files out of the images (io/companion.hpp).
+  std::vector<CompanionSpec> companions() const { return {weight.map, mask, flags, detect}; }
+  bool has_companions() const { return weight.present() || mask.present() || flags.present() || detect.present(); }
 };
 
 struct OutputConfig {

@@ -52,6 +52,10 @@ struct Source {
   double theta = 0.0;      // ellipse angle from +x towards +y, radians in [-pi/2, pi/2] (SEP's theta; +-pi/2 alike)
   double cxx = 0.0, cyy = 0.0, cxy = 0.0;  // ellipse parameters (CXX, CYY, CXY), pix^-2
   int32_t flags = 0;       // kFlagEdge | kFlagMaskedNeighbour | kFlagDeblended
+  // With a flag map (input.flags): the OR of its values over the segment's pixels and the number
+  // of those pixels with a non-zero value (SExtractor's IMAFLAGS_ISO, FLAG_TYPE OR, NIMAFLAGS_ISO).
+  int32_t imaflags_iso = 0;
+  int32_t nimaflags_iso = 0;
 };
 
 using Catalog = std::vector<Source>;

@@ -92,6 +92,21 @@ struct WorkItem {
   // Set by `background` with method: mesh on the CPU, which leaves rms_map empty: the mesh grid
   // that kernels::MeshRows evaluates the RMS map from one row at a time (segment does).
   std::shared_ptr<const kernels::MeshGrid> mesh_grid;
+  // Set by the reader with input.weight: the weight map as variances before SExtractor's
+  // rescaling (rms^2, var or 1/weight), +inf at bad pixels (whose image pixels are made NaN);
+  // `background` rescales them when weight_rescale and sets rms_map from them.
+  std::vector<float> weight_variance;
+  bool weight_rescale = false;
+  // Set by the reader with input.flags: the flag map's values (read as float32, so exact up to
+  // 2^24), 0 where not finite; `measure` ORs them over each segment (Source::imaflags_iso).
+  std::vector<int32_t> flag_map;
+  // Dual-image mode (input.detect): `detection` holds the detection image read beside the item
+  // (background, segment, label and deblend work on it); the measurement image's own background,
+  // which `measure` subtracts, is set here by `background`.
+  bool dual_image = false;
+  std::optional<BackgroundStats> measure_background;
+  std::vector<float> measure_background_map;
+  std::shared_ptr<const kernels::MeshGrid> measure_mesh_grid;
   std::optional<double> threshold;
   std::optional<SegmentThreshold> segment_threshold;  // set by `segment`
   std::vector<uint8_t> mask;     // 1 where the pixel is above threshold
@@ -131,6 +146,13 @@ struct WorkItem {
     background_map.clear();
     rms_map.clear();
     mesh_grid.reset();
+    weight_variance.clear();
+    weight_rescale = false;
+    flag_map.clear();
+    dual_image = false;
+    measure_background.reset();
+    measure_background_map.clear();
+    measure_mesh_grid.reset();
     threshold.reset();
     segment_threshold.reset();
     mask.clear();

@@ -19,6 +19,7 @@
 #include "mpi/mpi_run.hpp"
 #endif
 #include "cli/bench_command.hpp"
+#include "config/input_companions.hpp"
 
 #ifdef IMFLOW_HAVE_CUDA
 #include "cuda/pinned_allocator.hpp"
@@ -43,7 +44,7 @@ const char* kExitCodes =
 
 struct RunArgs {
   std::string pipeline;
-  std::string input, output, device, devices, trace, summary;
+  std::string input, output, device, devices, trace, summary, detect;
   std::vector<std::string> extnames;
   int threads = -1, buffers = -1, streams = -1, buffers_per_stream = -1;
   int batch = -1;
@@ -56,6 +57,10 @@ void apply_overrides(Pipeline& pipeline, const RunArgs& args) {
   if (!args.input.empty()) pipeline.input.dir = args.input;
   if (!args.output.empty()) pipeline.output.dir = args.output;
   if (!args.extnames.empty()) pipeline.input.extnames = args.extnames;
+  if (!args.detect.empty()) {
+    pipeline.input.detect = {"detection image", "", args.detect};
+    check_dual_image(pipeline);
+  }
   if (!args.device.empty()) pipeline.engine.device = args.device;
   if (args.threads >= 0) pipeline.engine.threads = args.threads;
   if (args.buffers >= 0) pipeline.engine.buffers = args.buffers;
@@ -84,6 +89,9 @@ void add_engine_options(CLI::App* command, RunArgs& args) {
   command->add_option("--output,-o", args.output, "output directory; overrides output.dir");
   command->add_option("--extname", args.extnames, "FITS: only image HDUs with this EXTNAME (repeat or comma-separate, e.g. SCI); overrides input.extnames")
       ->delimiter(',');
+  command->add_option("--detect", args.detect,
+                      "dual-image mode: detect on the image of the same path under this directory, measure on the input's; "
+                      "overrides input.detect");
   command->add_option("--device", args.device, "auto | cpu | cuda; overrides device")
       ->check(CLI::IsMember({"auto", "cpu", "cuda"}));
   command->add_option("--threads,-j", args.threads, "worker threads (0: all cores)")->check(CLI::Range(0, 4096));

@@ -9,6 +9,7 @@
 #include "imflow/io/input_format.hpp"
 #include "imflow/params.hpp"
 #include "imflow/tiling.hpp"
+#include "input_companions.hpp"
 
 namespace imflow {
 
@@ -25,6 +26,10 @@ InputConfig parse_input(ParamReader reader) {
   input.extnames = reader.text_list("extnames", {});
   input.nifti_axis = static_cast<int>(reader.integer("nifti_axis", 2, 0, 2));
   input.nifti_cache_mb = reader.integer("nifti_cache_mb", input.nifti_cache_mb, 0, int64_t{1} << 30);
+  input.weight = parse_weight(reader);
+  parse_mask(reader, input);
+  parse_flags(reader, input);
+  parse_detect(reader, input);
   reader.finish();
   return input;
 }
@@ -172,6 +177,7 @@ Pipeline parse_pipeline(const std::string& yaml_text, const std::string& source_
   }
   for (size_t i = 0; i < steps.size(); ++i) pipeline.steps.push_back(parse_step(steps[i], i, source_name));
   check_step_order(pipeline.steps, steps, source_name);
+  check_companions(pipeline, root);
   try {
     plan_tiling(pipeline);
   } catch (const ConfigError& error) {
@@ -199,6 +205,7 @@ YAML::Node Pipeline::resolved() const {
   root["input"]["extnames"] = input.extnames;
   root["input"]["nifti_axis"] = input.nifti_axis;
   root["input"]["nifti_cache_mb"] = input.nifti_cache_mb;
+  resolve_companions(input, root["input"]);
   root["output"]["dir"] = output.dir.string();
   root["output"]["formats"] = output.formats;
   root["output"]["manifest_sync"] = output.manifest_sync;

@@ -139,6 +139,7 @@ TilingPlan plan_tiling(const Pipeline& pipeline) {
       plan.max_iters = std::stoi(param_text(step->params(), "max_iters", "100"));
     }
   }
+  if (pipeline.input.has_companions() && reason.empty()) reason = "a weight map, mask, flag map or detection image (input.weight, input.mask, input.flags, input.detect) is read for whole images only";
   for (const auto& format : pipeline.output.formats) {
     if ((format == "png" || format == "metrics") && reason.empty()) reason = "output format '" + format + "' works on whole images only";
   }

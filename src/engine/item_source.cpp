@@ -84,9 +84,18 @@ ItemSource::ItemSource(std::vector<fs::path> files, fs::path input_root)
   }
 }
 
+void ItemSource::set_companion_extnames(const std::vector<CompanionSpec>& companions) {
+  companion_extnames_.clear();
+  for (const CompanionSpec& spec : companions) {
+    if (spec.names_extension()) companion_extnames_.push_back(normalized_extname(spec.image));
+  }
+}
+
 bool ItemSource::selected(const InputFormat& format, const PlaneInfo& plane) const {
-  return extnames_.empty() || std::string_view(format.name) != "fits" ||
-         std::find(extnames_.begin(), extnames_.end(), normalized_extname(plane.extname)) != extnames_.end();
+  if (std::string_view(format.name) != "fits") return true;
+  const std::string name = normalized_extname(plane.extname);
+  if (std::find(companion_extnames_.begin(), companion_extnames_.end(), name) != companion_extnames_.end()) return false;
+  return extnames_.empty() || std::find(extnames_.begin(), extnames_.end(), name) != extnames_.end();
 }
 
 std::optional<std::string> ItemSource::plane_name_clash(size_t index, size_t other) const {

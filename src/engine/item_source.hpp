@@ -9,6 +9,7 @@
 #include <optional>
 #include <vector>
 
+#include "imflow/io/companion.hpp"
 #include "imflow/io/input_format.hpp"
 #include "imflow/work_item.hpp"
 
@@ -26,6 +27,9 @@ class ItemSource {
   // FITS: only image HDUs whose EXTNAME is one of `names` (compared without case or trailing
   // blanks); a file with none of them becomes one failed item listing its HDUs. Empty: all.
   void set_extnames(std::vector<std::string> names);
+  // FITS: image HDUs named as companions (a weight map's EXTNAME, io/companion.hpp) are not
+  // images of their own.
+  void set_companion_extnames(const std::vector<CompanionSpec>& companions);
   // Items for which `skip` returns true are not returned by next() (resume: done before).
   void set_skip(std::function<bool(const ItemRef&)> skip) { skip_ = std::move(skip); }
   // Take file indices from `feed` (MPI dispatch) instead of going through the list in order.
@@ -65,6 +69,7 @@ class ItemSource {
   std::deque<ItemRef> pending_;
   int64_t max_file_bytes_ = INT64_MAX;
   std::vector<std::string> extnames_;  // normalized (upper case, no trailing blanks)
+  std::vector<std::string> companion_extnames_;  // likewise: never images
   std::function<bool(const ItemRef&)> skip_;
   std::function<std::optional<int64_t>()> feed_;
   std::function<std::vector<ItemRef>(const ItemRef&, const PlaneInfo&)> tiler_;

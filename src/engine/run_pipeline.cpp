@@ -85,6 +85,10 @@ std::string config_key(const Pipeline& pipeline) {
   key["steps"] = resolved["steps"];
   key["formats"] = resolved["output"]["formats"];
   key["nifti_axis"] = resolved["input"]["nifti_axis"];
+  if (resolved["input"]["weight"]) key["weight"] = resolved["input"]["weight"];
+  if (resolved["input"]["mask"]) key["mask"] = resolved["input"]["mask"];
+  if (resolved["input"]["flags"]) key["flags"] = resolved["input"]["flags"];
+  if (resolved["input"]["detect"]) key["detect"] = resolved["input"]["detect"];
   YAML::Emitter out;
   out << YAML::Flow << key;
   const std::string text = out.c_str();
@@ -127,12 +131,20 @@ RunSummary run_pipeline(const Pipeline& pipeline, const RunOptions& options) {
     device = "cpu";
     break;
   }
+  if (device == "cuda" && pipeline.input.has_companions()) {  // the reader's weight map and mask feed the CPU steps only
+    const std::string what = pipeline.input.weight.present() ? "the background step has no CUDA implementation with a weight map (input.weight)"
+                                                             : "the CUDA engine reads no mask, flag map or detection image (input.mask, input.flags, input.detect)";
+    if (pipeline.engine.device != "auto") throw ConfigError(what + "; use device: cpu");
+    spdlog::warn("device auto: {}; running on the CPU", what);
+    device = "cpu";
+  }
 
   const TilingPlan tiling = plan_tiling(pipeline);  // throws ConfigError (exit 1)
   if (!tiling.off_reason.empty()) spdlog::debug("tiling is off: {}", tiling.off_reason);
 
   const auto listing = std::chrono::steady_clock::now();
-  std::vector<std::filesystem::path> files = list_input_files(pipeline.input);
+  std::vector<std::filesystem::path> files = without_companion_files(list_input_files(pipeline.input),
+                                                                     pipeline.input.companions());
   spdlog::debug("listed {} input files in {:.3f} s", files.size(),
                 std::chrono::duration<double>(std::chrono::steady_clock::now() - listing).count());
   if (files.empty()) spdlog::warn("{}: no input file matches the patterns", pipeline.input.dir.string());
@@ -151,6 +163,7 @@ RunSummary run_pipeline(const Pipeline& pipeline, const RunOptions& options) {
   if (options.file_feed) source.set_file_feed(options.file_feed);
   source.set_max_file_bytes(pipeline.input.max_file_bytes);
   source.set_extnames(pipeline.input.extnames);
+  source.set_companion_extnames(pipeline.input.companions());
   RunSummary summary;
   summary.set_context({{"imflow_version", kVersion},
                        {"pipeline", pipeline.source},

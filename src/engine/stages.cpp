@@ -7,6 +7,7 @@
 
 #include <exception>
 
+#include "companion_inputs.hpp"
 #include "imflow/io/input_format.hpp"
 #include "input_limits.hpp"
 #include "item_warnings.hpp"
@@ -59,6 +60,7 @@ void read_stage(RunContext& run, WorkItem& item, ItemRef ref) {
     ReadLimits limits;
     limits.max_pixels = run.pipeline.input.max_pixels;
     item.input_bytes = format->read(item.ref, item.pixels, limits);
+    if (run.pipeline.input.has_companions()) read_companions(run.pipeline.input, item, limits);
   } catch (const std::bad_alloc&) {
     item.fail(item_name(item.ref) + ": out of memory while reading");
   } catch (const std::exception& error) {

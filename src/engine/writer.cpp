@@ -180,11 +180,14 @@ void write_all_outputs(WorkItem& item, const OutputConfig& output, std::vector<f
   if (bgsub) {
     ImageBuffer subtracted;
     subtracted.resize(item.pixels.width(), item.pixels.height());
-    // The mesh background's map when the background step made one, else the global median.
-    const bool map = static_cast<int64_t>(item.background_map.size()) == item.pixels.size();
-    const float median = static_cast<float>(item.background->median);
+    // The mesh background's map when the background step made one, else the global median; in
+    // dual-image mode the measurement image's own.
+    const bool dual = item.dual_image && item.measure_background;
+    const std::vector<float>& back = dual ? item.measure_background_map : item.background_map;
+    const bool map = static_cast<int64_t>(back.size()) == item.pixels.size();
+    const float median = static_cast<float>((dual ? item.measure_background : item.background)->median);
     for (int64_t i = 0; i < item.pixels.size(); ++i)
-      subtracted.data()[i] = item.pixels.data()[i] - (map ? item.background_map[i] : median);
+      subtracted.data()[i] = item.pixels.data()[i] - (map ? back[i] : median);
     const fs::path path = with_suffix(stem, ".bgsub.fits");
     write_fits_image(path, subtracted.view(), cards);
     written.push_back(path);

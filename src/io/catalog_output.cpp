@@ -1,5 +1,6 @@
-// The per-run catalog columns (catalog_output.hpp): the fixed ones, then the photometry columns
-// under imflow's names (CSV, FITS) or SExtractor's (FITS_LDAC, vectors for several apertures).
+// The per-run catalog columns (catalog_output.hpp): the fixed ones, the flag map's, then the
+// photometry columns under imflow's names (CSV, FITS) or SExtractor's (FITS_LDAC, vectors for
+// several apertures).
 #include "catalog_output.hpp"
 
 #include <charconv>
@@ -46,6 +47,21 @@ OutputColumn magnitude_column(std::string name, std::string description, std::ve
   column.kind = error ? Kind::magnitude_error : Kind::magnitude;
   column.error_offsets = std::move(errors);
   return column;
+}
+
+// The flag map's columns (input.flags) after the fixed ones: imflow's names or SExtractor's.
+void add_flag_map_columns(const PhotometryTable* photometry, bool ldac, std::vector<OutputColumn>& out) {
+  if (photometry == nullptr || !photometry->flag_map) return;
+  OutputColumn ored, flagged;
+  ored.name = ldac ? "IMAFLAGS_ISO" : "imaflags_iso";
+  ored.description = "FLAG-image flags OR'ed over the iso. profile";
+  flagged.name = ldac ? "NIMAFLAGS_ISO" : "nimaflags_iso";
+  flagged.description = "Number of flagged pixels entering IMAFLAGS_ISO";
+  ored.form = flagged.form = 'J';
+  ored.source_value = [](const Source& s) { return double(s.imaflags_iso); };
+  flagged.source_value = [](const Source& s) { return double(s.nimaflags_iso); };
+  out.push_back(std::move(ored));
+  out.push_back(std::move(flagged));
 }
 
 OutputColumn iso_magnitude_column(std::string name, std::string description, bool error) {
@@ -106,6 +122,7 @@ std::string shortest_number(double value) {
 
 std::vector<OutputColumn> catalog_output_columns(const PhotometryTable* photometry) {
   std::vector<OutputColumn> out = fixed_columns(catalog_columns());
+  add_flag_map_columns(photometry, false, out);
   if (photometry == nullptr) return out;
   const kernels::PhotometrySpec& spec = photometry->spec;
   const bool mags = photometry->zeropoint.has_value();
@@ -175,6 +192,7 @@ std::vector<OutputColumn> catalog_output_columns(const PhotometryTable* photomet
 
 std::vector<OutputColumn> ldac_output_columns(const PhotometryTable* photometry) {
   std::vector<OutputColumn> out = fixed_columns(ldac_columns());
+  add_flag_map_columns(photometry, true, out);
   if (photometry == nullptr) return out;
   const kernels::PhotometrySpec& spec = photometry->spec;
   for (OutputColumn& column : out) {  // SExtractor's FLAGS 16 marks a photometry box cut by the edge

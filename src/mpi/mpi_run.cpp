@@ -13,6 +13,7 @@
 #include "../engine/summary_merge.hpp"
 #include "file_dispatch.hpp"
 #include "imflow/io/atomic_file.hpp"
+#include "imflow/io/companion.hpp"
 
 namespace imflow::mpi {
 
@@ -82,7 +83,7 @@ MpiOutcome run_pipeline_mpi(Pipeline& pipeline, RunOptions options) {
   options.manifest_name = "manifest" + rank_suffix + ".jsonl";
   RunSummary summary;
   {
-    const auto files = list_input_files(pipeline.input);
+    const auto files = without_companion_files(list_input_files(pipeline.input), pipeline.input.companions());
     FileDispatch dispatch(MPI_COMM_WORLD, static_cast<int64_t>(files.size()), kBatch);
     options.file_feed = [&dispatch]() { return dispatch.next(); };
     options.write_summary = false;

@@ -1,6 +1,9 @@
 // Step `background`: kappa-sigma clipped median and std of the image (method: global, the seed
-// lesson's method), or SExtractor/SEP's mesh background with per-pixel maps (method: mesh).
+// lesson's method), or SExtractor/SEP's mesh background with per-pixel maps (method: mesh); with
+// a weight map its RMS map comes from the map (weight_noise.hpp); in dual-image mode the
+// measurement image gets its own background too.
 #include <memory>
+#include <stdexcept>
 
 #include "imflow/huge_pages.hpp"
 #include "imflow/kernels/background.hpp"
@@ -8,6 +11,7 @@
 #include "imflow/kernels/background_mesh.hpp"
 #include "imflow/params.hpp"
 #include "imflow/step.hpp"
+#include "steps/weight_noise.hpp"
 
 #ifdef IMFLOW_HAVE_CUDA
 #include "cuda/background.hpp"
@@ -36,20 +40,18 @@ class BackgroundStep final : public Step {
   }
 
   void run_cpu(WorkItem& item) const override {
-    if (mesh_) {  // the RMS map stays a grid: segment evaluates it row by row (no full-size map)
-      auto grid = std::make_shared<kernels::MeshGrid>();
-      reserve_huge_pages(item.background_map, static_cast<size_t>(item.detection_image().size()));
-      item.background = kernels::mesh_background(item.detection_image().view(), mesh_params_, item.background_map, *grid);
-      item.rms_map.clear();
-      item.mesh_grid = std::move(grid);
-    } else {
-      const ConstImageView image = item.detection_image().view();
-      // From 1 Mpix on, radix histograms (a few passes over the pixels, where the clip selects a
-      // median per iteration): the same median, iterations and counts, the std to float64
-      // rounding, ~9x faster on a 2048x2048 frame; below, the histograms' fixed cost dominates.
-      item.background = image.size() >= kStreamingFromPixels
-                            ? kernels::streaming_kappa_sigma(image, kappa_, max_iters_, image.height)
-                            : kernels::kappa_sigma_clip(image, kappa_, max_iters_, item.scratch);
+    std::shared_ptr<kernels::MeshGrid> grid;
+    item.background = estimate(item.detection_image(), item.background_map, grid, item.scratch);
+    item.rms_map.clear();
+    if (!item.weight_variance.empty()) {  // the noise is the weight map's
+      if (!grid) throw std::runtime_error("a weight map needs the mesh background (method: mesh)");
+      set_noise_from_weight_map(item, mesh_params_, *grid);
+    }
+    item.mesh_grid = std::move(grid);
+    if (item.dual_image) {  // input.detect: the measurement image's own background, which measure subtracts
+      std::shared_ptr<kernels::MeshGrid> measure_grid;
+      item.measure_background = estimate(item.pixels, item.measure_background_map, measure_grid, item.scratch);
+      item.measure_mesh_grid = std::move(measure_grid);
     }
   }
 
@@ -69,6 +71,24 @@ class BackgroundStep final : public Step {
   double kappa_ = 3.0;
   int max_iters_ = 100;
   kernels::MeshParams mesh_params_;
+
+  // The background of `image`: mesh (its map into `map`, the grid from which MeshRows evaluates
+  // the RMS rows into `grid`: no full-size RMS map) or global (map and grid left empty).
+  BackgroundStats estimate(const ImageBuffer& image, std::vector<float>& map, std::shared_ptr<kernels::MeshGrid>& grid,
+                           std::vector<float>& scratch) const {
+    if (mesh_) {
+      grid = std::make_shared<kernels::MeshGrid>();
+      reserve_huge_pages(map, static_cast<size_t>(image.size()));
+      return kernels::mesh_background(image.view(), mesh_params_, map, *grid);
+    }
+    map.clear();
+    // From 1 Mpix on, radix histograms (a few passes over the pixels, where the clip selects a
+    // median per iteration): the same median, iterations and counts, the std to float64
+    // rounding, ~9x faster on a 2048x2048 frame; below, the histograms' fixed cost dominates.
+    const ConstImageView view = image.view();
+    return view.size() >= kStreamingFromPixels ? kernels::streaming_kappa_sigma(view, kappa_, max_iters_, view.height)
+                                               : kernels::kappa_sigma_clip(view, kappa_, max_iters_, scratch);
+  }
 };
 }  // namespace
 

@@ -71,7 +71,8 @@ class DeblendStep final : public Step {
     // detection image also SEP's value (the image less the background).
     std::vector<float> values(n), thresholds(how.per_pixel() ? n : 0), measurement;
     kernels::sep_detection_values(detection.view(), how, values.data(), thresholds.data());
-    if (!item.detection.empty()) {
+    // In dual-image mode (input.detect) the objects are the detection image's, as SExtractor's.
+    if (!item.detection.empty() && !item.dual_image) {
       measurement.resize(n);
       kernels::sep_detection_values(item.pixels.view(), how, measurement.data(), nullptr);
     }

@@ -5,10 +5,13 @@
 // After `deblend`, the children of a blend are measured as SEP's analyse does: x, y are SEP's
 // centre of the object (its branch's barycentre) and the moments and their errors are taken
 // about it (kernels::SourceSums::finish_about), flagged kFlagDeblended. With photometry
-// parameters (measure_photometry.hpp), the catalog's photometry rows follow, on the CPU only.
+// parameters (measure_photometry.hpp), the catalog's photometry rows follow, on the CPU only; with
+// a flag map (input.flags), each source's IMAFLAGS_ISO and NIMAFLAGS_ISO. In dual-image mode
+// (input.detect) the shapes come from the detection image and the fluxes from the measured one.
 #include <stdexcept>
 
 #include "imflow/kernels/deblend.hpp"
+#include "imflow/kernels/image_flags.hpp"
 #include "imflow/kernels/measure.hpp"
 #include "imflow/params.hpp"
 #include "imflow/step.hpp"
@@ -28,28 +31,32 @@ class MeasureStep final : public Step {
       : gain_(GainSetting::from_params(params)), photometry_(PhotometrySetting::from_params(params)) {}
 
   void run_cpu(WorkItem& item) const override {
-    kernels::MeasureBackground background;
-    background.gain = gain_.for_item(item.ref);
-    item.gain = background.gain;
-    if (!item.background_map.empty() && static_cast<int64_t>(item.background_map.size()) == item.pixels.size()) {
-      background.map = item.background_map.data();
-      if (static_cast<int64_t>(item.rms_map.size()) == item.pixels.size()) {
-        background.rms_map = item.rms_map.data();
-      } else if (item.mesh_grid) {
-        background.rms_grid = item.mesh_grid.get();
+    const double gain = gain_.for_item(item.ref);
+    item.gain = gain;
+    const kernels::MeasureBackground background = background_of(item, gain, item.dual_image);
+    item.catalog = catalog_of(item, item.pixels.view(), background);
+    if (item.dual_image) {
+      // SExtractor's dual-image mode: positions, moments, shapes and their errors come from the
+      // detection image (less its background), fluxes and peaks from the measured image.
+      Catalog shapes = catalog_of(item, item.detection.view(), background_of(item, gain, false));
+      for (size_t i = 0; i < shapes.size(); ++i) {
+        const Source& measured = (*item.catalog)[i];
+        Source& s = shapes[i];
+        s.flux = measured.flux;
+        s.flux_iso = measured.flux_iso;
+        s.flux_iso_err = measured.flux_iso_err;
+        s.peak = measured.peak;
+        s.peak_x = measured.peak_x;
+        s.peak_y = measured.peak_y;
       }
-    } else if (item.background) {
-      background.level = item.background->median;
-      background.rms = item.background->std;
-    }
-    if (!item.deblend) {
-      item.catalog =
-          kernels::measure_sources(item.pixels.view(), item.labels.data(), item.nlabels.value(), background);
-    } else {
-      item.catalog = kernels::measure_deblended(item.pixels.view(), item.labels.data(), item.nlabels.value(),
-                                                *item.deblend, background);
+      item.catalog = std::move(shapes);
     }
     if (photometry_.spec.any() || photometry_.magnitudes()) photometry_.measure(item, background);
+    if (!item.flag_map.empty()) {  // input.flags: the IMAFLAGS_ISO columns
+      kernels::or_image_flags(item.labels.data(), item.flag_map.data(), item.pixels.size(), *item.catalog);
+      if (!item.photometry) item.photometry.emplace();
+      item.photometry->flag_map = true;
+    }
   }
 
 #ifdef IMFLOW_HAVE_CUDA
@@ -62,6 +69,35 @@ class MeasureStep final : public Step {
 #endif
 
  private:
+  // The background measurements subtract and their noise: the item's background (the detection
+  // image's: its map, its RMS map or a weight map's, or its global level), or in dual-image mode
+  // with `measured_image` the measured image's own (input.detect).
+  static kernels::MeasureBackground background_of(const WorkItem& item, double gain, bool measured_image) {
+    kernels::MeasureBackground background;
+    background.gain = gain;
+    const bool own = measured_image && item.measure_background;
+    const std::vector<float>& map = own ? item.measure_background_map : item.background_map;
+    const std::optional<BackgroundStats>& stats = own ? item.measure_background : item.background;
+    if (!map.empty() && static_cast<int64_t>(map.size()) == item.pixels.size()) {
+      background.map = map.data();
+      if (!own && static_cast<int64_t>(item.rms_map.size()) == item.pixels.size()) {
+        background.rms_map = item.rms_map.data();
+      } else if (const auto& grid = own ? item.measure_mesh_grid : item.mesh_grid) {
+        background.rms_grid = grid.get();
+      }
+    } else if (stats) {
+      background.level = stats->median;
+      background.rms = stats->std;
+    }
+    return background;
+  }
+
+  // The catalog of the item's labels (or deblended objects) measured on `image`.
+  static Catalog catalog_of(const WorkItem& item, ConstImageView image, const kernels::MeasureBackground& background) {
+    if (!item.deblend) return kernels::measure_sources(image, item.labels.data(), item.nlabels.value(), background);
+    return kernels::measure_deblended(image, item.labels.data(), item.nlabels.value(), *item.deblend, background);
+  }
+
   GainSetting gain_;
   PhotometrySetting photometry_;
 };

@@ -1,0 +1,106 @@
+// Reading an item's weight map into variances, its mask and its flag map (companion_inputs.hpp).
+#include "companion_inputs.hpp"
+
+#include <cmath>
+#include <limits>
+
+#include "imflow/io/companion.hpp"
+
+namespace imflow {
+
+namespace {
+constexpr float kBig = 1e30f;  // SExtractor's BIG: the variance of a pixel of no weight
+
+// The bad-pixel threshold in variance units, as SExtractor converts WEIGHT_THRESH (weight_to_var
+// before any rescaling).
+float variance_threshold(const WeightConfig& weight) {
+  switch (weight.type) {
+    case WeightType::map_rms: {
+      const auto rms = static_cast<float>(weight.thresh.value_or(kBig));
+      return rms < kBig ? rms * rms : kBig;
+    }
+    case WeightType::map_var: return static_cast<float>(weight.thresh.value_or(kBig));
+    case WeightType::map_weight: {
+      const auto w = static_cast<float>(weight.thresh.value_or(0.0));
+      return w > 0.0f ? 1.0f / w : kBig;
+    }
+  }
+  return kBig;
+}
+}  // namespace
+
+void read_weight_map(const WeightConfig& weight, WorkItem& item, const ReadLimits& limits) {
+  ImageBuffer map;
+  read_companion(item.ref, weight.map, item.pixels.width(), item.pixels.height(), map, limits);
+  const int64_t n = map.size();
+  const float threshold = variance_threshold(weight);
+  const float* values = map.data();
+  float* pixels = item.pixels.data();
+  item.weight_variance.resize(static_cast<size_t>(n));
+  int64_t bad = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    const float v = values[i];
+    float variance = kBig;
+    bool usable = std::isfinite(v);
+    switch (weight.type) {
+      case WeightType::map_rms:
+        usable = usable && v >= 0.0f;
+        variance = v < kBig ? v * v : kBig;
+        break;
+      case WeightType::map_var:
+        usable = usable && v >= 0.0f;
+        variance = v;
+        break;
+      case WeightType::map_weight:
+        variance = v > 0.0f ? 1.0f / v : kBig;
+        break;
+    }
+    if (!usable || variance >= threshold) {
+      item.weight_variance[i] = std::numeric_limits<float>::infinity();
+      pixels[i] = std::numeric_limits<float>::quiet_NaN();
+      ++bad;
+    } else {
+      item.weight_variance[i] = variance;
+    }
+  }
+  item.weight_rescale = weight.rescale;
+  item.metrics["weight_bad_pixels"] = static_cast<double>(bad);
+}
+
+void apply_mask(const CompanionSpec& mask, double threshold, WorkItem& item, const ReadLimits& limits) {
+  ImageBuffer map;
+  read_companion(item.ref, mask, item.pixels.width(), item.pixels.height(), map, limits);
+  const float* values = map.data();
+  float* pixels = item.pixels.data();
+  int64_t masked = 0;
+  float* detection = item.dual_image ? item.detection.data() : nullptr;  // masked in both images
+  for (int64_t i = 0; i < map.size(); ++i) {
+    if (std::isfinite(values[i]) && !(static_cast<double>(values[i]) > threshold)) continue;
+    pixels[i] = std::numeric_limits<float>::quiet_NaN();
+    if (detection != nullptr) detection[i] = std::numeric_limits<float>::quiet_NaN();
+    ++masked;
+  }
+  item.metrics["masked_pixels"] = static_cast<double>(masked);
+}
+
+void read_flag_map(const CompanionSpec& flags, WorkItem& item, const ReadLimits& limits) {
+  ImageBuffer map;
+  read_companion(item.ref, flags, item.pixels.width(), item.pixels.height(), map, limits);
+  item.flag_map.resize(static_cast<size_t>(map.size()));
+  const float* values = map.data();
+  for (int64_t i = 0; i < map.size(); ++i) {
+    item.flag_map[static_cast<size_t>(i)] = std::isfinite(values[i]) ? static_cast<int32_t>(static_cast<int64_t>(values[i])) : 0;
+  }
+}
+
+void read_companions(const InputConfig& input, WorkItem& item, const ReadLimits& limits) {
+  if (input.detect.present()) {  // dual-image mode: the detection image, of the same size
+    read_companion(item.ref, input.detect, item.pixels.width(), item.pixels.height(), item.detection, limits);
+    item.dual_image = true;
+  }
+  if (input.flags.present()) read_flag_map(input.flags, item, limits);
+  if (input.mask.present()) apply_mask(input.mask, input.mask_thresh, item, limits);
+  if (input.weight.present()) read_weight_map(input.weight, item, limits);
+}
+
+}  // namespace imflow

@@ -1,0 +1,31 @@
+// The reader's companions of an item: its weight map read beside it and turned into variances,
+// its mask; bad and masked pixels made invalid (NaN) in the image.
+#pragma once
+#include "imflow/io/fits.hpp"
+#include "imflow/pipeline.hpp"
+#include "imflow/work_item.hpp"
+
+namespace imflow {
+
+// Read the weight map of `item` (its pixels already read) into item.weight_variance as
+// SExtractor's weight_to_var makes it before rescaling: rms^2 (map_rms), var (map_var) or 1/w
+// (map_weight; 1e30 for w <= 0). Bad pixels, whose variance reaches the threshold in variance
+// units (weight <= thresh, rms or var >= thresh; none by default but w <= 0) or whose value is
+// not finite or negative, get +inf and make the image pixel NaN; their count goes to the item's
+// metrics (weight_bad_pixels). Throws InputError naming both files (io/companion.hpp).
+void read_weight_map(const WeightConfig& weight, WorkItem& item, const ReadLimits& limits);
+
+// Read the mask of `item` (input.mask) and make NaN every image pixel whose mask value is above
+// `threshold` or not finite (SEP's mask > maskthresh); their count goes to the item's metrics
+// (masked_pixels). Throws InputError naming both files.
+void apply_mask(const CompanionSpec& mask, double threshold, WorkItem& item, const ReadLimits& limits);
+
+// Read the flag map of `item` (input.flags) into item.flag_map (float32 values as int32, 0 where
+// not finite). Throws InputError naming both files.
+void read_flag_map(const CompanionSpec& flags, WorkItem& item, const ReadLimits& limits);
+
+// The companions the pipeline names (input.detect into item.detection, input.mask, input.flags,
+// input.weight), read for `item` after its pixels.
+void read_companions(const InputConfig& input, WorkItem& item, const ReadLimits& limits);
+
+}  // namespace imflow

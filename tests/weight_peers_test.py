@@ -12,10 +12,14 @@ imflow (mesh 32/3, segment 3 sigma relative_to: rms_map, label 8, measure gain 0
 (BACK_SIZE 32, BACK_FILTERSIZE 3, DETECT_THRESH 3, no filter, no deblending, no cleaning, minarea 1,
 INTERP_TYPE NONE, GAIN 0) must find the same objects (99% of each side's matched, same area and
 box) and, per object, THRESHOLD (3 x the smallest rms of its pixels, imflow's from its
-weight_scale), FLUX_ISO and FLUXERR_ISO within 1%. SEP: sep.extract(data - back, 3, err=rms,
-mask) with imflow's rms (its rescaled weight map) finds the same segments, flux and
-sqrt(sum rms^2) within 1e-5.
+weight_scale), FLUX_ISO and FLUXERR_ISO within 1%, and IMAFLAGS_ISO, NIMAFLAGS_ISO equal (a flag
+map given to both). SEP: sep.extract(data - back, 3, err=rms, mask) with imflow's rms (its
+rescaled weight map) finds the same segments, flux and sqrt(sum rms^2) within 1e-5, and
+sep.sum_circle with err=rms gives imflow's FLUX_APER and FLUXERR_APER within 1e-5. Dual-image mode
+(--detect) against `source-extractor det.fits,meas.fits`: the same objects, FLUX_ISO and
+FLUXERR_ISO within 1%.
 Usage: weight_peers_test.py IMFLOW SOURCE_DIR  (python3 with numpy, astropy and sep 1.4.1)"""
+import json
 import os
 import shutil
 import subprocess
@@ -32,6 +36,7 @@ sep.set_extract_pixstack(10**7)
 sep.set_sub_object_limit(10**4)
 work = tempfile.mkdtemp()
 NSIGMA = 3.0
+APERTURE = 6.0
 PARAMS = ["NUMBER", "X_IMAGE", "Y_IMAGE", "ISOAREA_IMAGE", "XMIN_IMAGE", "YMIN_IMAGE", "XMAX_IMAGE", "YMAX_IMAGE",
           "FLUX_ISO", "FLUXERR_ISO", "THRESHOLD", "IMAFLAGS_ISO", "NIMAFLAGS_ISO"]
 # Dual-image mode: ISOAREA_IMAGE counts the pixels above the threshold in the measurement image
@@ -78,15 +83,15 @@ def make_inputs(path, inputs):
 
 
 def run_imflow(inputs, out, name, companions, *extra):
+    """imflow's catalogs (with the aperture photometry of APERTURE pixels in diameter) and summary records."""
     config = os.path.join(work, f"{name}.yaml")
     with open(config, "w") as f:
         f.write(f"input: {{patterns: ['*.fits']{companions}}}\n"
-                "output: {formats: [ldac, labels]}\ndevice: cpu\nsteps:\n"
+                "output: {formats: [ldac, labels, bgsub]}\ndevice: cpu\nsteps:\n"
                 "  - background: {method: mesh, size: 32, filter_size: 3}\n"
                 f"  - segment: {{nsigma: {NSIGMA}, relative_to: rms_map}}\n"
-                "  - label: {connectivity: 8}\n  - measure: {gain: 0}\n")
+                f"  - label: {{connectivity: 8}}\n  - measure: {{gain: 0, apertures: [{APERTURE}], mask_neighbours: false}}\n")
     subprocess.run([imflow, "-q", "run", config, "--input", inputs, "--output", out, "--threads", "2", *extra], check=True)
-    import json
     with open(os.path.join(out, "summary.json")) as f:
         return {os.path.basename(r["file"]): r for r in json.load(f)["items"]}
 
@@ -201,10 +206,20 @@ def compare_sep(label, out, stem, data, bad, rms):
     same = np.array_equal(npix[order], np.asarray(ours["ISOAREA_IMAGE"])[mine])
     flux = relative(ours["FLUX_ISO"][mine], objects["flux"][order], np.maximum(np.abs(objects["flux"][order]), 1e-3))
     fluxerr = relative(ours["FLUXERR_ISO"][mine], np.sqrt(variance[order]))
+    # The apertures' errors sum the weight map's variances: SEP's sum_circle with err = the same map.
+    image = fits.getdata(os.path.join(out, stem + ".bgsub.fits")).astype(np.float32)
+    aperture, aperture_err, _ = sep.sum_circle(np.nan_to_num(image), np.asarray(ours["X_IMAGE"], float) - 1,
+                                               np.asarray(ours["Y_IMAGE"], float) - 1, APERTURE / 2,
+                                               err=rms.astype(np.float32), mask=mask, subpix=0)
+    scale = np.maximum(np.abs(aperture), aperture_err)
+    aper = relative(np.asarray(ours["FLUX_APER"]).ravel(), aperture, scale)
+    aper_err = relative(np.asarray(ours["FLUXERR_APER"]).ravel(), aperture_err)
     print(f"{label} vs SEP: {len(objects)} objects, same areas {same}, flux_iso max {flux.max():.2g}, "
-          f"fluxerr_iso max {fluxerr.max():.2g}", flush=True)
-    if not same or flux.max() > 1e-5 or fluxerr.max() > 1e-5:
-        problems.append(f"{label} vs SEP: areas equal {same}, flux {flux.max():.3g}, fluxerr {fluxerr.max():.3g}")
+          f"fluxerr_iso max {fluxerr.max():.2g}; FLUX_APER({APERTURE:g}) max {aper.max():.2g}, "
+          f"FLUXERR_APER max {aper_err.max():.2g}", flush=True)
+    if not same or max(flux.max(), fluxerr.max(), aper.max(), aper_err.max()) > 1e-5:
+        problems.append(f"{label} vs SEP: areas equal {same}, flux {flux.max():.3g}, fluxerr {fluxerr.max():.3g}, "
+                        f"aperture {aper.max():.3g}, its error {aper_err.max():.3g}")
 
 
 try:

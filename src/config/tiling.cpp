@@ -118,6 +118,10 @@ void plan_resident(const Pipeline& pipeline, TilingPlan& plan) {
     }
   }
   if (!config.resident) plan.resident_off_reason = "tiling.resident: off";
+  if (pipeline.input.has_companions()) {  // read beside the image on the host (companion_inputs.hpp)
+    plan.resident = false;
+    plan.resident_off_reason = "a weight map, mask, flag map or detection image is read on the host";
+  }
   for (const auto& step : pipeline.steps) {
     if (step->name() == "deblend") plan.resident_bytes_per_pixel += 64;
     if (step->name() == "background" && param_text(step->params(), "method", "global") == "mesh")

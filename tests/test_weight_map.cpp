@@ -11,6 +11,7 @@
 
 #include "imflow/engine.hpp"
 #include "imflow/errors.hpp"
+#include "imflow/in_memory.hpp"
 #include "imflow/io/companion.hpp"
 #include "imflow/kernels/background_mesh.hpp"
 #include "imflow/kernels/weight_scale.hpp"
@@ -221,7 +222,7 @@ TEST_CASE("pixels of zero weight are never detected; map_rms is used as it is", 
   }
 }
 
-TEST_CASE("input.weight is checked when the pipeline is loaded", "[weight][config]") {
+TEST_CASE("input.weight is checked when the pipeline is loaded and refused for in-memory images", "[weight][config]") {
   const std::string mesh = "steps: [{background: {method: mesh}}, {segment: {relative_to: rms_map}}, label, measure]\n";
   CHECK_THROWS_WITH(test::pipeline_from("input: {weight: {image: WHT}}\n" + mesh), Catch::Contains("a weight map needs type:"));
   CHECK_THROWS_WITH(test::pipeline_from("input: {weight: {image: ERR, type: map_rms, rescale: true}}\n" + mesh),
@@ -234,6 +235,9 @@ TEST_CASE("input.weight is checked when the pipeline is loaded", "[weight][confi
   CHECK_THROWS_WITH(test::pipeline_from("input: {weight: {image: WHT, type: map_weight}}\ntiling: {size: 64}\n" + mesh),
                     Catch::Contains("cannot run on tiles"));
   const Pipeline pipeline = test::pipeline_from("input: {weight: {image: WHT, type: map_var, thresh: 1e6}}\n" + mesh);
+  WorkItem in_memory;  // no file, so no companion beside it
+  in_memory.pixels.resize(8, 8);
+  CHECK_THROWS_WITH(process_in_memory(pipeline, in_memory), Catch::Contains("an in-memory image has none"));
   const YAML::Node resolved = pipeline.resolved()["input"]["weight"];
   CHECK(resolved["type"].as<std::string>() == "map_var");
   CHECK(resolved["rescale"].as<bool>());

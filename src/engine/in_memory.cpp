@@ -9,6 +9,10 @@
 namespace imflow {
 
 void process_in_memory(const Pipeline& pipeline, WorkItem& item) {
+  if (pipeline.input.has_companions()) {  // read beside image files (companion_inputs.hpp), not given here
+    throw ConfigError("input.weight, input.mask, input.flags and input.detect name files beside an image file; "
+                      "an in-memory image has none (use imflow.run on files)");
+  }
   RunSummary summary;  // the stage's context needs one; nothing is recorded in it
   RunContext run(pipeline, summary, nullptr, nullptr, nullptr);
   item.status = ItemStatus::pending;

@@ -37,6 +37,7 @@ struct DeblendRecord {
   float thresh, flux;
   int32_t blended;
   int32_t truncated;
+  int32_t singular;
 };
 
 // One slot's deblending buffers (device memory and mapped pinned memory for the results): they

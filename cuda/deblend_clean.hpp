@@ -179,6 +179,7 @@ IMFLOW_HOST_DEVICE inline void record_job(const DeblendPlan& p, const CleanPlan&
   rec.flux = obj.fdflux;
   rec.blended = p.seg_branches[r] > 0 ? 1 : 0;
   rec.truncated = touches_edge(p, o) ? 1 : 0;
+  rec.singular = obj.singular ? 1 : 0;
   records[c.new_id[o]] = rec;
 }
 

@@ -201,6 +201,7 @@ IMFLOW_HOST_DEVICE void model_job(const TeamT& team, const DeblendPlan& p, int32
   m.cxy = so.cxy;
   m.abcor = so.abcor;
   m.amp = branch_amplitude(so);
+  m.singular = so.singular;
   if (team.lane == 0) p.model[o] = m;
 }
 
@@ -318,6 +319,7 @@ IMFLOW_HOST_DEVICE void measure_job(const TeamT& team, const DeblendPlan& p, int
     so.merged = true;
     so.mx = p.model[o].mx;
     so.my = p.model[o].my;
+    so.singular = p.model[o].singular;
     const int32_t* branch = p.branch_pixels + off + p.obj_bstart[o];
     const int32_t nbranch = p.obj_bnpix[o];
     const int32_t* allocated = p.alloc_sorted + p.alloc_off[o];
@@ -341,6 +343,7 @@ IMFLOW_HOST_DEVICE void measure_job(const TeamT& team, const DeblendPlan& p, int
   c.thresh = so.thresh;
   c.mthresh = mthresh;
   c.fdnpix = so.fdnpix;
+  c.singular = so.singular;
   if (team.lane == 0) p.objects[o] = c;
 }
 

@@ -44,6 +44,7 @@ kernels::DeblendResult DeblendWorkspace::result() const {
     o.segment = r.segment;
     o.blended = r.blended != 0;
     o.truncated = r.truncated != 0;
+    o.singular = r.singular != 0;
     o.x = r.x;
     o.y = r.y;
     o.thresh = r.thresh;

@@ -140,6 +140,7 @@ struct SepObject {
   float fdflux = 0.0f, fdpeak = 0.0f;
   int64_t fdnpix = 0;
   bool merged = false;
+  bool singular = false;  // SEP's OBJ_SINGU: some analyse of it found singular moments (or-ed)
 };
 
 constexpr double kPi = 3.14159265358979323846;
@@ -223,6 +224,7 @@ IMFLOW_HOST_DEVICE void sep_analyse(const TeamT& team, const Pixels& im, const P
   }
   double temp2 = xm2 * ym2 - xym * xym;
   if (temp2 < 0.00694) {
+    o.singular = true;
     xm2 += 0.0833333;
     ym2 += 0.0833333;
     temp2 = xm2 * ym2 - xym * xym;
@@ -318,6 +320,7 @@ IMFLOW_HOST_DEVICE float sep_mthresh(const TeamT& team, const Pixels& im, const 
 struct BranchModel {
   double mx = 0.0, my = 0.0;
   float cxx = 0.0f, cyy = 0.0f, cxy = 0.0f, abcor = 1.0f, amp = 0.0f;
+  bool singular = false;  // the branch's analyse found singular moments
 };
 
 // The model's amplitude of branch o (o.thresh already the segment's threshold).
@@ -346,6 +349,7 @@ struct CleanObject {
   float a = 0.0f, b = 0.0f, cxx = 0.0f, cyy = 0.0f, cxy = 0.0f, abcor = 0.0f, fdflux = 0.0f, thresh = 0.0f,
         mthresh = 0.0f;
   int64_t fdnpix = 0;
+  bool singular = false;
 };
 
 IMFLOW_HOST_DEVICE inline void clean_moffat(const CleanObject& o, double beta, double& amp, double& alpha) {

@@ -269,6 +269,7 @@ __global__ void rows_kernel(Accumulators a, const DeviceResults* results, int64_
                                        object.y - static_cast<double>(ref_y));
       s.flags = (s.flags & ~kFlagEdge) | kFlagDeblended | (object.truncated != 0 ? kFlagEdge : 0);
     }
+    if (records != nullptr) s.flags = (s.flags & ~kFlagSingular) | (records[r].singular != 0 ? kFlagSingular : 0);
     out[r] = s;
   }
 }

@@ -89,7 +89,7 @@ TEST_CASE("second moments and ellipse of an analytic Gaussian (SEP's definitions
   CHECK(s.flags == imflow::kFlagEdge);  // every pixel is labelled: the segment touches the edges
 }
 
-TEST_CASE("a single pixel is singular: SEP adds 1/12 to x2 and y2", "[measure]") {
+TEST_CASE("a single pixel is singular: SEP adds 1/12 to x2 and y2 and flags it", "[measure]") {
   std::vector<float> image(25, 0.f);
   std::vector<int32_t> labels(25, 0);
   image[12] = 7.f;
@@ -101,7 +101,7 @@ TEST_CASE("a single pixel is singular: SEP adds 1/12 to x2 and y2", "[measure]")
   CHECK(s.a == Approx(std::sqrt(0.0833333)));
   CHECK(s.b == Approx(std::sqrt(0.0833333)));
   CHECK(s.theta == Approx(M_PI / 4));
-  CHECK(s.flags == 0);
+  CHECK(s.flags == imflow::kFlagSingular);  // SEP's OBJ_SINGU
   CHECK(s.flux_iso == 7.0);
 }
 
@@ -119,13 +119,14 @@ TEST_CASE("flags: image edge and a NaN pixel next to the segment", "[measure]") 
   labels[at(4, 1)] = 3;  // (3, 2) is also its diagonal neighbour
   image[at(3, 2)] = NAN;
   const auto catalog = imflow::kernels::measure_sources({image.data(), 6, 4}, labels.data(), 3);
-  CHECK(catalog[0].flags == imflow::kFlagEdge);
-  CHECK(catalog[1].flags == imflow::kFlagMaskedNeighbour);
-  CHECK(catalog[2].flags == imflow::kFlagMaskedNeighbour);
+  using imflow::kFlagSingular;  // single pixels
+  CHECK(catalog[0].flags == (imflow::kFlagEdge | kFlagSingular));
+  CHECK(catalog[1].flags == (imflow::kFlagMaskedNeighbour | kFlagSingular));
+  CHECK(catalog[2].flags == (imflow::kFlagMaskedNeighbour | kFlagSingular));
   image[at(3, 2)] = 0;
   const auto clean = imflow::kernels::measure_sources({image.data(), 6, 4}, labels.data(), 3);
-  CHECK(clean[1].flags == 0);
-  CHECK(clean[2].flags == 0);
+  CHECK(clean[1].flags == kFlagSingular);
+  CHECK(clean[2].flags == kFlagSingular);
 }
 
 TEST_CASE("merging the parts of a source cut by a tile border gives the whole", "[measure]") {

@@ -24,6 +24,9 @@ inline constexpr int32_t kFlagMaskedNeighbour = 2;  // a non-finite pixel is 8-a
 // The object is one of several that `deblend` split a segment into (SExtractor's FLAGS 2, SEP's
 // flag 1 OBJ_MERGED); its x, y are SEP's centre of the blend's branch (docs/astronomy.md).
 inline constexpr int32_t kFlagDeblended = 4;
+// The second moments were singular (a line or a point: x2 y2 - xy^2 < 0.00694) and SEP's 1/12 pix^2
+// was added to x2 and y2 (SEP's flag 8 OBJ_SINGU, SExtractor's singuflag).
+inline constexpr int32_t kFlagSingular = 8;
 
 // One connected component. Positions are 0-based pixel indices (SciPy's convention: the centre
 // of the first pixel is 0.0); add 1 for FITS/SExtractor 1-based columns.

@@ -24,7 +24,7 @@ __all__ = ["Background", "extract", "set_extract_pixstack", "set_sub_object_limi
 OBJ_MERGED = 1      # the object is one of several a blend was split into
 OBJ_TRUNC = 2       # the object touches the image edge
 OBJ_DOVERFLOW = 4   # SEP: a pixel buffer overflowed (never set: imflow has no fixed buffers)
-OBJ_SINGU = 8       # SEP: singular moments (imflow gives NaN moments instead; docs/python.md)
+OBJ_SINGU = 8       # singular moments: SEP's 1/12 pix^2 was added to x2 and y2
 default_kernel = np.array([[1.0, 2.0, 1.0], [2.0, 4.0, 2.0], [1.0, 2.0, 1.0]], dtype=np.float32)
 
 # SEP's catalog columns and dtypes (sep.extract's structured array).

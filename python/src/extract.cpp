@@ -163,11 +163,12 @@ nb::dict columns(ExtractResult& r, size_t height, size_t width) {
   c["xpeak"] = nb::cast(to_numpy(std::move(xpeak), {raw.size()}));
   c["ypeak"] = nb::cast(to_numpy(std::move(ypeak), {raw.size()}));
   c["tnpix"] = nb::cast(to_numpy(std::move(r.tnpix), {raw.size()}));
-  // SEP's flag: 1 (OBJ_MERGED) for a deblended object, 2 (OBJ_TRUNC) at the image edge; none for
-  // the objects of a given map.
-  const bool none = r.from_map;
-  c["flag"] = column<int16_t>(r, [none](const Source& s, const O&) {
-    return none ? 0 : ((s.flags & kFlagDeblended) ? 1 : 0) | ((s.flags & kFlagEdge) ? 2 : 0);
+  // SEP's flag: 1 (OBJ_MERGED) for a deblended object, 2 (OBJ_TRUNC) at the image edge, 8
+  // (OBJ_SINGU) for singular moments; 1 and 2 not for the objects of a given map.
+  const bool from_map = r.from_map;
+  c["flag"] = column<int16_t>(r, [from_map](const Source& s, const O&) {
+    const int singular = (s.flags & kFlagSingular) ? 8 : 0;
+    return from_map ? singular : ((s.flags & kFlagDeblended) ? 1 : 0) | ((s.flags & kFlagEdge) ? 2 : 0) | singular;
   });
   c["segmap"] = r.segmap.empty() && height * width > 0 ? nb::none()
                                                         : nb::cast(to_numpy(std::move(r.segmap), {height, width}));

@@ -60,7 +60,7 @@ inline const std::array<CatalogColumn, 36>& catalog_columns() {
       {"cxx", "pix**(-2)", 'D', [](const Source& s) { return s.cxx; }, "ellipse parameter (CXX_IMAGE)"},
       {"cyy", "pix**(-2)", 'D', [](const Source& s) { return s.cyy; }, "ellipse parameter (CYY_IMAGE)"},
       {"cxy", "pix**(-2)", 'D', [](const Source& s) { return s.cxy; }, "ellipse parameter (CXY_IMAGE)"},
-      {"flags", "", 'K', [](const Source& s) { return double(s.flags); }, "1 touches the image edge, 2 masked neighbour, 4 deblended"},
+      {"flags", "", 'K', [](const Source& s) { return double(s.flags); }, "1 touches the image edge, 2 masked neighbour, 4 deblended, 8 singular moments"},
   }};
   return columns;
 }

@@ -135,6 +135,7 @@ DeblendResult deblend_sources(const DeblendInput& input, const DeblendParams& pa
         object.truncated = x == 0 || y == 0 || x == width - 1 || y == height - 1;
       }
       object.flux = m.fdflux;
+      object.singular = m.singular;
       result.objects.push_back(object);
       for (const int32_t p : w.objects.pixels[o])
         labels_out[(s.y0 + s.y[static_cast<size_t>(p)]) * width + s.x0 + s.x[static_cast<size_t>(p)]] = id;

@@ -85,6 +85,7 @@ void sep_analyse(const SegmentPixels& s, const int32_t* idx, int64_t n, bool rob
   }
   double temp2 = xm2 * ym2 - xym * xym;
   if (temp2 < 0.00694) {
+    o.singular = true;
     xm2 += 0.0833333;
     ym2 += 0.0833333;
     temp2 = xm2 * ym2 - xym * xym;

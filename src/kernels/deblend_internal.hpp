@@ -60,6 +60,7 @@ struct SepObject {
   float fdflux = 0.0f, fdpeak = 0.0f, dpeak = 0.0f;
   double dflux = 0.0;
   bool merged = false;
+  bool singular = false;  // SEP's OBJ_SINGU: some analyse of it found singular moments (flags are or-ed)
 };
 
 // preanalyse over pixels idx[0..n) (indices into the segment, in chain order).

@@ -93,13 +93,6 @@ void read_vignet(ParamReader& params, kernels::PhotometrySpec& spec) {
   spec.vignet_width = static_cast<int>(size[0]);
   spec.vignet_height = static_cast<int>(size[1]);
 }
-// Whether SEP's singular-case 1/12 was added to the source's moments (SExtractor's singuflag):
-// told from the moments as written, which have it added; a source whose own determinant lies
-// within 0.083 (x2 + y2) of the limit reads as singular too (only 1-2 pixel sources come that close).
-bool moments_were_singular(const Source& s) {
-  constexpr double kTerm = 0.0833333, kLimit = 0.00694;
-  return (s.x2 - kTerm) * (s.y2 - kTerm) - s.xy * s.xy < kLimit;
-}
 }  // namespace
 
 bool PhotometrySetting::requested(const YAML::Node& params) {
@@ -196,7 +189,7 @@ void PhotometrySetting::measure(WorkItem& item, const kernels::MeasureBackground
       kernels::PhotometrySource source{s.x, s.y, s.a, s.b, s.theta, s.id};
       source.x2 = s.x2, source.y2 = s.y2, source.xy = s.xy;
       source.errx2 = s.errx2, source.erry2 = s.erry2, source.errxy = s.errxy;
-      source.singular = moments_were_singular(s);
+      source.singular = (s.flags & kFlagSingular) != 0;
       kernels::measure_photometry(image, labels, spec, source, table.rows.data() + i * spec.stride(),
                                   vignet_size > 0 ? table.vignets.data() + i * vignet_size : nullptr);
     }

@@ -31,8 +31,8 @@ def compare(ours, theirs):
     assert np.array_equal(ours_map, theirs_map)
     for field in EXACT:
         assert np.array_equal(ours_objects[field], theirs_objects[field]), field
-    # SEP's OBJ_MERGED and OBJ_TRUNC; OBJ_SINGU (8) is not reported (docs/python.md)
-    assert np.array_equal(ours_objects["flag"], theirs_objects["flag"] & 3)
+    # SEP's OBJ_MERGED, OBJ_TRUNC and OBJ_SINGU
+    assert np.array_equal(ours_objects["flag"], theirs_objects["flag"])
     worst = {}
     for field in ("x", "y"):
         worst[field] = float(np.max(np.abs(ours_objects[field] - theirs_objects[field]), initial=0))

@@ -74,6 +74,9 @@ struct DeblendObject {
   // branch (its pixels above its split level) does, as SEP's Lutz scan of the branch flags it:
   // pixels given to it below that level do not count.
   bool truncated = false;
+  // SEP's OBJ_SINGU (flag 8): singular moments in SEP's analyse of the object, either of its
+  // branch (a blended object's pixels above its split level) or of all its pixels.
+  bool singular = false;
   float thresh = 0.0f;    // SEP's thresh: the mean of the segment's pixel thresholds
   int64_t npix = 0;       // its pixels in the output map
   float flux = 0.0f;      // SEP's cflux: sum of the detection values, float32 as SEP stores it

@@ -149,6 +149,7 @@ IMFLOW_HOST_DEVICE inline SourceErrors source_errors(const SourceShape& shape, c
 IMFLOW_HOST_DEVICE inline void set_shape_columns(Source& s, const PixelMoments& weights, const SourceShape& shape,
                                                  const SourceErrors& errors) {
   s.flux_iso = weights.s;
+  s.flags = (s.flags & ~kFlagSingular) | (shape.singular ? kFlagSingular : 0);
   s.x2 = shape.x2;
   s.y2 = shape.y2;
   s.xy = shape.xy;

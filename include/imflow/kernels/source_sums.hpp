@@ -96,8 +96,8 @@ struct SourceSums {
     s.xmax = xmax;
     s.ymin = ymin;
     s.ymax = ymax;
-    set_shape_columns(s, weights, variances);
     s.flags = flags;
+    set_shape_columns(s, weights, variances);
     if (npix > 0 && (xmin == 0 || ymin == 0 || xmax == width - 1 || ymax == height - 1)) s.flags |= kFlagEdge;
     return s;
   }

@@ -8,6 +8,7 @@
 #include "cuda/deblend_objects.hpp"
 #include "cuda/gpu_context.hpp"
 #include "cuda/measure.hpp"
+#include "cuda/photometry.hpp"
 #include "cuda/svd.hpp"
 #include "imflow/huge_pages.hpp"
 #include "imflow/kernels/measure.hpp"
@@ -77,7 +78,7 @@ void prepare_item(GpuContext& gpu, int64_t width, int64_t height) {
   gpu.has_detection = gpu.has_background = gpu.has_threshold = gpu.has_mask = false;
   gpu.has_labels = gpu.has_catalog = gpu.image_modified = false;
   gpu.has_normalization = gpu.has_svd_metrics = false;
-  gpu.has_background_maps = gpu.has_deblend = false;
+  gpu.has_background_maps = gpu.has_deblend = gpu.has_photometry = false;
   gpu.downloaded = DownloadWants{};
 }
 
@@ -132,6 +133,7 @@ void release_image_buffers(GpuContext& gpu) {
   gpu.background_work = DeviceBuffer<unsigned char>();
   gpu.mesh_background.reset();
   gpu.deblend.reset();
+  gpu.photometry.reset();
   gpu.width = gpu.height = 0;
 }
 
@@ -260,12 +262,22 @@ void collect_results(GpuContext& gpu, WorkItem& item) {
   if (gpu.has_catalog) {
     if (r.catalog_overflow != 0 || r.nlabels > gpu.catalog_capacity) {
       item.catalog = host_catalog(gpu, item, r.nlabels, r);
+      // The photometry reads the rows where the device wrote them (the capacity now holds them all).
+      if (gpu.has_photometry && !item.catalog->empty()) {
+        std::memcpy(gpu.catalog_host.data(), item.catalog->data(), item.catalog->size() * sizeof(DeviceSource));
+      }
     } else {
       const DeviceSource* rows = gpu.catalog_host.data();
       Catalog catalog;
       reserve_huge_pages(catalog, static_cast<size_t>(r.nlabels));  // a mosaic's 1M rows fault in 2 MiB pages
       catalog.assign(rows, rows + r.nlabels);
       item.catalog = std::move(catalog);
+    }
+    if (gpu.has_photometry) {  // the item's table (spec, zeropoint) was made by the measure step
+      if (!item.photometry) item.photometry.emplace();
+      item.photometry->spec = gpu.photometry_spec;
+      measure_catalog_photometry(gpu, static_cast<int64_t>(item.catalog->size()), r, item.photometry->rows,
+                                 item.photometry->vignets);
     }
   }
 }

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "cuda/resources.hpp"
+#include "imflow/kernels/photometry_spec.hpp"
 #include "imflow/work_item.hpp"
 
 namespace imflow {
@@ -73,6 +74,7 @@ struct DownloadWants {
 struct SvdState;  // svd_reconstruct's per-slot solver state (cuda/svd.hpp)
 struct MeshBackgroundState;  // background method mesh's per-slot buffers (cuda/background_mesh.hpp)
 struct DeblendState;  // deblend's per-slot buffers and result (cuda/deblend_objects.hpp)
+struct PhotometryState;  // measure's photometry buffers (cuda/photometry.hpp)
 
 struct ConvolveWeights {
   std::vector<float> host;  // content, the cache key (with the sizes)
@@ -140,6 +142,9 @@ struct GpuContext {
   std::shared_ptr<cuda::MeshBackgroundState> mesh_background;  // created by the first mesh background
   bool has_deblend = false;  // deblend ran: gpu.labels holds its objects, deblend->workspace their records
   std::shared_ptr<cuda::DeblendState> deblend;  // created by the first deblend on this slot
+  bool has_photometry = false;  // measure's photometry was asked: collect_results measures the rows
+  kernels::PhotometrySpec photometry_spec;
+  std::shared_ptr<cuda::PhotometryState> photometry;  // created by the first photometry on this slot
 
   // Device properties read once.
   int sm_count = 0;

@@ -107,7 +107,8 @@ int64_t required_halo(const Pipeline& pipeline) {
 // Whether a GPU-resident image may be used (outputs catalogs only, tiling.resident auto), and the
 // GPU memory its steps need per pixel: 48 bytes (image, sort keys and CUB's work, mask, labels
 // and the label work array, a detection image), deblending's pixel lists and work arrays 64 more,
-// the mesh background's two full-size maps 16.
+// the mesh background's two full-size maps 16, measure's photometry (the background-subtracted
+// image and its mask) 8.
 void plan_resident(const Pipeline& pipeline, TilingPlan& plan) {
   const TilingConfig& config = pipeline.tiling;
   plan.resident = config.resident;
@@ -126,6 +127,7 @@ void plan_resident(const Pipeline& pipeline, TilingPlan& plan) {
     if (step->name() == "deblend") plan.resident_bytes_per_pixel += 64;
     if (step->name() == "background" && param_text(step->params(), "method", "global") == "mesh")
       plan.resident_bytes_per_pixel += 16;
+    if (step->name() == "measure" && PhotometrySetting::requested(step->params())) plan.resident_bytes_per_pixel += 8;
   }
 }
 

@@ -13,6 +13,7 @@
 #include "imflow/io/input_format.hpp"
 #include "imflow/kernels/mesh_rows.hpp"
 #include "imflow/kernels/photometry.hpp"
+#include "imflow/kernels/photometry_source.hpp"
 #include "imflow/params.hpp"
 #include "steps/measure_gain.hpp"
 
@@ -140,10 +141,15 @@ std::optional<double> PhotometrySetting::zeropoint_for(const ItemRef& ref) const
                    " for the magnitudes (measure's zeropoint_keyword) and no zeropoint to fall back to");
 }
 
-void PhotometrySetting::measure(WorkItem& item, const kernels::MeasureBackground& background) const {
+PhotometryTable PhotometrySetting::table_for(const ItemRef& ref) const {
   PhotometryTable table;
   table.spec = spec;
-  table.zeropoint = zeropoint_for(item.ref);
+  table.zeropoint = zeropoint_for(ref);
+  return table;
+}
+
+void PhotometrySetting::measure(WorkItem& item, const kernels::MeasureBackground& background) const {
+  PhotometryTable table = table_for(item.ref);
   const Catalog& catalog = *item.catalog;
   const int64_t width = item.pixels.width(), height = item.pixels.height(), n = item.pixels.size();
   table.rows.assign(catalog.size() * static_cast<size_t>(spec.stride()), 0.0);
@@ -186,10 +192,7 @@ void PhotometrySetting::measure(WorkItem& item, const kernels::MeasureBackground
   tbb::parallel_for(tbb::blocked_range<size_t>(0, catalog.size(), 64), [&](const tbb::blocked_range<size_t>& range) {
     for (size_t i = range.begin(); i != range.end(); ++i) {
       const Source& s = catalog[i];
-      kernels::PhotometrySource source{s.x, s.y, s.a, s.b, s.theta, s.id};
-      source.x2 = s.x2, source.y2 = s.y2, source.xy = s.xy;
-      source.errx2 = s.errx2, source.erry2 = s.erry2, source.errxy = s.errxy;
-      source.singular = (s.flags & kFlagSingular) != 0;
+      const kernels::PhotometrySource source = kernels::photometry_source(s);
       kernels::measure_photometry(image, labels, spec, source, table.rows.data() + i * spec.stride(),
                                   vignet_size > 0 ? table.vignets.data() + i * vignet_size : nullptr);
     }

@@ -1,6 +1,7 @@
 // The measure step's photometry parameters (auto, apertures, aperture_bkgann, flux_radius,
-// windowed, mask_neighbours, zeropoint, zeropoint_keyword; docs/pipeline.md) and their CPU run:
-// kernels::measure_photometry per source on the background-subtracted image.
+// windowed, mask_neighbours, zeropoint, zeropoint_keyword, vignet, aperture_subpix;
+// docs/pipeline.md) and their CPU run: kernels::measure_photometry per source on the
+// background-subtracted image (the GPU's: cuda/photometry.hpp).
 #pragma once
 #include <yaml-cpp/yaml.h>
 
@@ -29,6 +30,8 @@ struct PhotometrySetting {
   // The item's zeropoint: the keyword's value in its FITS header, else `zeropoint`. Throws
   // InputError when neither is there.
   std::optional<double> zeropoint_for(const ItemRef& ref) const;
+  // The item's table before its rows: the spec and zeropoint_for(ref).
+  PhotometryTable table_for(const ItemRef& ref) const;
 
   // item.photometry for item.catalog, measured on item.pixels less `background`'s level or map,
   // with its noise (the RMS map, the mesh grid's rows or the global rms) and gain.

@@ -5,9 +5,10 @@
 // After `deblend`, the children of a blend are measured as SEP's analyse does: x, y are SEP's
 // centre of the object (its branch's barycentre) and the moments and their errors are taken
 // about it (kernels::SourceSums::finish_about), flagged kFlagDeblended. With photometry
-// parameters (measure_photometry.hpp), the catalog's photometry rows follow, on the CPU only; with
-// a flag map (input.flags), each source's IMAFLAGS_ISO and NIMAFLAGS_ISO. In dual-image mode
-// (input.detect) the shapes come from the detection image and the fluxes from the measured one.
+// parameters (measure_photometry.hpp), the catalog's photometry rows follow, on the CPU or the GPU
+// (cuda/photometry.hpp: the same per-source function); with a flag map (input.flags, CPU only),
+// each source's IMAFLAGS_ISO and NIMAFLAGS_ISO. In dual-image mode (input.detect, CPU only) the
+// shapes come from the detection image and the fluxes from the measured one.
 #include <stdexcept>
 
 #include "imflow/kernels/deblend.hpp"
@@ -20,6 +21,7 @@
 
 #ifdef IMFLOW_HAVE_CUDA
 #include "cuda/measure.hpp"
+#include "cuda/photometry.hpp"
 #endif
 
 namespace imflow {
@@ -60,11 +62,15 @@ class MeasureStep final : public Step {
   }
 
 #ifdef IMFLOW_HAVE_CUDA
-  // The photometry has no GPU twin yet: a pipeline asking for it runs with device: cpu.
-  bool has_cuda() const override { return !photometry_.spec.any() && !photometry_.magnitudes(); }
+  bool has_cuda() const override { return true; }
+  // The photometry rows are measured when the results are collected (cuda::photometry); the
+  // zeropoint is read here, on this host thread, as the gain.
   void run_cuda(WorkItem& item, GpuContext& gpu) const override {
     item.gain = gain_.for_item(item.ref);  // a header read on this host thread when gain_keyword is set
     cuda::measure(gpu, *item.gain);
+    if (!photometry_.spec.any() && !photometry_.magnitudes()) return;
+    item.photometry = photometry_.table_for(item.ref);
+    if (photometry_.spec.any()) cuda::photometry(gpu, photometry_.spec);
   }
 #endif
 

@@ -187,22 +187,22 @@ TEST_CASE("GPU pipeline on every real image of datasets/data", "[gpu][pipeline][
   CHECK(items > 0);
 }
 
-TEST_CASE("device auto runs on the CPU when a step has no CUDA implementation; device cuda refuses", "[gpu][pipeline]") {
-  test::TempDir dir("gpu_auto_fallback");
+TEST_CASE("device auto and cuda run measure's photometry on the GPU", "[gpu][pipeline]") {
+  test::TempDir dir("gpu_auto_photometry");
   const fs::path samples = fs::path(IMFLOW_SOURCE_DIR) / "datasets/samples";
   fs::create_directories(dir / "in");
   fs::copy(samples / "isaac_crop.fits", dir / "in" / "isaac_crop.fits");
-  // measure's photometry runs on the CPU only.
+  // Photometry ran on the CPU only before (auto fell back to it, cuda refused).
   const std::string steps = "steps: [background, segment, label, {measure: {apertures: [6]}}]\n";
-  auto pipeline = test::pipeline_from("device: auto\noutput: {formats: [csv]}\n" + steps);
+  auto pipeline = test::pipeline_from("output: {formats: [csv]}\n" + steps);
   pipeline.input.dir = dir / "in";
-  pipeline.output.dir = dir / "auto";
-  const auto summary = imflow::run_pipeline(pipeline, {});
-  CHECK(summary.failed() == 0);
-  const auto json = nlohmann::json::parse(std::ifstream(dir / "auto" / "summary.json"));
-  CHECK(json["device"] == "cpu");
-  pipeline.engine.device = "cuda";
-  CHECK_THROWS_WITH(imflow::run_pipeline(pipeline, {}), Catch::Contains("no CUDA implementation"));
+  for (const std::string device : {"auto", "cuda"}) {
+    pipeline.engine.device = device;
+    pipeline.output.dir = dir / device;
+    CHECK(imflow::run_pipeline(pipeline, {}).failed() == 0);
+    const auto json = nlohmann::json::parse(std::ifstream(dir / device / "summary.json"));
+    CHECK(json["device"] == "cuda");
+  }
 }
 
 TEST_CASE("convolve with SEP's arithmetic runs on the GPU and gives the CPU's catalog", "[gpu][pipeline][convolve]") {

@@ -1,6 +1,7 @@
 // Aperture photometry with SEP 1.4.1's definitions (sep.sum_circle, sum_circann, sum_ellipse,
 // sum_ellipann, kron_radius, flux_radius, winpos) and its FLUX_AUTO recipe: plain data in, plain
-// results out, one object per call, so the CPU, a CUDA twin and bindings share the definitions.
+// results out, one object per call, compiled for the host and the device (cuda/photometry.cu), so
+// the CPU, the CUDA twin and the bindings share the definitions.
 // Coordinates are 0-based: (0, 0) is the centre of the first pixel (SEP's convention; SExtractor's
 // X_IMAGE is x + 1). Geometry and flags: imflow/kernels/aperture_geometry.hpp.
 #pragma once
@@ -31,7 +32,7 @@ struct ApertureImage {
   double seg_id = 0.0;
 
   // Whether pixel `at` is masked by `mask` or by the segmentation map.
-  bool masked(int64_t at) const {
+  IMFLOW_HOST_DEVICE bool masked(int64_t at) const {
     if (mask != nullptr && mask[at] > mask_threshold) return true;
     if (segmap == nullptr) return false;
     const double id = segmap[at];
@@ -62,25 +63,28 @@ struct ApertureSum {
 // Sums over the aperture; subpix = 0 weighs each pixel by its exact overlap, subpix = N by the
 // fraction of N x N points inside (pixels wholly inside or outside count 1 or 0 without sampling).
 // Invalid parameters (r < 0, rout < rin, b < 0, a < b, |theta| > pi/2, subpix < 0) give NaN sums.
-ApertureSum sum_circle(const ApertureImage& image, double x, double y, double r, int subpix = 5,
-                       MaskMode mode = MaskMode::correct);
-ApertureSum sum_circann(const ApertureImage& image, double x, double y, double rin, double rout, int subpix = 5,
-                        MaskMode mode = MaskMode::correct);
-ApertureSum sum_ellipse(const ApertureImage& image, double x, double y, double a, double b, double theta, double r,
-                        int subpix = 5, MaskMode mode = MaskMode::correct);
-ApertureSum sum_ellipann(const ApertureImage& image, double x, double y, double a, double b, double theta,
-                         double rin, double rout, int subpix = 5, MaskMode mode = MaskMode::correct);
+IMFLOW_HOST_DEVICE inline ApertureSum sum_circle(const ApertureImage& image, double x, double y, double r,
+                                                 int subpix = 5, MaskMode mode = MaskMode::correct);
+IMFLOW_HOST_DEVICE inline ApertureSum sum_circann(const ApertureImage& image, double x, double y, double rin,
+                                                  double rout, int subpix = 5, MaskMode mode = MaskMode::correct);
+IMFLOW_HOST_DEVICE inline ApertureSum sum_ellipse(const ApertureImage& image, double x, double y, double a, double b,
+                                                  double theta, double r, int subpix = 5,
+                                                  MaskMode mode = MaskMode::correct);
+IMFLOW_HOST_DEVICE inline ApertureSum sum_ellipann(const ApertureImage& image, double x, double y, double a, double b,
+                                                   double theta, double rin, double rout, int subpix = 5,
+                                                   MaskMode mode = MaskMode::correct);
 
 // sep.sum_circle(..., bkgann=(rin, rout)): the circle's sum minus the mean of the annulus
 // (summed at subpix 1 with masked pixels ignored) times the circle's area; the annulus's error,
 // scaled likewise, adds in quadrature; the flag is the circle's. An annulus without valid pixels
 // (SEP raises) gives NaN sum and error.
-ApertureSum sum_circle_bkgann(const ApertureImage& image, double x, double y, double r, double rin, double rout,
-                              int subpix = 5);
+IMFLOW_HOST_DEVICE inline ApertureSum sum_circle_bkgann(const ApertureImage& image, double x, double y, double r,
+                                                        double rin, double rout, int subpix = 5);
 // sep.sum_ellipse(..., bkgann=(rin, rout)): the same with the elliptical annulus rin..rout (in
 // units of a, b), which SEP sums at the ellipse's subpix with masked pixels corrected, not ignored.
-ApertureSum sum_ellipse_bkgann(const ApertureImage& image, double x, double y, double a, double b, double theta,
-                               double r, double rin, double rout, int subpix = 5);
+IMFLOW_HOST_DEVICE inline ApertureSum sum_ellipse_bkgann(const ApertureImage& image, double x, double y, double a,
+                                                         double b, double theta, double r, double rin, double rout,
+                                                         int subpix = 5);
 
 // sep.kron_radius with SEP's cxx, cyy, cxy: sum r I / sum I over the pixels whose centres have
 // r = sqrt(cxx dx^2 + cyy dy^2 + cxy dx dy) <= r_max (6 in the recipe), masked pixels (and values
@@ -90,16 +94,17 @@ struct KronRadius {
   double radius = 0.0;
   int32_t flag = 0;
 };
-KronRadius kron_radius(const ApertureImage& image, double x, double y, double cxx, double cyy, double cxy,
-                       double r_max);
+IMFLOW_HOST_DEVICE inline KronRadius kron_radius(const ApertureImage& image, double x, double y, double cxx, double cyy,
+                                                 double cxy, double r_max);
 
 // sep.flux_radius: the radii of the circles holding fractions `fractions` of `normflux` (of the
 // sum within rmax when normflux is NaN), from 64 annuli out to rmax (pixels near an annulus
 // boundary sampled subpix x subpix, subpix >= 1) interpolated linearly; masked pixels corrected
 // per annulus. `radii` has one entry per fraction. Returns the flag (kAperTrunc when the box to
 // rmax + 1.5 leaves the image, kAperHasMasked). Noise and gain are not used.
-int32_t flux_radius(const ApertureImage& image, double x, double y, double rmax, std::span<const double> fractions,
-                    double normflux, int subpix, std::span<double> radii);
+IMFLOW_HOST_DEVICE inline int32_t flux_radius(const ApertureImage& image, double x, double y, double rmax,
+                                              std::span<const double> fractions, double normflux, int subpix,
+                                              std::span<double> radii);
 
 // sep.winpos: SExtractor's XWIN/YWIN. From (x, y), up to 16 steps of x += 2 sum w I dx / sum w I,
 // w = exp(-r^2 / (2 sig^2)) over the circle r < 4 sig (boundary pixels weighed by their overlap,
@@ -121,8 +126,8 @@ struct WindowedPosition {
   double errx2 = 0.0, erry2 = 0.0, errxy = 0.0, errsum = 0.0;
 };
 inline constexpr double kWinposMinSig = 2.0 / 2.35 * 0.5;
-WindowedPosition winpos(const ApertureImage& image, double x, double y, double sig, int subpix = 11,
-                        double min_sig = kWinposMinSig);
+IMFLOW_HOST_DEVICE inline WindowedPosition winpos(const ApertureImage& image, double x, double y, double sig,
+                                                  int subpix = 11, double min_sig = kWinposMinSig);
 
 // SEP's documented FLUX_AUTO (SExtractor's PHOT_AUTOPARAMS 2.5, 3.5) for one catalog row:
 // kron_radius within kron_r_max (6) x the ellipse (a, b, theta); the sum in the ellipse at
@@ -144,7 +149,13 @@ struct AutoParams {
   // kron_radius falls below it (a Kron radius of 0, from a flag, too).
   double min_kron_radius = 0.0;
 };
-AutoFlux auto_flux(const ApertureImage& image, double x, double y, double a, double b, double theta,
-                   const AutoParams& params = {});
+IMFLOW_HOST_DEVICE inline AutoFlux auto_flux(const ApertureImage& image, double x, double y, double a, double b,
+                                             double theta, const AutoParams& params = {});
 
 }  // namespace imflow::kernels
+
+// The definitions (host and device).
+#include "imflow/kernels/aperture_flux_radius.hpp"
+#include "imflow/kernels/aperture_kron.hpp"
+#include "imflow/kernels/aperture_sum.hpp"
+#include "imflow/kernels/aperture_winpos.hpp"

@@ -1,5 +1,6 @@
 // The measure step's photometry (FLUX_AUTO, apertures, FLUX_RADIUS, windowed positions) for one
-// source: plain fixed-size data in, a row of doubles out, so a CUDA kernel can fill the same rows.
+// source: plain fixed-size data in, a row of doubles out, compiled for the host and the device
+// (cuda/photometry.cu fills the same rows).
 #pragma once
 #include <cstdint>
 
@@ -18,15 +19,18 @@ namespace imflow::kernels {
 // A source without a finite position or ellipse gets NaN values and 0 flags. With `vignet` and
 // spec.vignet_size() > 0 the source's VIGNET (copy_vignet; other objects blanked when
 // spec.mask_neighbours) is written there.
-void measure_photometry(ApertureImage image, const int32_t* segmap, const PhotometrySpec& spec,
-                        const PhotometrySource& source, double* row, float* vignet = nullptr);
+IMFLOW_HOST_DEVICE inline void measure_photometry(ApertureImage image, const int32_t* segmap,
+                                                  const PhotometrySpec& spec, const PhotometrySource& source,
+                                                  double* row, float* vignet = nullptr);
 
 // SExtractor's VIGNET(width, height) (copyimage): the width x height pixels of `image.data`
 // (background-subtracted) about ((int)(x + 0.49999), (int)(y + 0.49999)), 0-based, from column
 // -width/2 and row -height/2 of it, row after row; -1e30 (SExtractor's -BIG, which PSFEx takes as
 // bad) outside the image, on masked pixels, on other objects' pixels (a `segmap` label neither 0
 // nor `label`: SExtractor's BLANK) and everywhere when that centre is outside the image.
-void copy_vignet(const ApertureImage& image, const int32_t* segmap, int32_t label, double x, double y, int width,
-                 int height, float* out);
+IMFLOW_HOST_DEVICE inline void copy_vignet(const ApertureImage& image, const int32_t* segmap, int32_t label, double x,
+                                           double y, int width, int height, float* out);
 
 }  // namespace imflow::kernels
+
+#include "imflow/kernels/photometry_row.hpp"  // the definitions (host and device)

@@ -1,14 +1,16 @@
 // The Kron radius (sep.kron_radius, SExtractor's KRON_RADIUS) and SEP's documented FLUX_AUTO
-// recipe built on it (SExtractor's FLUX_AUTO with PHOT_AUTOPARAMS 2.5, 3.5).
+// recipe built on it (SExtractor's FLUX_AUTO with PHOT_AUTOPARAMS 2.5, 3.5). Host and device;
+// included by aperture.hpp.
+#pragma once
 #include <cmath>
 
 #include "imflow/kernels/aperture.hpp"
-#include "aperture_internal.hpp"
+#include "imflow/kernels/aperture_pixels.hpp"
 
 namespace imflow::kernels {
 
-KronRadius kron_radius(const ApertureImage& image, double x, double y, double cxx, double cyy, double cxy,
-                       double r_max) {
+IMFLOW_HOST_DEVICE inline KronRadius kron_radius(const ApertureImage& image, double x, double y, double cxx, double cyy,
+                                                 double cxy, double r_max) {
   constexpr float kBig = 1e30f;  // SEP's BIG: values below -BIG are invalid
   KronRadius out;
   const EllipseCoeffs e{cxx, cyy, cxy};
@@ -23,7 +25,7 @@ KronRadius kron_radius(const ApertureImage& image, double x, double y, double cx
       const double q = cxx * dx * dx + cyy * dy * dy + cxy * dx * dy;
       if (q > r2) continue;
       const int64_t at = row + ix;
-      if (other_object(image, at)) continue;
+      if (aperture_detail::other_object(image, at)) continue;
       const float pix = image.data.data[at];
       if (pix < -kBig || image.masked(at)) {
         out.flag |= kAperHasMasked;
@@ -44,8 +46,8 @@ KronRadius kron_radius(const ApertureImage& image, double x, double y, double cx
   return out;
 }
 
-AutoFlux auto_flux(const ApertureImage& image, double x, double y, double a, double b, double theta,
-                   const AutoParams& params) {
+IMFLOW_HOST_DEVICE inline AutoFlux auto_flux(const ApertureImage& image, double x, double y, double a, double b,
+                                             double theta, const AutoParams& params) {
   AutoFlux out;
   const EllipseCoeffs e = ellipse_coeffs(a, b, theta);
   const KronRadius kron = kron_radius(image, x, y, e.cxx, e.cyy, e.cxy, params.kron_r_max);

@@ -1,20 +1,22 @@
 // Windowed positions (sep.winpos, SExtractor's XWIN_IMAGE/YWIN_IMAGE): the centroid iterated
 // under a Gaussian window of width sig over the circle of radius 4 sig; SExtractor's windowed
-// flux, moments and position errors from the last step's sums.
+// flux, moments and position errors from the last step's sums. Host and device; included by
+// aperture.hpp.
+#pragma once
 #include <cmath>
 
 #include "imflow/kernels/aperture.hpp"
+#include "imflow/kernels/aperture_pixels.hpp"
 #include "imflow/kernels/pixel_moments.hpp"
-#include "aperture_internal.hpp"
 
 namespace imflow::kernels {
-namespace {
+namespace aperture_detail {
 
-constexpr int kMaxSteps = 16;
-constexpr double kRadiusInSig = 4.0;
-constexpr double kMinStep = 1e-4;    // px: smaller steps end the iteration
-constexpr double kStepFactor = 2.0;  // the centroid offset is half the true offset for a Gaussian
-constexpr double kPixelVariance = 0.0833;  // SExtractor's finite pixel size term in the errors
+inline constexpr int kMaxSteps = 16;
+inline constexpr double kRadiusInSig = 4.0;
+inline constexpr double kMinStep = 1e-4;    // px: smaller steps end the iteration
+inline constexpr double kStepFactor = 2.0;  // the centroid offset is half the true offset for a Gaussian
+inline constexpr double kPixelVariance = 0.0833;  // SExtractor's finite pixel size term in the errors
 
 // One step's sums over the window (SExtractor's tv, dxpos, mx2.., esum, emx2..): `value` of each
 // pixel's weight x value, e of its weight squared x variance; dx, dy about the step's start.
@@ -23,14 +25,14 @@ struct WindowSums {
   double e = 0.0, exx = 0.0, eyy = 0.0, exy = 0.0;
   double step_x = 0.0, step_y = 0.0;
 
-  void add_error(double variance, double dx, double dy) {
+  IMFLOW_HOST_DEVICE void add_error(double variance, double dx, double dy) {
     e += variance;
     exx += variance * (dx * dx + kPixelVariance);
     eyy += variance * (dy * dy + kPixelVariance);
     exy += variance * dx * dy;
   }
   // Masked pixels' weights (`masked.value`) times the mean value they stand for.
-  void add_masked(const WindowSums& masked, double mean) {
+  IMFLOW_HOST_DEVICE void add_masked(const WindowSums& masked, double mean) {
     const PixelMoments& m = masked.value;
     value.s += mean * m.s;
     value.sx += mean * m.sx;
@@ -40,7 +42,7 @@ struct WindowSums {
     value.sxy += mean * m.sxy;
   }
   // SExtractor's closing formulas (compute_winpos), before its flags and singular-case term.
-  void finish(WindowedPosition& out) const {
+  IMFLOW_HOST_DEVICE void finish(WindowedPosition& out) const {
     const double w = value.s;
     out.flux = w;
     out.flux_var = e;
@@ -55,9 +57,11 @@ struct WindowSums {
   }
 };
 
-}  // namespace
+}  // namespace aperture_detail
 
-WindowedPosition winpos(const ApertureImage& image, double x, double y, double sig, int subpix, double min_sig) {
+IMFLOW_HOST_DEVICE inline WindowedPosition winpos(const ApertureImage& image, double x, double y, double sig,
+                                                  int subpix, double min_sig) {
+  using namespace aperture_detail;
   WindowedPosition out{x, y, 0, 0};
   if (sig < min_sig) sig = min_sig;
   if (!(sig >= 0.0) || subpix < 0) return out;
@@ -66,12 +70,13 @@ WindowedPosition winpos(const ApertureImage& image, double x, double y, double s
   const BoundaryBand band = boundary_band(r);
   const PixelNoise noise(image);
   const double inv_gain = image.gain > 0.0 ? 1.0 / image.gain : 0.0;
-  WindowSums sums;
+  aperture_detail::WindowSums sums;
   int step = 0;
   for (; step < kMaxSteps; ++step) {
     const PixelBox box = aperture_box(x, y, r, r, image.data.width, image.data.height, out.flag);
     double tv = 0.0, totarea = 0.0, maskarea = 0.0;
-    WindowSums kept, masked;  // the unmasked pixels' sums; the masked pixels' weights (x their mean after)
+    aperture_detail::WindowSums kept,
+        masked;  // the unmasked pixels' sums; the masked pixels' weights (x their mean after)
     for (int64_t iy = box.ymin; iy < box.ymax; ++iy) {
       const int64_t row = iy * image.data.width;
       for (int64_t ix = box.xmin; ix < box.xmax; ++ix) {

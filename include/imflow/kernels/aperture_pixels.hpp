@@ -1,4 +1,4 @@
-// Helpers shared by the aperture photometry kernels (src/kernels/aperture_*.cpp): a pixel's
+// Helpers of the aperture photometry definitions (aperture_*.hpp, host and device): a pixel's
 // variance from the image's noise description, in SEP's float arithmetic, and neighbours' pixels.
 #pragma once
 #include <cmath>
@@ -6,20 +6,20 @@
 
 #include "imflow/kernels/aperture.hpp"
 
-namespace imflow::kernels {
+namespace imflow::kernels::aperture_detail {
 
 // SEP stores a pixel's variance as a float: an err pixel is squared in float, a single err value
 // squared in double and then rounded to float.
 class PixelNoise {
  public:
-  explicit PixelNoise(const ApertureImage& image)
+  IMFLOW_HOST_DEVICE explicit PixelNoise(const ApertureImage& image)
       : array_(image.noise_kind != NoiseKind::none ? image.noise : nullptr),
         squared_(image.noise_kind == NoiseKind::stddev),
         value_(image.noise_kind == NoiseKind::none
                    ? 0.0f
                    : static_cast<float>(squared_ ? image.noise_value * image.noise_value : image.noise_value)) {}
 
-  float variance(int64_t at) const {
+  IMFLOW_HOST_DEVICE float variance(int64_t at) const {
     if (array_ == nullptr) return value_;
     const float v = array_[at];
     return squared_ ? v * v : v;
@@ -32,7 +32,7 @@ class PixelNoise {
 };
 
 // Whether pixel `at` is another object's (ApertureImage::neighbours).
-inline bool other_object(const ApertureImage& image, int64_t at) {
+IMFLOW_HOST_DEVICE inline bool other_object(const ApertureImage& image, int64_t at) {
   return image.neighbours != nullptr && image.neighbours[at] != 0 && image.neighbours[at] != image.neighbour_id;
 }
 
@@ -42,7 +42,7 @@ struct ReadPixel {
   float value;
   int64_t noise_at;
 };
-inline ReadPixel read_pixel(const ApertureImage& image, int64_t ix, int64_t iy, int64_t at) {
+IMFLOW_HOST_DEVICE inline ReadPixel read_pixel(const ApertureImage& image, int64_t ix, int64_t iy, int64_t at) {
   if (!other_object(image, at)) return {image.data.data[at], at};
   const auto sx = static_cast<int64_t>(std::floor(2.0 * image.mirror_x + 0.49999 - static_cast<double>(ix)));
   const auto sy = static_cast<int64_t>(std::floor(2.0 * image.mirror_y + 0.49999 - static_cast<double>(iy)));
@@ -52,4 +52,4 @@ inline ReadPixel read_pixel(const ApertureImage& image, int64_t ix, int64_t iy, 
   return {image.data.data[sat], sat};
 }
 
-}  // namespace imflow::kernels
+}  // namespace imflow::kernels::aperture_detail

@@ -1,39 +1,42 @@
 // Aperture sums (sep.sum_circle, sum_circann, sum_ellipse, sum_ellipann and their bkgann forms):
 // one loop over the aperture's pixel box, each pixel weighed by its overlap with the aperture
 // (1 when wholly inside, exact or subsampled in the boundary band), with SEP 1.4.1's masking,
-// noise and Poisson terms.
+// noise and Poisson terms. Host and device; included by aperture.hpp.
+#pragma once
 #include <cmath>
 #include <limits>
 
 #include "imflow/kernels/aperture.hpp"
-#include "aperture_internal.hpp"
+#include "imflow/kernels/aperture_pixels.hpp"
 
 namespace imflow::kernels {
-namespace {
+namespace aperture_detail {
 
-constexpr double kPi = 3.14159265358979323846;
+inline constexpr double kPi = 3.14159265358979323846;
 
 // An aperture shape: its scaled squared radius at an offset, which pixels may touch it, which
 // are cut by its boundary, which subsamples are inside, and a pixel's exact overlap.
 struct Circle {
   double r, r2;
   BoundaryBand band;
-  double rpix2(double dx, double dy) const { return dx * dx + dy * dy; }
-  double rpix2_sub(double dx1, double dy, double dy2) const { (void)dy; return dx1 * dx1 + dy2; }
-  bool touches(double q) const { return q < band.outer2; }
-  bool cut(double q) const { return q > band.inner2; }
-  bool inside(double q) const { return q < r2; }
-  double exact(double dx, double dy) const { return circle_overlap(dx - 0.5, dy - 0.5, dx + 0.5, dy + 0.5, r); }
+  IMFLOW_HOST_DEVICE double rpix2(double dx, double dy) const { return dx * dx + dy * dy; }
+  IMFLOW_HOST_DEVICE double rpix2_sub(double dx1, double dy, double dy2) const { (void)dy; return dx1 * dx1 + dy2; }
+  IMFLOW_HOST_DEVICE bool touches(double q) const { return q < band.outer2; }
+  IMFLOW_HOST_DEVICE bool cut(double q) const { return q > band.inner2; }
+  IMFLOW_HOST_DEVICE bool inside(double q) const { return q < r2; }
+  IMFLOW_HOST_DEVICE double exact(double dx, double dy) const {
+    return circle_overlap(dx - 0.5, dy - 0.5, dx + 0.5, dy + 0.5, r);
+  }
 };
 
 struct CircularAnnulus {
   Circle in, out;
-  double rpix2(double dx, double dy) const { return dx * dx + dy * dy; }
-  double rpix2_sub(double dx1, double dy, double dy2) const { (void)dy; return dx1 * dx1 + dy2; }
-  bool touches(double q) const { return q < out.band.outer2 && q > in.band.inner2; }
-  bool cut(double q) const { return q > out.band.inner2 || q < in.band.outer2; }
-  bool inside(double q) const { return q < out.r2 && q > in.r2; }
-  double exact(double dx, double dy) const { return out.exact(dx, dy) - in.exact(dx, dy); }
+  IMFLOW_HOST_DEVICE double rpix2(double dx, double dy) const { return dx * dx + dy * dy; }
+  IMFLOW_HOST_DEVICE double rpix2_sub(double dx1, double dy, double dy2) const { (void)dy; return dx1 * dx1 + dy2; }
+  IMFLOW_HOST_DEVICE bool touches(double q) const { return q < out.band.outer2 && q > in.band.inner2; }
+  IMFLOW_HOST_DEVICE bool cut(double q) const { return q > out.band.inner2 || q < in.band.outer2; }
+  IMFLOW_HOST_DEVICE bool inside(double q) const { return q < out.r2 && q > in.r2; }
+  IMFLOW_HOST_DEVICE double exact(double dx, double dy) const { return out.exact(dx, dy) - in.exact(dx, dy); }
 };
 
 // An ellipse of unit semi-axes (a, b, theta) scaled by r: q = cxx dx^2 + cyy dy^2 + cxy dx dy < r^2.
@@ -41,41 +44,43 @@ struct Ellipse {
   EllipseCoeffs e;
   double a, b, theta, r, r2;  // a, b unscaled
   BoundaryBand band;
-  double rpix2(double dx, double dy) const { return e.cxx * dx * dx + e.cyy * dy * dy + e.cxy * dx * dy; }
-  double rpix2_sub(double dx1, double dy, double dy2) const {
+  IMFLOW_HOST_DEVICE double rpix2(double dx, double dy) const {
+    return e.cxx * dx * dx + e.cyy * dy * dy + e.cxy * dx * dy;
+  }
+  IMFLOW_HOST_DEVICE double rpix2_sub(double dx1, double dy, double dy2) const {
     return e.cxx * dx1 * dx1 + e.cyy * dy2 + e.cxy * dx1 * dy;
   }
-  bool touches(double q) const { return q < band.outer2; }
-  bool cut(double q) const { return q > band.inner2; }
-  bool inside(double q) const { return q < r2; }
-  double exact(double dx, double dy) const {
+  IMFLOW_HOST_DEVICE bool touches(double q) const { return q < band.outer2; }
+  IMFLOW_HOST_DEVICE bool cut(double q) const { return q > band.inner2; }
+  IMFLOW_HOST_DEVICE bool inside(double q) const { return q < r2; }
+  IMFLOW_HOST_DEVICE double exact(double dx, double dy) const {
     return ellipse_overlap(dx - 0.5, dy - 0.5, dx + 0.5, dy + 0.5, a * r, b * r, theta);
   }
 };
 
 struct EllipticalAnnulus {
   Ellipse in, out;
-  double rpix2(double dx, double dy) const { return out.rpix2(dx, dy); }
-  double rpix2_sub(double dx1, double dy, double dy2) const { return out.rpix2_sub(dx1, dy, dy2); }
-  bool touches(double q) const { return q < out.band.outer2 && q > in.band.inner2; }
-  bool cut(double q) const { return q > out.band.inner2 || q < in.band.outer2; }
-  bool inside(double q) const { return q < out.r2 && q > in.r2; }
-  double exact(double dx, double dy) const { return out.exact(dx, dy) - in.exact(dx, dy); }
+  IMFLOW_HOST_DEVICE double rpix2(double dx, double dy) const { return out.rpix2(dx, dy); }
+  IMFLOW_HOST_DEVICE double rpix2_sub(double dx1, double dy, double dy2) const { return out.rpix2_sub(dx1, dy, dy2); }
+  IMFLOW_HOST_DEVICE bool touches(double q) const { return q < out.band.outer2 && q > in.band.inner2; }
+  IMFLOW_HOST_DEVICE bool cut(double q) const { return q > out.band.inner2 || q < in.band.outer2; }
+  IMFLOW_HOST_DEVICE bool inside(double q) const { return q < out.r2 && q > in.r2; }
+  IMFLOW_HOST_DEVICE double exact(double dx, double dy) const { return out.exact(dx, dy) - in.exact(dx, dy); }
 };
 
-Circle make_circle(double r) { return {r, r * r, boundary_band(r)}; }
-Ellipse make_ellipse(double a, double b, double theta, double r) {
+IMFLOW_HOST_DEVICE inline Circle make_circle(double r) { return {r, r * r, boundary_band(r)}; }
+IMFLOW_HOST_DEVICE inline Ellipse make_ellipse(double a, double b, double theta, double r) {
   return {ellipse_coeffs(a, b, theta), a, b, theta, r, r * r, boundary_band(r, b)};
 }
 
-ApertureSum invalid_sum() {
+IMFLOW_HOST_DEVICE inline ApertureSum invalid_sum() {
   const double nan = std::numeric_limits<double>::quiet_NaN();
   return {nan, nan, nan, 0};
 }
 
 template <typename Shape>
-ApertureSum sum_aperture(const ApertureImage& image, double x, double y, const Shape& shape, const PixelBox& box,
-                         int32_t flag, int subpix, MaskMode mode) {
+IMFLOW_HOST_DEVICE inline ApertureSum sum_aperture(const ApertureImage& image, double x, double y, const Shape& shape,
+                                                   const PixelBox& box, int32_t flag, int subpix, MaskMode mode) {
   const PixelNoise noise(image);
   double tv = 0.0, sigtv = 0.0, totarea = 0.0, maskarea = 0.0;
   for (int64_t iy = box.ymin; iy < box.ymax; ++iy) {
@@ -122,13 +127,13 @@ ApertureSum sum_aperture(const ApertureImage& image, double x, double y, const S
   return {tv, std::sqrt(sigtv), totarea, flag};
 }
 
-bool valid_subpix(int subpix) { return subpix >= 0; }
-bool valid_ellipse(double a, double b, double theta) {
+IMFLOW_HOST_DEVICE inline bool valid_subpix(int subpix) { return subpix >= 0; }
+IMFLOW_HOST_DEVICE inline bool valid_ellipse(double a, double b, double theta) {
   return b >= 0.0 && a >= b && theta >= -kPi / 2.0 && theta <= kPi / 2.0;
 }
 
 // sum - mean(annulus) x area, with the annulus's scaled error in quadrature (SEP's sep.pyx).
-ApertureSum subtract_annulus(ApertureSum sum, const ApertureSum& annulus) {
+IMFLOW_HOST_DEVICE inline ApertureSum subtract_annulus(ApertureSum sum, const ApertureSum& annulus) {
   if (!(annulus.area > 0.0)) {
     const double nan = std::numeric_limits<double>::quiet_NaN();
     sum.sum = sum.error = nan;
@@ -142,25 +147,29 @@ ApertureSum subtract_annulus(ApertureSum sum, const ApertureSum& annulus) {
   return sum;
 }
 
-}  // namespace
+}  // namespace aperture_detail
 
-ApertureSum sum_circle(const ApertureImage& image, double x, double y, double r, int subpix, MaskMode mode) {
+IMFLOW_HOST_DEVICE inline ApertureSum sum_circle(const ApertureImage& image, double x, double y, double r, int subpix,
+                                                 MaskMode mode) {
+  using namespace aperture_detail;
   if (r < 0.0 || !valid_subpix(subpix)) return invalid_sum();
   int32_t flag = 0;
   const PixelBox box = aperture_box(x, y, r, r, image.data.width, image.data.height, flag);
   return sum_aperture(image, x, y, make_circle(r), box, flag, subpix, mode);
 }
 
-ApertureSum sum_circann(const ApertureImage& image, double x, double y, double rin, double rout, int subpix,
-                        MaskMode mode) {
+IMFLOW_HOST_DEVICE inline ApertureSum sum_circann(const ApertureImage& image, double x, double y, double rin,
+                                                  double rout, int subpix, MaskMode mode) {
+  using namespace aperture_detail;
   if (!(rin >= 0.0 && rout >= rin) || !valid_subpix(subpix)) return invalid_sum();
   int32_t flag = 0;
   const PixelBox box = aperture_box(x, y, rout, rout, image.data.width, image.data.height, flag);
   return sum_aperture(image, x, y, CircularAnnulus{make_circle(rin), make_circle(rout)}, box, flag, subpix, mode);
 }
 
-ApertureSum sum_ellipse(const ApertureImage& image, double x, double y, double a, double b, double theta, double r,
-                        int subpix, MaskMode mode) {
+IMFLOW_HOST_DEVICE inline ApertureSum sum_ellipse(const ApertureImage& image, double x, double y, double a, double b,
+                                                  double theta, double r, int subpix, MaskMode mode) {
+  using namespace aperture_detail;
   if (!(r >= 0.0 && valid_ellipse(a, b, theta)) || !valid_subpix(subpix)) return invalid_sum();
   const Ellipse shape = make_ellipse(a, b, theta, r);
   int32_t flag = 0;
@@ -168,8 +177,9 @@ ApertureSum sum_ellipse(const ApertureImage& image, double x, double y, double a
   return sum_aperture(image, x, y, shape, box, flag, subpix, mode);
 }
 
-ApertureSum sum_ellipann(const ApertureImage& image, double x, double y, double a, double b, double theta,
-                         double rin, double rout, int subpix, MaskMode mode) {
+IMFLOW_HOST_DEVICE inline ApertureSum sum_ellipann(const ApertureImage& image, double x, double y, double a, double b,
+                                                   double theta, double rin, double rout, int subpix, MaskMode mode) {
+  using namespace aperture_detail;
   if (!(rin >= 0.0 && rout >= rin && valid_ellipse(a, b, theta)) || !valid_subpix(subpix)) return invalid_sum();
   const EllipticalAnnulus shape{make_ellipse(a, b, theta, rin), make_ellipse(a, b, theta, rout)};
   int32_t flag = 0;
@@ -177,14 +187,17 @@ ApertureSum sum_ellipann(const ApertureImage& image, double x, double y, double 
   return sum_aperture(image, x, y, shape, box, flag, subpix, mode);
 }
 
-ApertureSum sum_circle_bkgann(const ApertureImage& image, double x, double y, double r, double rin, double rout,
-                              int subpix) {
+IMFLOW_HOST_DEVICE inline ApertureSum sum_circle_bkgann(const ApertureImage& image, double x, double y, double r,
+                                                        double rin, double rout, int subpix) {
+  using namespace aperture_detail;
   const ApertureSum sum = sum_circle(image, x, y, r, subpix);
   return subtract_annulus(sum, sum_circann(image, x, y, rin, rout, 1, MaskMode::ignore));
 }
 
-ApertureSum sum_ellipse_bkgann(const ApertureImage& image, double x, double y, double a, double b, double theta,
-                               double r, double rin, double rout, int subpix) {
+IMFLOW_HOST_DEVICE inline ApertureSum sum_ellipse_bkgann(const ApertureImage& image, double x, double y, double a,
+                                                         double b, double theta, double r, double rin, double rout,
+                                                         int subpix) {
+  using namespace aperture_detail;
   const ApertureSum sum = sum_ellipse(image, x, y, a, b, theta, r, subpix);
   return subtract_annulus(sum, sum_ellipann(image, x, y, a, b, theta, rin, rout, subpix));
 }

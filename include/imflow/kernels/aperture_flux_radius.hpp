@@ -1,18 +1,21 @@
 // The radius holding a fraction of the flux (sep.flux_radius, SExtractor's FLUX_RADIUS): sums in
-// 64 concentric annuli out to rmax, cumulated and inverted by linear interpolation.
+// 64 concentric annuli out to rmax, cumulated and inverted by linear interpolation. Host and
+// device; included by aperture.hpp.
+#pragma once
 #include <array>
 #include <cmath>
 
 #include "imflow/kernels/aperture.hpp"
-#include "aperture_internal.hpp"
+#include "imflow/kernels/aperture_pixels.hpp"
 
 namespace imflow::kernels {
-namespace {
+namespace aperture_detail {
 
-constexpr int64_t kAnnuli = 64;
+inline constexpr int64_t kAnnuli = 64;
 
 // The radius where the cumulative sums (annulus i ends at (i + 1) step) first reach `target`.
-double invert_cumulative(double rmax, const std::array<double, kAnnuli>& cumulative, double target) {
+IMFLOW_HOST_DEVICE inline double invert_cumulative(double rmax, const std::array<double, kAnnuli>& cumulative,
+                                                   double target) {
   const double step = rmax / kAnnuli;
   int64_t i = 0;
   while (i < kAnnuli && cumulative[i] < target) ++i;
@@ -24,10 +27,12 @@ double invert_cumulative(double rmax, const std::array<double, kAnnuli>& cumulat
   return step * (static_cast<double>(i) + (target - cumulative[i - 1]) / (cumulative[i] - cumulative[i - 1]));
 }
 
-}  // namespace
+}  // namespace aperture_detail
 
-int32_t flux_radius(const ApertureImage& image, double x, double y, double rmax, std::span<const double> fractions,
-                    double normflux, int subpix, std::span<double> radii) {
+IMFLOW_HOST_DEVICE inline int32_t flux_radius(const ApertureImage& image, double x, double y, double rmax,
+                                              std::span<const double> fractions, double normflux, int subpix,
+                                              std::span<double> radii) {
+  using namespace aperture_detail;
   int32_t flag = 0;
   if (!(rmax > 0.0) || subpix < 1) {
     for (size_t k = 0; k < fractions.size() && k < radii.size(); ++k) radii[k] = 0.0;

@@ -1,27 +1,28 @@
 // One source's photometry row (kernels::measure_photometry): SEP 1.4.1's documented recipes for
 // FLUX_AUTO, aperture fluxes, FLUX_RADIUS and XWIN/YWIN, chained as its docs chain them, then
 // SExtractor's windowed errors and flags (winpos.c) and its VIGNET stamp (copyimage, image.c).
-#include "imflow/kernels/photometry.hpp"
-
+// Host and device (cuda/photometry.cu); included by photometry.hpp.
+#pragma once
 #include <cmath>
 #include <limits>
 
+#include "imflow/kernels/photometry.hpp"
 #include "imflow/kernels/source_shape.hpp"
 
 namespace imflow::kernels {
 
-namespace {
-constexpr double kHalfLight = 0.5;
-constexpr double kRadiusInA = 6.0;         // flux_radius's rmax = 6 a
-constexpr int kRadiusSubpix = 5;
-constexpr double kSigPerRadius = 2.0 / 2.35;  // winpos's sig = 2 / 2.35 x flux_radius(0.5)
-constexpr double kBig = 1e30;                 // SExtractor's BIG: SNR_WIN without noise
-constexpr double kSingularDet = 0.00694, kSingularTerm = 0.0833333;  // SExtractor's singular moments
+namespace photometry_detail {
+inline constexpr double kHalfLight = 0.5;
+inline constexpr double kRadiusInA = 6.0;         // flux_radius's rmax = 6 a
+inline constexpr int kRadiusSubpix = 5;
+inline constexpr double kSigPerRadius = 2.0 / 2.35;  // winpos's sig = 2 / 2.35 x flux_radius(0.5)
+inline constexpr double kBig = 1e30;                 // SExtractor's BIG: SNR_WIN without noise
+inline constexpr double kSingularDet = 0.00694, kSingularTerm = 0.0833333;  // SExtractor's singular moments
 
 // SExtractor's FLAGS_WIN: 8 the window's centroid left the isophote (more than 1 px on both axes
 // and outside the 1-sigma ellipse), 4 non-positive windowed flux, 2 a negative windowed variance,
 // 1 negative windowed determinant.
-int32_t sextractor_win_flags(const WindowedPosition& win, const PhotometrySource& source) {
+IMFLOW_HOST_DEVICE inline int32_t sextractor_win_flags(const WindowedPosition& win, const PhotometrySource& source) {
   const EllipseCoeffs c = ellipse_coeffs(source.a, source.b, source.theta);
   const double dx = win.x - source.x, dy = win.y - source.y;
   const bool escaped = dx * dx > 1.0 && dy * dy > 1.0 && c.cxx * dx * dx + c.cyy * dy * dy + c.cxy * dx * dy > 1.0;
@@ -31,7 +32,8 @@ int32_t sextractor_win_flags(const WindowedPosition& win, const PhotometrySource
 
 // The windowed block after the position (photometry_spec.hpp's WindowValue), as compute_winpos
 // ends: with FLAGS_WIN set the moments and position errors are the isophotal ones.
-void windowed_columns(const WindowedPosition& win, const PhotometrySource& source, double* out) {
+IMFLOW_HOST_DEVICE inline void windowed_columns(const WindowedPosition& win, const PhotometrySource& source,
+                                                double* out) {
   const int32_t flags = sextractor_win_flags(win, source);
   out[kWinFlags] = win.flag | flags;
   out[kWinFlux] = win.flux;
@@ -62,10 +64,10 @@ void windowed_columns(const WindowedPosition& win, const PhotometrySource& sourc
   out[kWinErrB] = axes.b;
   out[kWinErrTheta] = axes.theta;
 }
-}  // namespace
+}  // namespace photometry_detail
 
-void copy_vignet(const ApertureImage& image, const int32_t* segmap, int32_t label, double x, double y, int width,
-                 int height, float* out) {
+IMFLOW_HOST_DEVICE inline void copy_vignet(const ApertureImage& image, const int32_t* segmap, int32_t label, double x,
+                                           double y, int width, int height, float* out) {
   constexpr float kOutside = -1e30f;  // SExtractor's -BIG
   const int64_t count = int64_t{width} * height;
   for (int64_t k = 0; k < count; ++k) out[k] = kOutside;
@@ -86,8 +88,10 @@ void copy_vignet(const ApertureImage& image, const int32_t* segmap, int32_t labe
   }
 }
 
-void measure_photometry(ApertureImage image, const int32_t* segmap, const PhotometrySpec& spec,
-                        const PhotometrySource& source, double* row, float* vignet) {
+IMFLOW_HOST_DEVICE inline void measure_photometry(ApertureImage image, const int32_t* segmap,
+                                                  const PhotometrySpec& spec, const PhotometrySource& source,
+                                                  double* row, float* vignet) {
+  using namespace photometry_detail;
   if (vignet != nullptr && spec.vignet_size() > 0) {
     copy_vignet(image, spec.mask_neighbours ? segmap : nullptr, source.label, source.x, source.y, spec.vignet_width,
                 spec.vignet_height, vignet);
@@ -138,16 +142,18 @@ void measure_photometry(ApertureImage image, const int32_t* segmap, const Photom
     if (spec.measures()) row[spec.flags_offset()] = flags;
     return;
   }
-  // The fractions asked for, and 0.5 after them for the window's width.
+  // The fractions asked for (0..kMaxFluxFractions, which the compiler cannot know), and 0.5 after
+  // them for the window's width.
+  const int asked = spec.fractions < 0 ? 0 : (spec.fractions > kMaxFluxFractions ? kMaxFluxFractions : spec.fractions);
   double fractions[kMaxFluxFractions + 1], radii[kMaxFluxFractions + 1];
-  for (int k = 0; k < spec.fractions; ++k) fractions[k] = spec.flux_fractions[k];
-  fractions[spec.fractions] = kHalfLight;
-  const int count = spec.fractions + 1;
-  flags |= flux_radius(image, x, y, kRadiusInA * source.a, {fractions, static_cast<size_t>(count)}, automatic.flux,
-                       kRadiusSubpix, {radii, static_cast<size_t>(count)});
-  for (int k = 0; k < spec.fractions; ++k) row[spec.radius_offset() + k] = radii[k];
+  for (int k = 0; k < asked; ++k) fractions[k] = spec.flux_fractions[k];
+  fractions[asked] = kHalfLight;
+  const auto count = static_cast<size_t>(asked) + 1;
+  flags |= flux_radius(image, x, y, kRadiusInA * source.a, {fractions, count}, automatic.flux, kRadiusSubpix,
+                       {radii, count});
+  for (int k = 0; k < asked; ++k) row[spec.radius_offset() + k] = radii[k];
   if (spec.windowed) {
-    const WindowedPosition win = winpos(image, x, y, kSigPerRadius * radii[spec.fractions]);
+    const WindowedPosition win = winpos(image, x, y, kSigPerRadius * radii[asked]);
     double* out = row + spec.window_offset();
     out[kWinX] = win.x;
     out[kWinY] = win.y;

@@ -1,0 +1,125 @@
+// The photometry kernels: the background-subtracted image and its mask, then one thread per
+// catalog row running kernels::measure_photometry (the CPU's definition, compiled for the device).
+#include <cmath>
+#include <memory>
+#include <stdexcept>
+
+#include "cuda/background_mesh.hpp"
+#include "cuda/device_common.cuh"
+#include "cuda/photometry.hpp"
+#include "imflow/kernels/photometry.hpp"
+#include "imflow/kernels/photometry_source.hpp"
+
+namespace imflow::cuda {
+namespace {
+
+constexpr int kThreads = 256;
+constexpr int kRowThreads = 64;  // a thread per source: long, divergent loops, many registers
+
+// data = image - (map or float(median)) in float32, as PhotometrySetting::measure; mask 1 where
+// that is not finite (and any_masked set).
+__global__ void subtract_kernel(const float* __restrict__ image, const float* __restrict__ map,
+                                const DeviceResults* results, bool level, int64_t n, float* __restrict__ data,
+                                float* __restrict__ mask, int* any_masked) {
+  const float median = level ? static_cast<float>(results->median) : 0.0f;
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * kThreads + threadIdx.x; i < n;
+       i += static_cast<int64_t>(gridDim.x) * kThreads) {
+    const float v = image[i] - (map != nullptr ? map[i] : median);
+    data[i] = v;
+    const bool bad = !isfinite(v);
+    mask[i] = bad ? 1.0f : 0.0f;
+    if (bad) *any_masked = 1;
+  }
+}
+
+struct RowArgs {
+  kernels::ApertureImage image;  // without its mask: set from any_masked
+  const float* mask;
+  const int* any_masked;
+  const int32_t* labels;
+  kernels::PhotometrySpec spec;
+  const Source* sources;  // mapped pinned catalog rows
+  int64_t count;
+  double* rows;
+  float* vignets;
+};
+
+__global__ void __launch_bounds__(kRowThreads) rows_kernel(RowArgs a) {
+  kernels::ApertureImage image = a.image;
+  image.mask = *a.any_masked != 0 ? a.mask : nullptr;
+  const int64_t stride = a.spec.stride(), vignet_size = a.spec.vignet_size();
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * kRowThreads + threadIdx.x; i < a.count;
+       i += static_cast<int64_t>(gridDim.x) * kRowThreads) {
+    const Source s = a.sources[i];
+    const kernels::PhotometrySource source = kernels::photometry_source(s);
+    kernels::measure_photometry(image, a.labels, a.spec, source, a.rows + i * stride,
+                                vignet_size > 0 ? a.vignets + i * vignet_size : nullptr);
+  }
+}
+
+}  // namespace
+
+void photometry(GpuContext& gpu, const kernels::PhotometrySpec& spec) {
+  if (!gpu.has_catalog) throw std::logic_error("cuda::photometry: the measure step has not run on the GPU");
+  DeviceGuard guard(gpu.device);
+  if (!gpu.photometry) gpu.photometry = std::make_shared<PhotometryState>();
+  PhotometryState& st = *gpu.photometry;
+  const int64_t n = gpu.size();
+  st.data.reserve(static_cast<size_t>(n) + 1);
+  st.mask.reserve(static_cast<size_t>(n) + 1);
+  st.any_masked.reserve(1);
+  IMFLOW_CUDA_CHECK(cudaMemsetAsync(st.any_masked.data(), 0, sizeof(int), gpu.stream));
+  gpu.photometry_spec = spec;
+  gpu.has_photometry = true;
+  if (n == 0) return;
+  const float* map = gpu.has_background_maps ? gpu.mesh_background->back_map.data() : nullptr;
+  const bool level = gpu.has_background && !gpu.has_background_maps;
+  subtract_kernel<<<detail::blocks_for(n, kThreads, static_cast<int64_t>(gpu.sm_count) * 32), kThreads, 0,
+                    gpu.stream>>>(gpu.image.data(), map, gpu.results.data(), level, n, st.data.data(), st.mask.data(),
+                                  st.any_masked.data());
+  IMFLOW_CUDA_CHECK_LAUNCH();
+}
+
+void measure_catalog_photometry(GpuContext& gpu, int64_t count, const DeviceResults& results, std::vector<double>& rows,
+                                std::vector<float>& vignets) {
+  const kernels::PhotometrySpec& spec = gpu.photometry_spec;
+  const auto stride = static_cast<size_t>(spec.stride()), vignet_size = static_cast<size_t>(spec.vignet_size());
+  const auto n = static_cast<size_t>(count);
+  rows.assign(n * stride, 0.0);
+  vignets.assign(n * vignet_size, 0.0f);
+  if (n == 0 || (stride == 0 && vignet_size == 0)) return;
+  DeviceGuard guard(gpu.device);
+  PhotometryState& st = *gpu.photometry;
+  st.rows.reserve(n * stride + 1);
+  st.vignets.reserve(n * vignet_size + 1);
+  RowArgs a{};
+  a.image.data = {st.data.data(), gpu.width, gpu.height};
+  a.image.gain = gpu.measure_gain;
+  a.image.noise_kind = kernels::NoiseKind::stddev;
+  if (gpu.has_background_maps) {
+    a.image.noise = gpu.mesh_background->rms_map.data();
+  } else {
+    a.image.noise_value = gpu.has_background ? results.std : NAN;  // NaN without a noise estimate: NaN errors
+  }
+  a.mask = st.mask.data();
+  a.any_masked = st.any_masked.data();
+  a.labels = gpu.has_labels ? gpu.labels.data() : nullptr;
+  a.spec = spec;
+  a.sources = gpu.catalog_host.device_pointer();
+  a.count = count;
+  a.rows = st.rows.data();
+  a.vignets = st.vignets.data();
+  rows_kernel<<<detail::blocks_for(count, kRowThreads), kRowThreads, 0, gpu.stream>>>(a);
+  IMFLOW_CUDA_CHECK_LAUNCH();
+  if (stride > 0) {
+    IMFLOW_CUDA_CHECK(cudaMemcpyAsync(rows.data(), st.rows.data(), n * stride * sizeof(double), cudaMemcpyDeviceToHost,
+                                      gpu.stream));
+  }
+  if (vignet_size > 0) {
+    IMFLOW_CUDA_CHECK(cudaMemcpyAsync(vignets.data(), st.vignets.data(), n * vignet_size * sizeof(float),
+                                      cudaMemcpyDeviceToHost, gpu.stream));
+  }
+  IMFLOW_CUDA_CHECK(cudaStreamSynchronize(gpu.stream));
+}
+
+}  // namespace imflow::cuda

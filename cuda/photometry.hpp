@@ -1,0 +1,35 @@
+// The measure step's photometry on the device (twin of PhotometrySetting::measure): the same
+// kernels::measure_photometry per catalog row, compiled for the device, on the slot's image.
+#pragma once
+#include <vector>
+
+#include "cuda/gpu_context.hpp"
+#include "imflow/kernels/photometry_spec.hpp"
+#include "imflow/source.hpp"
+
+namespace imflow::cuda {
+
+// One slot's photometry buffers, created by its first photometry and kept (they only grow):
+// the background-subtracted image, its mask of non-finite pixels, and the rows.
+struct PhotometryState {
+  DeviceBuffer<float> data, mask;
+  DeviceBuffer<int> any_masked;  // whether `mask` has a pixel set (else the CPU passes no mask)
+  DeviceBuffer<double> rows;
+  DeviceBuffer<float> vignets;
+};
+
+// After cuda::measure: enqueue the background-subtracted image the rows are measured on
+// (gpu.image less the mesh map, or less float(results.median) after a global background, as the
+// CPU's) and its mask of non-finite values, and mark the item for photometry with `spec`
+// (gpu.has_photometry). The rows themselves are measured by collect_results
+// (measure_catalog_photometry), once the catalog is known. Never synchronizes.
+void photometry(GpuContext& gpu, const kernels::PhotometrySpec& spec);
+
+// On a host thread after gpu.stream completed, for `count` catalog rows in mapped pinned memory
+// (gpu.catalog_host): their spec.stride() values each into `rows` and their VIGNETs into `vignets`
+// (PhotometryTable's layout), with the noise the CPU uses (the mesh RMS map, or `results.std`),
+// the measure step's gain and the label map for mask_neighbours. Synchronizes the stream.
+void measure_catalog_photometry(GpuContext& gpu, int64_t count, const DeviceResults& results, std::vector<double>& rows,
+                                std::vector<float>& vignets);
+
+}  // namespace imflow::cuda

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Real files through both backends on a GPU host: $SWEEP/astro (FITS) through config/astro.yaml
-# and config/astro-sextractor.yaml (mesh background, deblending), $SWEEP/mri (PNG, NIfTI-1/2,
+# Real files through both backends on a GPU host: $SWEEP/astro (FITS) through config/astro.yaml,
+# config/astro-sextractor.yaml (mesh background, deblending) and config/astro-photometry.yaml
+# (Kron, aperture, flux-radius and windowed photometry), $SWEEP/mri (PNG, NIfTI-1/2,
 # Analyze) through the MRI pipeline (rank 50, clipped; solver gpu on CUDA), each with --device
 # cpu and --device cuda. Checks: the same items fail with the same messages; catalogs agree
 # (tools/gpu/compare-catalogs.py: same sources, centroids within 1e-4 px, fluxes within 1e-5
@@ -23,10 +24,11 @@ sed -e "s/patterns: .*/$patterns/" -e 's/rank: 50,/rank: 50, clip_rank: true,/' 
 sed -e "s/patterns: .*/$patterns/" -e 's/svd_reconstruct: {rank: 50, .*/svd_reconstruct: {rank: 50, clip_rank: true, solver: gpu}/' \
   config/mri-gpu.yaml > $mri_gpu
 status=0
-for set in astro deblend mri; do
+for set in astro deblend photometry mri; do
   for device in cpu cuda; do
     pipeline=config/astro.yaml input=$SWEEP/$set
     [ $set = deblend ] && pipeline=config/astro-sextractor.yaml input=$SWEEP/astro
+    [ $set = photometry ] && pipeline=config/astro-photometry.yaml input=$SWEEP/astro
     if [ $set = mri ]; then pipeline=$mri_cpu; [ $device = cuda ] && pipeline=$mri_gpu; fi
     rm -rf /tmp/sweep-$set-$device
     $imflow run $pipeline --input "$input" --output /tmp/sweep-$set-$device --device $device --threads 8 \
@@ -45,6 +47,7 @@ for set in astro deblend mri; do
 done
 /usr/bin/python3 tools/gpu/compare-catalogs.py /tmp/sweep-astro-cpu /tmp/sweep-astro-cuda || status=1
 /usr/bin/python3 tools/gpu/compare-catalogs.py /tmp/sweep-deblend-cpu /tmp/sweep-deblend-cuda || status=1
+/usr/bin/python3 tools/gpu/compare-catalogs.py /tmp/sweep-photometry-cpu /tmp/sweep-photometry-cuda || status=1
 /usr/bin/python3 - /tmp/sweep-mri-cpu/metrics.csv /tmp/sweep-mri-cuda/metrics.csv <<'EOF' || status=1
 import csv, sys
 rows = [{(r["file"], r["slice"]): r for r in csv.DictReader(open(p))} for p in sys.argv[1:]]

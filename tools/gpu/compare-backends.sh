@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Real files through both backends on a GPU host: $SWEEP/astro (FITS) through config/astro.yaml,
 # config/astro-sextractor.yaml (mesh background, deblending) and config/astro-photometry.yaml
-# (Kron, aperture, flux-radius and windowed photometry), $SWEEP/mri (PNG, NIfTI-1/2,
+# (Kron, aperture, flux-radius and windowed photometry; its filter with `arithmetic: sep`, which
+# both devices compute bit for bit, so that the same pixels reach the deblender), $SWEEP/mri (PNG, NIfTI-1/2,
 # Analyze) through the MRI pipeline (rank 50, clipped; solver gpu on CUDA), each with --device
 # cpu and --device cuda. Checks: the same items fail with the same messages; catalogs agree
 # (tools/gpu/compare-catalogs.py: same sources, centroids within 1e-4 px, fluxes within 1e-5
@@ -23,12 +24,14 @@ patterns='patterns: ["*.png", "*.nii", "*.nii.gz", "*.hdr", "*.hdr.gz"]'
 sed -e "s/patterns: .*/$patterns/" -e 's/rank: 50,/rank: 50, clip_rank: true,/' config/mri.yaml > $mri_cpu
 sed -e "s/patterns: .*/$patterns/" -e 's/svd_reconstruct: {rank: 50, .*/svd_reconstruct: {rank: 50, clip_rank: true, solver: gpu}/' \
   config/mri-gpu.yaml > $mri_gpu
+sed 's/apply_to: detection}/apply_to: detection, arithmetic: sep}/' config/astro-photometry.yaml > /tmp/sweep-photometry.yaml
+grep -q "arithmetic: sep" /tmp/sweep-photometry.yaml || { echo "compare-backends: config/astro-photometry.yaml's convolve not found"; exit 1; }
 status=0
 for set in astro deblend photometry mri; do
   for device in cpu cuda; do
     pipeline=config/astro.yaml input=$SWEEP/$set
     [ $set = deblend ] && pipeline=config/astro-sextractor.yaml input=$SWEEP/astro
-    [ $set = photometry ] && pipeline=config/astro-photometry.yaml input=$SWEEP/astro
+    [ $set = photometry ] && pipeline=/tmp/sweep-photometry.yaml input=$SWEEP/astro
     if [ $set = mri ]; then pipeline=$mri_cpu; [ $device = cuda ] && pipeline=$mri_gpu; fi
     rm -rf /tmp/sweep-$set-$device
     $imflow run $pipeline --input "$input" --output /tmp/sweep-$set-$device --device $device --threads 8 \

@@ -1,10 +1,13 @@
-// Reading an item's weight map into variances, its mask and its flag map (companion_inputs.hpp).
+// Reading an item's weight map into variances, its mask and its flag map, and the flag map's
+// catalog columns (companion_inputs.hpp).
 #include "companion_inputs.hpp"
 
 #include <cmath>
 #include <limits>
+#include <stdexcept>
 
 #include "imflow/io/companion.hpp"
+#include "imflow/kernels/image_flags.hpp"
 
 namespace imflow {
 
@@ -91,6 +94,16 @@ void read_flag_map(const CompanionSpec& flags, WorkItem& item, const ReadLimits&
   for (int64_t i = 0; i < map.size(); ++i) {
     item.flag_map[static_cast<size_t>(i)] = std::isfinite(values[i]) ? static_cast<int32_t>(static_cast<int64_t>(values[i])) : 0;
   }
+}
+
+void catalog_flag_map(WorkItem& item) {
+  if (item.flag_map.empty() || !item.catalog) return;
+  if (item.labels.size() != item.flag_map.size())
+    throw std::runtime_error("the flag map's columns need the label map, which this item lacks");
+  kernels::or_image_flags(item.labels.data(), item.flag_map.data(), static_cast<int64_t>(item.flag_map.size()),
+                          *item.catalog);
+  if (!item.photometry) item.photometry.emplace();
+  item.photometry->flag_map = true;
 }
 
 void read_companions(const InputConfig& input, WorkItem& item, const ReadLimits& limits) {

@@ -1,5 +1,6 @@
 // The reader's companions of an item: its weight map read beside it and turned into variances,
-// its mask; bad and masked pixels made invalid (NaN) in the image.
+// its mask (bad and masked pixels made invalid, NaN, in the image), its flag map and its
+// detection image; and the flag map's catalog columns.
 #pragma once
 #include "imflow/io/fits.hpp"
 #include "imflow/pipeline.hpp"
@@ -23,6 +24,11 @@ void apply_mask(const CompanionSpec& mask, double threshold, WorkItem& item, con
 // Read the flag map of `item` (input.flags) into item.flag_map (float32 values as int32, 0 where
 // not finite). Throws InputError naming both files.
 void read_flag_map(const CompanionSpec& flags, WorkItem& item, const ReadLimits& limits);
+
+// The flag map's columns of item.catalog (IMAFLAGS_ISO, NIMAFLAGS_ISO: kernels::or_image_flags
+// over item.labels), and item.photometry's note that the catalogs carry them. Nothing without a
+// flag map. On the CPU and, with the label map downloaded, after the GPU.
+void catalog_flag_map(WorkItem& item);
 
 // The companions the pipeline names (input.detect into item.detection, input.mask, input.flags,
 // input.weight), read for `item` after its pixels.

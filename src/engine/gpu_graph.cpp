@@ -15,6 +15,7 @@
 
 #include "cuda/cuda_check.hpp"
 #include "imflow/errors.hpp"
+#include "companion_inputs.hpp"
 #include "gpu_batch_graph.hpp"
 #include "gpu_choice.hpp"
 #include "gpu_overlap.hpp"
@@ -95,6 +96,7 @@ void enqueue_item(RunContext& run, GpuSlot& slot, WorkItem& item) {
   }
   cuda::DownloadWants wants = download_wants(run.pipeline.output, context);
   if (item.ref.tiled) wants.labels = context.has_labels;  // the host merges tiles from their labels
+  if (!item.flag_map.empty()) wants.labels = context.has_labels;  // input.flags: its columns on the host
   if (resident) wants = cuda::DownloadWants{};  // results and catalog rows only: the outputs are catalogs
   cuda::enqueue_download(context, wants);
   slot.marks[2 + steps.size()].record(slot.stream);
@@ -112,6 +114,7 @@ void collect_item(RunContext& run, GpuSlot& slot, WorkItem& item, GpuTimeline& t
     }
   }
   cuda::collect_results(*slot.context, item);
+  catalog_flag_map(item);
   timeline.count_item(slot.device, item.input_bytes);
 }
 

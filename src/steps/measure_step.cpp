@@ -12,10 +12,10 @@
 #include <stdexcept>
 
 #include "imflow/kernels/deblend.hpp"
-#include "imflow/kernels/image_flags.hpp"
 #include "imflow/kernels/measure.hpp"
 #include "imflow/params.hpp"
 #include "imflow/step.hpp"
+#include "engine/companion_inputs.hpp"
 #include "steps/measure_gain.hpp"
 #include "steps/measure_photometry.hpp"
 
@@ -54,11 +54,7 @@ class MeasureStep final : public Step {
       item.catalog = std::move(shapes);
     }
     if (photometry_.spec.any() || photometry_.magnitudes()) photometry_.measure(item, background);
-    if (!item.flag_map.empty()) {  // input.flags: the IMAFLAGS_ISO columns
-      kernels::or_image_flags(item.labels.data(), item.flag_map.data(), item.pixels.size(), *item.catalog);
-      if (!item.photometry) item.photometry.emplace();
-      item.photometry->flag_map = true;
-    }
+    catalog_flag_map(item);  // input.flags: the IMAFLAGS_ISO columns
   }
 
 #ifdef IMFLOW_HAVE_CUDA

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "imflow/io/companion.hpp"
+#include "imflow/kernels/image_flags.hpp"
 #include "imflow/step.hpp"
 
 namespace imflow {
@@ -39,8 +40,10 @@ struct InputConfig {
   // not finite) are left out of detection and measurement, as NaN pixels are.
   CompanionSpec mask{"mask", ""};
   double mask_thresh = 0.0;
-  // A flag map beside each image (input.flags, SExtractor's FLAG_IMAGE with FLAG_TYPE OR).
+  // A flag map beside each image (input.flags, SExtractor's FLAG_IMAGE), combined per source as
+  // flag_type says (FLAG_TYPE).
   CompanionSpec flags{"flag map", ""};
+  kernels::FlagType flag_type = kernels::FlagType::bit_or;
   // Dual-image mode (input.detect, --detect DIR): detect on this image, measure on the input.
   CompanionSpec detect{"detection image", ""};
   // The companions' specs, for leaving their files out of the images (io/companion.hpp).

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "imflow/image.hpp"
+#include "imflow/kernels/image_flags.hpp"
 #include "imflow/photometry.hpp"
 #include "imflow/source.hpp"
 #include "imflow/tile_rect.hpp"
@@ -98,8 +99,10 @@ struct WorkItem {
   std::vector<float> weight_variance;
   bool weight_rescale = false;
   // Set by the reader with input.flags: the flag map's values (read as float32, so exact up to
-  // 2^24), 0 where not finite; `measure` ORs them over each segment (Source::imaflags_iso).
+  // 2^24), 0 where not finite, and how `measure` combines them over each segment
+  // (Source::imaflags_iso; input.flags.type).
   std::vector<int32_t> flag_map;
+  kernels::FlagType flag_type = kernels::FlagType::bit_or;
   // Dual-image mode (input.detect): `detection` holds the detection image read beside the item
   // (background, segment, label and deblend work on it); the measurement image's own background,
   // which `measure` subtracts, is set here by `background`.
@@ -149,6 +152,7 @@ struct WorkItem {
     weight_variance.clear();
     weight_rescale = false;
     flag_map.clear();
+    flag_type = kernels::FlagType::bit_or;
     dual_image = false;
     measure_background.reset();
     measure_background_map.clear();

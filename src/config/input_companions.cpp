@@ -20,6 +20,17 @@ const char* type_name(WeightType type) {
   return "";
 }
 
+const char* flag_type_name(kernels::FlagType type) {
+  switch (type) {
+    case kernels::FlagType::bit_or: return "or";
+    case kernels::FlagType::bit_and: return "and";
+    case kernels::FlagType::minimum: return "min";
+    case kernels::FlagType::maximum: return "max";
+    case kernels::FlagType::most: return "most";
+  }
+  return "";
+}
+
 std::string step_param(const Step& step, const char* key, const char* fallback) {
   const YAML::Node value = step.params()[key];
   return value.IsDefined() && value.IsScalar() ? value.Scalar() : fallback;
@@ -64,7 +75,12 @@ void parse_mask(ParamReader& reader, InputConfig& input) {
 void parse_flags(ParamReader& reader, InputConfig& input) {
   std::optional<ParamReader> flags = companion_section(reader, "flags", input.flags, "{image: DQ, type: or}");
   if (!flags) return;
-  flags->choice("type", "or", {"or"});  // SExtractor's FLAG_TYPE; OR is its default and the one implemented
+  const std::string type = flags->choice("type", "or", {"or", "and", "min", "max", "most"});  // SExtractor's FLAG_TYPE
+  input.flag_type = type == "and"   ? kernels::FlagType::bit_and
+                    : type == "min" ? kernels::FlagType::minimum
+                    : type == "max" ? kernels::FlagType::maximum
+                    : type == "most" ? kernels::FlagType::most
+                                     : kernels::FlagType::bit_or;
   flags->finish();
 }
 
@@ -117,7 +133,7 @@ void resolve_companions(const InputConfig& input, YAML::Node input_node) {
   if (input.detect.present()) input_node["detect"]["image"] = input.detect.image.empty() ? input.detect.tree.string() : input.detect.image;
   if (input.flags.present()) {
     input_node["flags"]["image"] = input.flags.image;
-    input_node["flags"]["type"] = "or";
+    input_node["flags"]["type"] = flag_type_name(input.flag_type);
   }
   if (input.mask.present()) {
     input_node["mask"]["image"] = input.mask.image;

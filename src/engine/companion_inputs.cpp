@@ -86,7 +86,8 @@ void apply_mask(const CompanionSpec& mask, double threshold, WorkItem& item, con
   item.metrics["masked_pixels"] = static_cast<double>(masked);
 }
 
-void read_flag_map(const CompanionSpec& flags, WorkItem& item, const ReadLimits& limits) {
+void read_flag_map(const CompanionSpec& flags, kernels::FlagType type, WorkItem& item, const ReadLimits& limits) {
+  item.flag_type = type;
   ImageBuffer map;
   read_companion(item.ref, flags, item.pixels.width(), item.pixels.height(), map, limits);
   item.flag_map.resize(static_cast<size_t>(map.size()));
@@ -100,8 +101,8 @@ void catalog_flag_map(WorkItem& item) {
   if (item.flag_map.empty() || !item.catalog) return;
   if (item.labels.size() != item.flag_map.size())
     throw std::runtime_error("the flag map's columns need the label map, which this item lacks");
-  kernels::or_image_flags(item.labels.data(), item.flag_map.data(), static_cast<int64_t>(item.flag_map.size()),
-                          *item.catalog);
+  kernels::image_flags(item.labels.data(), item.flag_map.data(), static_cast<int64_t>(item.flag_map.size()), item.flag_type,
+                       *item.catalog);
   if (!item.photometry) item.photometry.emplace();
   item.photometry->flag_map = true;
 }
@@ -111,7 +112,7 @@ void read_companions(const InputConfig& input, WorkItem& item, const ReadLimits&
     read_companion(item.ref, input.detect, item.pixels.width(), item.pixels.height(), item.detection, limits);
     item.dual_image = true;
   }
-  if (input.flags.present()) read_flag_map(input.flags, item, limits);
+  if (input.flags.present()) read_flag_map(input.flags, input.flag_type, item, limits);
   if (input.mask.present()) apply_mask(input.mask, input.mask_thresh, item, limits);
   if (input.weight.present()) read_weight_map(input.weight, item, limits);
 }

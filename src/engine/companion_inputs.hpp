@@ -22,12 +22,13 @@ void read_weight_map(const WeightConfig& weight, WorkItem& item, const ReadLimit
 void apply_mask(const CompanionSpec& mask, double threshold, WorkItem& item, const ReadLimits& limits);
 
 // Read the flag map of `item` (input.flags) into item.flag_map (float32 values as int32, 0 where
-// not finite). Throws InputError naming both files.
-void read_flag_map(const CompanionSpec& flags, WorkItem& item, const ReadLimits& limits);
+// not finite), to be combined as `type` says. Throws InputError naming both files.
+void read_flag_map(const CompanionSpec& flags, kernels::FlagType type, WorkItem& item, const ReadLimits& limits);
 
-// The flag map's columns of item.catalog (IMAFLAGS_ISO, NIMAFLAGS_ISO: kernels::or_image_flags
-// over item.labels), and item.photometry's note that the catalogs carry them. Nothing without a
-// flag map. On the CPU and, with the label map downloaded, after the GPU.
+// The flag map's columns of item.catalog (IMAFLAGS_ISO, NIMAFLAGS_ISO: kernels::image_flags over
+// item.labels, combined as item.flag_type says), and item.photometry's note that the catalogs
+// carry them. Nothing without a flag map. On the CPU and, with the label map downloaded, after
+// the GPU.
 void catalog_flag_map(WorkItem& item);
 
 // The companions the pipeline names (input.detect into item.detection, input.mask, input.flags,

@@ -79,7 +79,8 @@ TEST_CASE("a mask and a flag map give the CPU's catalogs on the GPU", "[gpu][com
   test::write_fits(dir / "in" / "f.fits", -32, {kSide, kSide}, star_field(seed));
   test::write_fits(dir / "in" / "f.mask.fits", -32, {kSide, kSide}, mask);
   test::write_fits(dir / "in" / "f.flag.fits", 16, {kSide, kSide}, flags);
-  const std::string input = "{mask: {image: '{stem}.mask.fits', thresh: 1}, flags: {image: '{stem}.flag.fits'}}";
+  const std::string type = GENERATE(as<std::string>{}, "or", "most");
+  const std::string input = "{mask: {image: '{stem}.mask.fits', thresh: 1}, flags: {image: '{stem}.flag.fits', type: " + type + "}}";
   const std::string steps = GENERATE(as<std::string>{}, "[background, {segment: {nsigma: 3}}, {label: {connectivity: 8}}, measure]",
                                      "[{background: {method: mesh, size: 32}}, {segment: {nsigma: 1.5, relative_to: background, "
                                      "compare: float32}}, {label: {connectivity: 8}}, {deblend: {minarea: 5}}, measure]");

@@ -159,6 +159,11 @@ size_t align_up(size_t bytes) { return (bytes + 255) / 256 * 256; }
 }  // namespace
 
 void background(GpuContext& gpu, double kappa, int max_iters) {
+  background_of(gpu, kappa, max_iters, gpu.has_detection ? gpu.detection.data() : gpu.image.data(), gpu.results.data());
+  gpu.has_background = true;
+}
+
+void background_of(GpuContext& gpu, double kappa, int max_iters, const float* source, DeviceResults* results) {
   DeviceGuard guard(gpu.device);
   const int64_t n = gpu.size();
   const int grid = cooperative_grid(gpu);
@@ -172,7 +177,7 @@ void background(GpuContext& gpu, double kappa, int max_iters) {
 
   if (n > 0) {
     keys_kernel<<<detail::blocks_for(n, kThreads, static_cast<int64_t>(gpu.sm_count) * 8), kThreads, 0, gpu.stream>>>(
-        gpu.has_detection ? gpu.detection.data() : gpu.image.data(), n, keys.Current());
+        source, n, keys.Current());
     IMFLOW_CUDA_CHECK_LAUNCH();
     size_t temp_bytes = 0;
     IMFLOW_CUDA_CHECK(cub::DeviceRadixSort::SortKeys(nullptr, temp_bytes, keys, n, 0, 32, gpu.stream));
@@ -186,11 +191,10 @@ void background(GpuContext& gpu, double kappa, int max_iters) {
   p.kappa = kappa;
   p.max_iters = max_iters;
   p.partials = reinterpret_cast<double*>(base + 2 * key_bytes);
-  p.results = gpu.results.data();
+  p.results = results;
   void* args[] = {&p};
   IMFLOW_CUDA_CHECK(cudaLaunchCooperativeKernel(reinterpret_cast<const void*>(clip_kernel), dim3(grid),
                                                 dim3(kThreads), args, 0, gpu.stream));
-  gpu.has_background = true;
 }
 
 }  // namespace imflow::cuda

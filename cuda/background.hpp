@@ -11,4 +11,8 @@ namespace imflow::cuda {
 // iteration on the sorted keys; the host never waits.
 void background(GpuContext& gpu, double kappa, int max_iters);
 
+// The same of the gpu.size() pixels at `source` into `results`, leaving the context's flags
+// alone: the measured image's own background in dual-image mode (cuda/measured_image.hpp).
+void background_of(GpuContext& gpu, double kappa, int max_iters, const float* source, DeviceResults* results);
+
 }  // namespace imflow::cuda

@@ -195,10 +195,27 @@ __global__ void maps_kernel(const float* nodes, const int32_t* column_node, cons
 
 }  // namespace
 
+void enqueue_fill_and_filter(const MeshGridBuffers& grid, int64_t nx, int64_t ny, const kernels::MeshParams& params,
+                             cudaStream_t stream) {
+  const int blocks = detail::blocks_for(nx * ny, 128);
+  fill_kernel<<<blocks, 128, 0, stream>>>(grid.raw_back, grid.raw_sigma, nx, ny, grid.filled_back, grid.filled_sigma);
+  IMFLOW_CUDA_CHECK_LAUNCH();
+  filter_kernel<<<blocks, 128, 0, stream>>>(grid.filled_back, grid.filled_sigma, nx, ny, params.filter_width / 2,
+                                            params.filter_height / 2, params.filter_threshold, grid.back, grid.sigma);
+  IMFLOW_CUDA_CHECK_LAUNCH();
+}
+
 void background_mesh(GpuContext& gpu, const kernels::MeshParams& params) {
-  DeviceGuard guard(gpu.device);
   if (!gpu.mesh_background) gpu.mesh_background = std::make_shared<MeshBackgroundState>();
-  MeshBackgroundState& st = *gpu.mesh_background;
+  background_mesh_of(gpu, params, gpu.has_detection ? gpu.detection.data() : gpu.image.data(), *gpu.mesh_background,
+                     gpu.results.data());
+  gpu.has_background = true;
+  gpu.has_background_maps = true;
+}
+
+void background_mesh_of(GpuContext& gpu, const kernels::MeshParams& params, const float* source,
+                        MeshBackgroundState& st, DeviceResults* results) {
+  DeviceGuard guard(gpu.device);
   const int64_t width = gpu.width, height = gpu.height, n = gpu.size();
   const int64_t nx = width > 0 ? (width - 1) / params.mesh_width + 1 : 1;
   const int64_t ny = height > 0 ? (height - 1) / params.mesh_height + 1 : 1;
@@ -225,29 +242,20 @@ void background_mesh(GpuContext& gpu, const kernels::MeshParams& params) {
                                                    static_cast<int>(np), 0, 32, gpu.stream));
   st.sort_temp.reserve(sort_bytes + 16);
 
-  gpu.has_background = true;
-  gpu.has_background_maps = true;
-  DeviceResults* results = gpu.results.data();
   if (n == 0) {  // as the CPU: NaN statistics, empty maps
     const double nan = std::nan("");
     IMFLOW_CUDA_CHECK(cudaMemcpyAsync(&results->median, &nan, sizeof(double), cudaMemcpyHostToDevice, gpu.stream));
     IMFLOW_CUDA_CHECK(cudaMemcpyAsync(&results->std, &nan, sizeof(double), cudaMemcpyHostToDevice, gpu.stream));
     return;
   }
-  const float* source = gpu.has_detection ? gpu.detection.data() : gpu.image.data();
   IMFLOW_CUDA_CHECK(cudaMemsetAsync(&results->valid, 0, sizeof(long long), gpu.stream));
   IMFLOW_CUDA_CHECK(cudaMemsetAsync(&results->meshes_dropped, 0, sizeof(long long), gpu.stream));
 
   enqueue_mesh_stats(source, width, height, params, nx, ny, st.raw_back.data(), st.raw_sigma.data(), results,
                      gpu.stream);
-  const int grid_blocks = detail::blocks_for(np, 128);
-  fill_kernel<<<grid_blocks, 128, 0, gpu.stream>>>(st.raw_back.data(), st.raw_sigma.data(), nx, ny,
-                                                   st.filled_back.data(), st.filled_sigma.data());
-  IMFLOW_CUDA_CHECK_LAUNCH();
-  filter_kernel<<<grid_blocks, 128, 0, gpu.stream>>>(st.filled_back.data(), st.filled_sigma.data(), nx, ny,
-                                                     params.filter_width / 2, params.filter_height / 2,
-                                                     params.filter_threshold, st.back.data(), st.sigma.data());
-  IMFLOW_CUDA_CHECK_LAUNCH();
+  enqueue_fill_and_filter(MeshGridBuffers{st.raw_back.data(), st.raw_sigma.data(), st.filled_back.data(),
+                                          st.filled_sigma.data(), st.back.data(), st.sigma.data()},
+                          nx, ny, params, gpu.stream);
   for (int map = 0; map < 2; ++map) {
     size_t bytes = sort_bytes;
     IMFLOW_CUDA_CHECK(cub::DeviceRadixSort::SortKeys(st.sort_temp.data(), bytes, map == 0 ? st.back.data() : st.sigma.data(),

@@ -193,7 +193,9 @@ void convolve(GpuContext& gpu, const float* host_kernel, int kw, int kh, kernels
   DeviceGuard guard(gpu.device);
   const bool full = mode == kernels::ConvolveMode::full;
   ConvArgs c{};
-  c.in = gpu.image.data();
+  // The CPU's source (item.detection_image()): a detection image made or uploaded before, else the image.
+  const bool from_detection = gpu.has_detection;
+  c.in = from_detection ? gpu.detection.data() : gpu.image.data();
   c.in_w = gpu.width;
   c.in_h = gpu.height;
   c.out_w = kernels::convolved_width(gpu.width, kw, mode);
@@ -207,7 +209,7 @@ void convolve(GpuContext& gpu, const float* host_kernel, int kw, int kh, kernels
   const ConvolveWeights& weights = cached_weights(gpu, host_kernel, kw, kh);
   c.weights = weights.device.data();
   const int64_t out_n = c.out_w * c.out_h;
-  if (to_detection) {
+  if (to_detection && !from_detection) {
     gpu.detection.reserve(static_cast<size_t>(out_n));
     c.out = gpu.detection.data();
   } else {
@@ -248,12 +250,14 @@ void convolve(GpuContext& gpu, const float* host_kernel, int kw, int kh, kernels
   }
 
   if (to_detection) {
+    if (from_detection) swap(gpu.detection, gpu.image_spare);
     gpu.has_detection = true;
   } else {
     swap(gpu.image, gpu.image_spare);
     gpu.width = c.out_w;
     gpu.height = c.out_h;
     gpu.image_modified = true;
+    gpu.has_detection = false;  // the filtered image is the image now, as on the CPU
   }
 }
 

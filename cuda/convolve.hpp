@@ -6,8 +6,9 @@
 
 namespace imflow::cuda {
 
-// Convolve gpu.image with the kw x kh row-major `host_kernel` (copied to the device once per
-// slot and cached by content). Float accumulation: agrees with the float64 CPU kernel to about
+// Convolve the detection image (gpu.detection when one was made or uploaded, else gpu.image, as
+// the CPU step's item.detection_image()) with the kw x kh row-major `host_kernel` (copied to the
+// device once per slot and cached by content). Float accumulation: agrees with the float64 CPU kernel to about
 // 1e-5 of the output's largest magnitude. to_detection: the result goes to gpu.detection (same
 // mode only) and segmentation uses it; otherwise it replaces gpu.image (and its size in full
 // mode). A rank-1 kernel (Gaussians) runs the fused separable kernel unless allow_separable is

@@ -26,7 +26,7 @@ void deblend_objects(GpuContext& gpu, const SegmentThreshold& how, const kernels
   input.width = gpu.width;
   input.height = gpu.height;
   input.detection = state.values.data();
-  if (gpu.has_detection) {
+  if (gpu.has_detection && !gpu.dual_image) {  // dual-image mode: the detection image's objects, as the CPU's
     state.measurement.reserve(n + 1);
     sep_detection_values(gpu, how, gpu.image.data(), state.measurement.data(), nullptr, state.threshold.data());
     input.measurement = state.measurement.data();

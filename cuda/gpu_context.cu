@@ -8,6 +8,7 @@
 #include "cuda/deblend_objects.hpp"
 #include "cuda/gpu_context.hpp"
 #include "cuda/measure.hpp"
+#include "cuda/measured_image.hpp"
 #include "cuda/photometry.hpp"
 #include "cuda/svd.hpp"
 #include "imflow/huge_pages.hpp"
@@ -63,10 +64,21 @@ void set_catalog_capacity(GpuContext& gpu, int64_t capacity) {
 
 void enqueue_upload(GpuContext& gpu, const WorkItem& item) {
   prepare_item(gpu, item.pixels.width(), item.pixels.height());
-  const int64_t n = gpu.size();
-  if (n > 0)
-    IMFLOW_CUDA_CHECK(cudaMemcpyAsync(gpu.image.data(), item.pixels.data(), static_cast<size_t>(n) * sizeof(float),
-                                      cudaMemcpyHostToDevice, gpu.stream));
+  const auto bytes = static_cast<size_t>(gpu.size()) * sizeof(float);
+  if (bytes > 0)
+    IMFLOW_CUDA_CHECK(cudaMemcpyAsync(gpu.image.data(), item.pixels.data(), bytes, cudaMemcpyHostToDevice, gpu.stream));
+  if (!item.dual_image) return;
+  if (item.detection.width() != gpu.width || item.detection.height() != gpu.height)
+    throw std::runtime_error("the detection image's size differs from the image's");
+  if (!gpu.measured) gpu.measured = std::make_shared<MeasuredImageState>();
+  gpu.measured->results.reserve(1);
+  gpu.measured->results_host.reserve(1);
+  gpu.detection.reserve(static_cast<size_t>(gpu.size()) + 4);
+  if (bytes > 0)
+    IMFLOW_CUDA_CHECK(cudaMemcpyAsync(gpu.detection.data(), item.detection.data(), bytes, cudaMemcpyHostToDevice,
+                                      gpu.stream));
+  gpu.dual_image = true;
+  gpu.has_detection = true;
 }
 
 void prepare_item(GpuContext& gpu, int64_t width, int64_t height) {
@@ -79,6 +91,9 @@ void prepare_item(GpuContext& gpu, int64_t width, int64_t height) {
   gpu.has_labels = gpu.has_catalog = gpu.image_modified = false;
   gpu.has_normalization = gpu.has_svd_metrics = false;
   gpu.has_background_maps = gpu.has_deblend = gpu.has_photometry = false;
+  gpu.has_weight_noise = false;
+  gpu.dual_image = false;
+  if (gpu.measured) gpu.measured->has_background = gpu.measured->has_maps = false;
   gpu.downloaded = DownloadWants{};
 }
 
@@ -87,6 +102,10 @@ void enqueue_download(GpuContext& gpu, const DownloadWants& wants) {
   const size_t n = static_cast<size_t>(gpu.size());
   IMFLOW_CUDA_CHECK(cudaMemcpyAsync(gpu.results_host.data(), gpu.results.data(), sizeof(DeviceResults),
                                     cudaMemcpyDeviceToHost, gpu.stream));
+  if (gpu.dual_image) {
+    IMFLOW_CUDA_CHECK(cudaMemcpyAsync(gpu.measured->results_host.data(), gpu.measured->results.data(),
+                                      sizeof(DeviceResults), cudaMemcpyDeviceToHost, gpu.stream));
+  }
   detail::enqueue_catalog_rows(gpu);
   DownloadWants done;
   if (wants.labels && gpu.has_labels && n > 0) {
@@ -143,6 +162,21 @@ int64_t next_power_of_two(int64_t v) {
   int64_t p = 1;
   while (p < v) p *= 2;
   return p;
+}
+
+// A background step's statistics as the CPU reports them (`maps`: its mesh, or null).
+BackgroundStats background_stats(const DeviceResults& r, const MeshBackgroundState* maps) {
+  BackgroundStats b;
+  b.median = r.median;
+  b.std = r.std;
+  b.iterations = r.iterations;
+  b.kept = r.kept;
+  b.valid = r.valid;
+  if (maps != nullptr) {
+    b.meshes = maps->nx * maps->ny;
+    b.meshes_dropped = r.meshes_dropped;
+  }
+  return b;
 }
 
 // Synchronous copy of a device array (collect_results runs after the stream completed).
@@ -218,6 +252,7 @@ void collect_normalization(const DeviceResults& r, WorkItem& item) {
 
 void collect_results(GpuContext& gpu, WorkItem& item) {
   DeviceGuard guard(gpu.device);
+  if (gpu.dual_image) remeasure_if_overflowed(gpu);  // the host has the two passes' images, not their backgrounds
   const DeviceResults r = *gpu.results_host.data();
   const size_t n = static_cast<size_t>(gpu.size());
   if (gpu.downloaded.pixels) {
@@ -231,18 +266,15 @@ void collect_results(GpuContext& gpu, WorkItem& item) {
   if (gpu.downloaded.background_map) {
     item.background_map.assign(gpu.background_map_host.data(), gpu.background_map_host.data() + n);
   }
-  if (gpu.has_background) {
-    BackgroundStats b;
-    b.median = r.median;
-    b.std = r.std;
-    b.iterations = r.iterations;
-    b.kept = r.kept;
-    b.valid = r.valid;
-    if (gpu.has_background_maps) {
-      b.meshes = gpu.mesh_background->nx * gpu.mesh_background->ny;
-      b.meshes_dropped = r.meshes_dropped;
-    }
-    item.background = b;
+  if (gpu.has_background) item.background = background_stats(r, gpu.has_background_maps ? gpu.mesh_background.get() : nullptr);
+  if (gpu.dual_image && gpu.measured->has_background) {
+    const MeasuredImageState& m = *gpu.measured;
+    item.measure_background = background_stats(*m.results_host.data(), m.has_maps ? &m.maps : nullptr);
+  }
+  if (gpu.has_weight_noise) {  // as set_noise_from_weight_map reports it
+    item.metrics["weight_scale"] = static_cast<float>(r.weight_scale);
+    if (gpu.weight_rescale && r.weight_meshes == 0)
+      item.warnings.push_back("weight map: no background mesh has a positive noise and weight; not rescaled (factor 1)");
   }
   if (gpu.has_threshold) item.threshold = r.threshold;
   if (gpu.has_normalization) collect_normalization(r, item);

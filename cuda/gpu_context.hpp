@@ -38,6 +38,8 @@ struct DeviceResults {
   double svd_metrics[8];
   long long meshes_dropped;  // background method mesh: meshes with fewer than half of their pixels valid
   unsigned long long zeroed_pixels;  // normalize nonfinite: zero: NaN/Inf pixels set to 0
+  double weight_scale;       // background with a weight map: the variances' rescaling factor
+  long long weight_meshes;   // the meshes whose ratio entered it (0: not rescaled)
 };
 
 // A catalog row as the device writes it, straight into mapped pinned memory: imflow::Source
@@ -75,6 +77,8 @@ struct SvdState;  // svd_reconstruct's per-slot solver state (cuda/svd.hpp)
 struct MeshBackgroundState;  // background method mesh's per-slot buffers (cuda/background_mesh.hpp)
 struct DeblendState;  // deblend's per-slot buffers and result (cuda/deblend_objects.hpp)
 struct PhotometryState;  // measure's photometry buffers (cuda/photometry.hpp)
+struct WeightNoiseState;  // background's weight-map buffers (cuda/weight_noise.hpp)
+struct MeasuredImageState;  // dual-image mode's measured image (cuda/measured_image.hpp)
 
 struct ConvolveWeights {
   std::vector<float> host;  // content, the cache key (with the sizes)
@@ -140,6 +144,14 @@ struct GpuContext {
   std::shared_ptr<cuda::SvdState> svd;  // created by the first svd_reconstruct on this slot
   bool has_background_maps = false;  // background method mesh ran: mesh_background holds the maps
   std::shared_ptr<cuda::MeshBackgroundState> mesh_background;  // created by the first mesh background
+  bool has_weight_noise = false;  // background's rms_map came from a weight map (input.weight)
+  bool weight_rescale = false;    // ... rescaled to the image's noise (results.weight_scale)
+  std::shared_ptr<cuda::WeightNoiseState> weight_noise;  // created by the first weighted item
+  // Dual-image mode (input.detect): gpu.detection holds the detection image as uploaded (then
+  // filtered by convolve), gpu.image the measured one, whose own background and measure pass
+  // live in `measured` (cuda/measured_image.hpp).
+  bool dual_image = false;
+  std::shared_ptr<cuda::MeasuredImageState> measured;
   bool has_deblend = false;  // deblend ran: gpu.labels holds its objects, deblend->workspace their records
   std::shared_ptr<cuda::DeblendState> deblend;  // created by the first deblend on this slot
   bool has_photometry = false;  // measure's photometry was asked: collect_results measures the rows
@@ -157,7 +169,8 @@ namespace cuda {
 using ::imflow::GpuContext;
 
 // Set width/height, grow the buffers, copy item.pixels to the device (asynchronous: the
-// engine gives items pinned pixel buffers), reset the step flags and the device results.
+// engine gives items pinned pixel buffers), reset the step flags and the device results. In
+// dual-image mode (item.dual_image) item.detection goes to gpu.detection too.
 void enqueue_upload(GpuContext& gpu, const WorkItem& item);
 
 // enqueue_upload without the copy: a width x height image whose pixels the caller copies into

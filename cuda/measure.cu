@@ -7,6 +7,7 @@
 #include "cuda/deblend_objects.hpp"
 #include "cuda/device_common.cuh"
 #include "cuda/measure.hpp"
+#include "cuda/measured_image.hpp"
 #include "imflow/kernels/pixel_moments.hpp"
 #include "imflow/kernels/source_shape.hpp"
 
@@ -55,21 +56,23 @@ struct Accumulators {
 // columns: the mesh RMS map, or the global std (results->std), or none (NaN errors).
 struct Background {
   const float* map;     // null: none
-  bool level;           // subtract results->median for w
-  const float* rms_map; // null: the global std when `level`, else no noise estimate
+  bool level;           // subtract stats->median for w
+  const float* rms_map; // null: the global std (stats->std) when `level`, else no noise estimate
   double gain;          // e-/ADU, 0: no Poisson term
+  const DeviceResults* stats;
 };
 
-Accumulators accumulators_of(GpuContext& gpu) {
-  auto& a = gpu.accumulators;
+Accumulators accumulators_of(CatalogAccumulators& a, int64_t capacity) {
   const MomentArrays weights{a.flux_iso.data(), a.sum_wx.data(),  a.sum_wy.data(),
                              a.sum_wxx.data(),  a.sum_wyy.data(), a.sum_wxy.data()};
   const MomentArrays variances{a.sum_v.data(),   a.sum_vx.data(),  a.sum_vy.data(),
                                a.sum_vxx.data(), a.sum_vyy.data(), a.sum_vxy.data()};
   return {a.npix.data(), a.flux.data(), a.sum_x.data(), a.sum_y.data(), a.peak.data(), a.peak_index.data(),
           a.xmin.data(), a.xmax.data(), a.ymin.data(),  a.ymax.data(),  weights,       variances,
-          a.flags.data(), a.first.data(), gpu.catalog_capacity};
+          a.flags.data(), a.first.data(), capacity};
 }
+
+Accumulators accumulators_of(GpuContext& gpu) { return accumulators_of(gpu.accumulators, gpu.catalog_capacity); }
 
 __device__ __forceinline__ int64_t valid_rows(const DeviceResults* results, int64_t capacity) {
   const int64_t n = results->nlabels;
@@ -166,8 +169,8 @@ __global__ void __launch_bounds__(kThreads)
   // Moments about the source's first pixel, as on the CPU (about the image centre, sums of a
   // large image's sources lost ~8 digits to cancellation).
   int64_t cx = 0, cy = 0;
-  const double level = background.level ? results->median : 0.0;
-  const double global_rms = background.level ? results->std : NAN;
+  const double level = background.level ? background.stats->median : 0.0;
+  const double global_rms = background.level ? background.stats->std : NAN;
   for (int64_t t = static_cast<int64_t>(blockIdx.x) * kThreads + threadIdx.x; t < runs;
        t += static_cast<int64_t>(gridDim.x) * kThreads) {
     const int64_t begin = t * kRun;
@@ -276,38 +279,68 @@ __global__ void rows_kernel(Accumulators a, const DeviceResults* results, int64_
 
 bool wide_peak(const GpuContext& gpu) { return gpu.force_wide_peak || gpu.size() > 0xFFFFFFFFll; }
 
+// Dual-image mode: the measured image's fluxes and peaks into the detection pass's rows (the
+// CPU's MeasureStep merge).
+__global__ void merge_measured_kernel(const DeviceSource* measured, const DeviceResults* results, int64_t capacity,
+                                      DeviceSource* out) {
+  const int64_t rows = valid_rows(results, capacity);
+  for (int64_t r = static_cast<int64_t>(blockIdx.x) * kThreads + threadIdx.x; r < rows;
+       r += static_cast<int64_t>(gridDim.x) * kThreads) {
+    const DeviceSource& m = measured[r];
+    DeviceSource& s = out[r];
+    s.flux = m.flux;
+    s.flux_iso = m.flux_iso;
+    s.flux_iso_err = m.flux_iso_err;
+    s.peak = m.peak;
+    s.peak_x = m.peak_x;
+    s.peak_y = m.peak_y;
+  }
+}
+
+// One pass of measure over `image` into `a` (reset first), subtracting `background`.
+void measure_pass(GpuContext& gpu, const float* image, const Accumulators& a, const Background& background) {
+  const int64_t n = gpu.size();
+  const int rows_blocks = detail::blocks_for(gpu.catalog_capacity, kThreads, 1024);
+  reset_kernel<<<rows_blocks, kThreads, 0, gpu.stream>>>(a, gpu.results.data());
+  IMFLOW_CUDA_CHECK_LAUNCH();
+  if (n == 0) return;
+  const int blocks = detail::blocks_for((n + kRun - 1) / kRun, kThreads, static_cast<int64_t>(gpu.sm_count) * 32);
+  first_pixel_kernel<<<detail::blocks_for(n, kThreads, static_cast<int64_t>(gpu.sm_count) * 32), kThreads, 0, gpu.stream>>>(
+      gpu.labels.data(), gpu.width, n, a);
+  IMFLOW_CUDA_CHECK_LAUNCH();
+  if (wide_peak(gpu)) {
+    accumulate_kernel<true><<<blocks, kThreads, 0, gpu.stream>>>(image, gpu.labels.data(), gpu.width, n, a, background,
+                                                                 gpu.results.data());
+    IMFLOW_CUDA_CHECK_LAUNCH();
+    const int pblocks = detail::blocks_for(n, kThreads, static_cast<int64_t>(gpu.sm_count) * 32);
+    position_kernel<<<pblocks, kThreads, 0, gpu.stream>>>(image, gpu.labels.data(), n, a, background);
+  } else {
+    accumulate_kernel<false><<<blocks, kThreads, 0, gpu.stream>>>(image, gpu.labels.data(), gpu.width, n, a, background,
+                                                                  gpu.results.data());
+  }
+  IMFLOW_CUDA_CHECK_LAUNCH();
+}
+
+Background background_for(const MeasurementBackground& b, double gain) {
+  return Background{b.map, b.level, b.rms_map, gain, b.stats};
+}
+
 }  // namespace
 
 void measure(GpuContext& gpu, double gain) {
   if (!gpu.has_labels) throw std::logic_error("cuda::measure: the label step has not run on the GPU");
   DeviceGuard guard(gpu.device);
-  const int64_t n = gpu.size();
   gpu.accumulators.reserve(static_cast<size_t>(gpu.catalog_capacity));
-  const Accumulators a = accumulators_of(gpu);
-  const int rows_blocks = detail::blocks_for(gpu.catalog_capacity, kThreads, 1024);
-  reset_kernel<<<rows_blocks, kThreads, 0, gpu.stream>>>(a, gpu.results.data());
-  IMFLOW_CUDA_CHECK_LAUNCH();
   gpu.has_catalog = true;
-  if (n == 0) return;
-  const int blocks = detail::blocks_for((n + kRun - 1) / kRun, kThreads, static_cast<int64_t>(gpu.sm_count) * 32);
   gpu.measure_gain = gain;
-  const Background background{gpu.has_background_maps ? gpu.mesh_background->back_map.data() : nullptr,
-                              gpu.has_background && !gpu.has_background_maps,
-                              gpu.has_background_maps ? gpu.mesh_background->rms_map.data() : nullptr, gain};
-  first_pixel_kernel<<<detail::blocks_for(n, kThreads, static_cast<int64_t>(gpu.sm_count) * 32), kThreads, 0, gpu.stream>>>(
-      gpu.labels.data(), gpu.width, n, a);
-  IMFLOW_CUDA_CHECK_LAUNCH();
-  if (wide_peak(gpu)) {
-    accumulate_kernel<true><<<blocks, kThreads, 0, gpu.stream>>>(gpu.image.data(), gpu.labels.data(), gpu.width, n, a,
-                                                                 background, gpu.results.data());
-    IMFLOW_CUDA_CHECK_LAUNCH();
-    const int pblocks = detail::blocks_for(n, kThreads, static_cast<int64_t>(gpu.sm_count) * 32);
-    position_kernel<<<pblocks, kThreads, 0, gpu.stream>>>(gpu.image.data(), gpu.labels.data(), n, a, background);
-  } else {
-    accumulate_kernel<false><<<blocks, kThreads, 0, gpu.stream>>>(gpu.image.data(), gpu.labels.data(), gpu.width, n, a,
-                                                                  background, gpu.results.data());
+  if (gpu.dual_image) {  // the measured image's pass (its fluxes and peaks), then the detection image's
+    MeasuredImageState& m = *gpu.measured;
+    m.accumulators.reserve(static_cast<size_t>(gpu.catalog_capacity));
+    measure_pass(gpu, gpu.image.data(), accumulators_of(m.accumulators, gpu.catalog_capacity),
+                 background_for(measurement_background(gpu), gain));
   }
-  IMFLOW_CUDA_CHECK_LAUNCH();
+  measure_pass(gpu, gpu.dual_image ? gpu.detection.data() : gpu.image.data(), accumulators_of(gpu),
+               background_for(detection_background(gpu), gain));
 }
 
 void detail::enqueue_catalog_rows(GpuContext& gpu) {
@@ -315,9 +348,19 @@ void detail::enqueue_catalog_rows(GpuContext& gpu) {
   gpu.catalog_host.reserve(static_cast<size_t>(gpu.catalog_capacity));
   const int rows_blocks = detail::blocks_for(gpu.catalog_capacity, kThreads, 1024);
   const DeblendRecord* records = gpu.has_deblend ? gpu.deblend->workspace.device_records() : nullptr;
-  rows_kernel<<<rows_blocks, kThreads, 0, gpu.stream>>>(accumulators_of(gpu), gpu.results.data(),
-                                                       gpu.width > 0 ? gpu.width : 1, gpu.height, wide_peak(gpu),
-                                                       records, gpu.catalog_host.device_pointer());
+  const int64_t width = gpu.width > 0 ? gpu.width : 1;
+  rows_kernel<<<rows_blocks, kThreads, 0, gpu.stream>>>(accumulators_of(gpu), gpu.results.data(), width, gpu.height,
+                                                       wide_peak(gpu), records, gpu.catalog_host.device_pointer());
+  IMFLOW_CUDA_CHECK_LAUNCH();
+  if (!gpu.dual_image) return;
+  MeasuredImageState& m = *gpu.measured;
+  m.rows.reserve(static_cast<size_t>(gpu.catalog_capacity));
+  rows_kernel<<<rows_blocks, kThreads, 0, gpu.stream>>>(accumulators_of(m.accumulators, gpu.catalog_capacity),
+                                                       gpu.results.data(), width, gpu.height, wide_peak(gpu), records,
+                                                       m.rows.data());
+  IMFLOW_CUDA_CHECK_LAUNCH();
+  merge_measured_kernel<<<rows_blocks, kThreads, 0, gpu.stream>>>(m.rows.data(), gpu.results.data(),
+                                                                 gpu.catalog_capacity, gpu.catalog_host.device_pointer());
   IMFLOW_CUDA_CHECK_LAUNCH();
 }
 

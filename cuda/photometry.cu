@@ -6,6 +6,7 @@
 
 #include "cuda/background_mesh.hpp"
 #include "cuda/device_common.cuh"
+#include "cuda/measured_image.hpp"
 #include "cuda/photometry.hpp"
 #include "imflow/kernels/photometry.hpp"
 #include "imflow/kernels/photometry_source.hpp"
@@ -72,11 +73,10 @@ void photometry(GpuContext& gpu, const kernels::PhotometrySpec& spec) {
   gpu.photometry_spec = spec;
   gpu.has_photometry = true;
   if (n == 0) return;
-  const float* map = gpu.has_background_maps ? gpu.mesh_background->back_map.data() : nullptr;
-  const bool level = gpu.has_background && !gpu.has_background_maps;
+  const MeasurementBackground background = measurement_background(gpu);
   subtract_kernel<<<detail::blocks_for(n, kThreads, static_cast<int64_t>(gpu.sm_count) * 32), kThreads, 0,
-                    gpu.stream>>>(gpu.image.data(), map, gpu.results.data(), level, n, st.data.data(), st.mask.data(),
-                                  st.any_masked.data());
+                    gpu.stream>>>(gpu.image.data(), background.map, background.stats, background.level, n,
+                                  st.data.data(), st.mask.data(), st.any_masked.data());
   IMFLOW_CUDA_CHECK_LAUNCH();
 }
 
@@ -96,10 +96,11 @@ void measure_catalog_photometry(GpuContext& gpu, int64_t count, const DeviceResu
   a.image.data = {st.data.data(), gpu.width, gpu.height};
   a.image.gain = gpu.measure_gain;
   a.image.noise_kind = kernels::NoiseKind::stddev;
-  if (gpu.has_background_maps) {
-    a.image.noise = gpu.mesh_background->rms_map.data();
-  } else {
-    a.image.noise_value = gpu.has_background ? results.std : NAN;  // NaN without a noise estimate: NaN errors
+  const MeasurementBackground background = measurement_background(gpu);
+  if (background.rms_map != nullptr) {
+    a.image.noise = background.rms_map;
+  } else {  // NaN without a noise estimate: NaN errors
+    a.image.noise_value = background.any ? (gpu.dual_image ? measurement_stats_host(gpu) : results).std : NAN;
   }
   a.mask = st.mask.data();
   a.any_masked = st.any_masked.data();

@@ -131,16 +131,6 @@ RunSummary run_pipeline(const Pipeline& pipeline, const RunOptions& options) {
     device = "cpu";
     break;
   }
-  // A mask makes pixels NaN as they are read and a flag map's columns are made on the host from
-  // the label map, for either device; a weight map and a detection image feed the CPU steps only.
-  if (device == "cuda" && (pipeline.input.weight.present() || pipeline.input.detect.present())) {
-    const std::string what = pipeline.input.weight.present() ? "the background step has no CUDA implementation with a weight map (input.weight)"
-                                                             : "the CUDA engine reads no detection image (input.detect)";
-    if (pipeline.engine.device != "auto") throw ConfigError(what + "; use device: cpu");
-    spdlog::warn("device auto: {}; running on the CPU", what);
-    device = "cpu";
-  }
-
   const TilingPlan tiling = plan_tiling(pipeline);  // throws ConfigError (exit 1)
   if (!tiling.off_reason.empty()) spdlog::debug("tiling is off: {}", tiling.off_reason);
 

@@ -16,6 +16,8 @@
 #ifdef IMFLOW_HAVE_CUDA
 #include "cuda/background.hpp"
 #include "cuda/background_mesh.hpp"
+#include "cuda/measured_image.hpp"
+#include "cuda/weight_noise.hpp"
 #endif
 
 namespace imflow {
@@ -57,12 +59,16 @@ class BackgroundStep final : public Step {
 
 #ifdef IMFLOW_HAVE_CUDA
   bool has_cuda() const override { return true; }
-  void run_cuda(WorkItem&, GpuContext& gpu) const override {
+  void run_cuda(WorkItem& item, GpuContext& gpu) const override {
+    if (!item.weight_variance.empty() && !mesh_)
+      throw std::runtime_error("a weight map needs the mesh background (method: mesh)");
     if (mesh_) {
       cuda::background_mesh(gpu, mesh_params_);
+      if (!item.weight_variance.empty()) cuda::weight_noise(gpu, mesh_params_, item.weight_variance, item.weight_rescale);
     } else {
       cuda::background(gpu, kappa_, max_iters_);
     }
+    if (gpu.dual_image) cuda::measured_image_background(gpu, mesh_ ? &mesh_params_ : nullptr, kappa_, max_iters_);
   }
 #endif
 

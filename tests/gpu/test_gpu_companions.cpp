@@ -1,6 +1,7 @@
-// The CUDA engine with companion images: a mask (its pixels made NaN as the image is read) and a
-// flag map (IMAFLAGS_ISO from the label map the GPU sends back) give the CPU's catalogs; a weight
-// map keeps device auto on the CPU and makes device cuda refuse the pipeline.
+// The CUDA engine with companion images gives the CPU's catalogs: a mask (its pixels made NaN as
+// the image is read), a flag map (IMAFLAGS_ISO from the label map the GPU sends back) and a weight
+// map (its RMS map and rescaling made on the device).
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -60,6 +61,54 @@ imflow::Pipeline companion_pipeline(const fs::path& in, const std::string& input
   pipeline.engine.threads = 2;
   return pipeline;
 }
+
+struct DeviceRuns {
+  std::vector<nlohmann::json> records;             // summary.json's item, cpu then cuda
+  std::vector<std::vector<std::string>> catalogs;  // the CSV catalog's lines
+};
+
+// `pipeline` on the CPU, then on the GPU, over one image whose catalog is `catalog`.
+DeviceRuns run_on_both(imflow::Pipeline pipeline, const fs::path& dir, const std::string& catalog) {
+  DeviceRuns runs;
+  for (const std::string device : {"cpu", "cuda"}) {
+    pipeline.engine.device = device;
+    pipeline.output.dir = dir / device;
+    fs::remove_all(dir / device);
+    const imflow::RunSummary summary = imflow::run_pipeline(pipeline, {});
+    REQUIRE(summary.items() == 1);
+    REQUIRE(summary.failed() == 0);
+    const auto json = nlohmann::json::parse(std::ifstream(dir / device / "summary.json"));
+    CHECK(json["device"] == device);
+    runs.records.push_back(json["items"][0]);
+    runs.catalogs.push_back(lines_of(dir / device / catalog));
+  }
+  return runs;
+}
+
+// Same rows and header; integer columns equal; every other value within 1e-5 relative (or 1e-9
+// absolute): the GPU's float64 sums run in another order and its background map may differ
+// from the CPU's in a last bit.
+void require_same_catalogs(const DeviceRuns& runs) {
+  const auto& catalogs = runs.catalogs;
+  REQUIRE(catalogs[0].size() > 10);
+  REQUIRE(catalogs[1].size() == catalogs[0].size());
+  CHECK(catalogs[1][0] == catalogs[0][0]);
+  const std::vector<std::string> header = split_csv(catalogs[0][0]);
+  for (size_t r = 1; r < catalogs[0].size(); ++r) {
+    const auto a = split_csv(catalogs[0][r]), b = split_csv(catalogs[1][r]);
+    REQUIRE(a.size() == header.size());
+    REQUIRE(b.size() == header.size());
+    for (size_t c = 0; c < header.size(); ++c) {
+      INFO("row " << r << " column " << header[c] << ": " << a[c] << " vs " << b[c]);
+      const double va = std::stod(a[c]), vb = std::stod(b[c]);
+      if (std::isnan(va)) {
+        CHECK(std::isnan(vb));
+      } else {
+        CHECK(std::abs(va - vb) <= 1e-5 * std::abs(va) + 1e-9);
+      }
+    }
+  }
+}
 }  // namespace
 
 TEST_CASE("a mask and a flag map give the CPU's catalogs on the GPU", "[gpu][companions]") {
@@ -85,21 +134,9 @@ TEST_CASE("a mask and a flag map give the CPU's catalogs on the GPU", "[gpu][com
                                      "[{background: {method: mesh, size: 32}}, {segment: {nsigma: 1.5, relative_to: background, "
                                      "compare: float32}}, {label: {connectivity: 8}}, {deblend: {minarea: 5}}, measure]");
   INFO(steps);
-  imflow::Pipeline pipeline = companion_pipeline(dir / "in", input, steps);
-  std::vector<std::vector<std::string>> catalogs;
-  std::vector<nlohmann::json> records;
-  for (const std::string device : {"cpu", "cuda"}) {
-    pipeline.engine.device = device;
-    pipeline.output.dir = dir / device;
-    fs::remove_all(dir / device);
-    const imflow::RunSummary summary = imflow::run_pipeline(pipeline, {});
-    REQUIRE(summary.items() == 1);
-    REQUIRE(summary.failed() == 0);
-    const auto json = nlohmann::json::parse(std::ifstream(dir / device / "summary.json"));
-    CHECK(json["device"] == device);
-    records.push_back(json["items"][0]);
-    catalogs.push_back(lines_of(dir / device / "f.cat.csv"));
-  }
+  const DeviceRuns runs = run_on_both(companion_pipeline(dir / "in", input, steps), dir.path(), "f.cat.csv");
+  const auto& records = runs.records;
+  const auto& catalogs = runs.catalogs;
   CHECK(records[0]["metrics"]["masked_pixels"].get<double>() == 30.0 * 60.0);
   CHECK(records[1]["metrics"]["masked_pixels"] == records[0]["metrics"]["masked_pixels"]);
   REQUIRE(catalogs[0].size() > 10);
@@ -129,19 +166,102 @@ TEST_CASE("a mask and a flag map give the CPU's catalogs on the GPU", "[gpu][com
   CHECK(flagged > 0);  // the flag map reached some sources
 }
 
-TEST_CASE("a weight map keeps device auto on the CPU; device cuda refuses it", "[gpu][companions]") {
-  test::TempDir dir("gpu_weight_refusal");
+TEST_CASE("a weight map gives the CPU's RMS map, rescaling and catalogs on the GPU", "[gpu][companions]") {
+  test::TempDir dir("gpu_weight");
+  fs::create_directories(dir / "in");
+  const uint32_t seed = gpu_test::fresh_seed("weight");
+  // The noise grows from 1 to 3 across the columns; a weight map that knows it (x 4 of the truth,
+  // so rescaling matters), with no exposure in a band of columns and a corner block.
+  std::vector<double> image = star_field(seed), noise_sigma(kSide * kSide);
+  std::mt19937 rng(seed + 2);
+  std::normal_distribution<double> gauss(0.0, 1.0);
+  for (long y = 0; y < kSide; ++y)
+    for (long x = 0; x < kSide; ++x) {
+      const double sigma = 1.0 + 2.0 * static_cast<double>(x) / kSide;
+      noise_sigma[y * kSide + x] = sigma;
+      image[y * kSide + x] += std::sqrt(sigma * sigma - 1.0) * gauss(rng);  // star_field has unit noise
+    }
+  const std::string type = GENERATE(as<std::string>{}, "map_weight", "map_rms", "map_var");
+  const bool rescale = GENERATE(true, false);
+  std::vector<double> map(kSide * kSide);
+  long bad = 0;
+  for (long y = 0; y < kSide; ++y)
+    for (long x = 0; x < kSide; ++x) {
+      const double sigma = noise_sigma[y * kSide + x] * 2.0;
+      const bool gap = (x >= 120 && x < 126) || (x < 30 && y < 30);
+      bad += gap ? 1 : 0;
+      if (type == "map_weight") map[y * kSide + x] = gap ? 0.0 : 1.0 / (sigma * sigma);
+      if (type == "map_rms") map[y * kSide + x] = gap ? 1e31 : sigma;
+      if (type == "map_var") map[y * kSide + x] = gap ? 1e31 : sigma * sigma;
+    }
+  test::write_fits(dir / "in" / "w.fits", -32, {kSide, kSide}, image);
+  test::write_fits(dir / "in" / "w.weight.fits", -32, {kSide, kSide}, map);
+  const std::string input = "{weight: {image: '{stem}.weight.fits', type: " + type +
+                            ", rescale: " + (rescale ? "true" : "false") + "}}";
+  const std::string steps = GENERATE(as<std::string>{},
+                                     "[{background: {method: mesh, size: 32}}, {segment: {nsigma: 3, relative_to: rms_map}}, "
+                                     "{label: {connectivity: 8}}, {measure: {gain: 0}}]",
+                                     "[{background: {method: mesh, size: 40}}, {segment: {nsigma: 1.5, relative_to: rms_map, "
+                                     "compare: float32}}, {label: {connectivity: 8}}, {deblend: {minarea: 5}}, "
+                                     "{measure: {gain: 2, auto: {kron_fact: 2.5, min_radius: 3.5}, apertures: [6]}}]");
+  INFO(type << " rescale " << rescale << " " << steps);
+  const DeviceRuns runs = run_on_both(companion_pipeline(dir / "in", input, steps), dir.path(), "w.cat.csv");
+  CHECK(runs.records[0]["metrics"]["weight_bad_pixels"].get<double>() == static_cast<double>(bad));
+  CHECK(runs.records[1]["metrics"]["weight_bad_pixels"] == runs.records[0]["metrics"]["weight_bad_pixels"]);
+  const double scale = runs.records[0]["metrics"]["weight_scale"].get<double>();
+  if (rescale) {  // the map says twice the true noise (4x for weights): the factor is about 1/2
+    CHECK(scale > 0.4);
+    CHECK(scale < 0.6);
+  } else {
+    CHECK(scale == 1.0);
+  }
+  CHECK(runs.records[1]["metrics"]["weight_scale"].get<double>() == Approx(scale).epsilon(1e-6));
+  require_same_catalogs(runs);
+}
+
+TEST_CASE("a weight map needs the mesh background on the GPU too", "[gpu][companions]") {
+  test::TempDir dir("gpu_weight_global");
   fs::create_directories(dir / "in");
   test::write_fits(dir / "in" / "w.fits", -32, {kSide, kSide}, star_field(7));
   test::write_fits(dir / "in" / "w.weight.fits", -32, {kSide, kSide}, std::vector<double>(kSide * kSide, 1.0));
-  imflow::Pipeline pipeline = companion_pipeline(
-      dir / "in", "{weight: {image: '{stem}.weight.fits', type: map_weight}}",
-      "[{background: {method: mesh, size: 32}}, {segment: {nsigma: 3, relative_to: rms_map}}, label, measure]");
-  pipeline.output.dir = dir / "auto";
-  pipeline.engine.device = "auto";
-  REQUIRE(imflow::run_pipeline(pipeline, {}).failed() == 0);
-  CHECK(nlohmann::json::parse(std::ifstream(dir / "auto" / "summary.json"))["device"] == "cpu");
-  pipeline.engine.device = "cuda";
-  pipeline.output.dir = dir / "cuda";
-  CHECK_THROWS_AS(imflow::run_pipeline(pipeline, {}), imflow::ConfigError);
+  imflow::Pipeline pipeline = companion_pipeline(dir / "in", "{weight: {image: '{stem}.weight.fits', type: map_weight}}",
+                                                 "[background, {segment: {nsigma: 3}}, label, measure]");
+  for (const std::string device : {"cpu", "cuda"}) {
+    pipeline.engine.device = device;
+    pipeline.output.dir = dir / device;
+    const imflow::RunSummary summary = imflow::run_pipeline(pipeline, {});
+    CHECK(summary.items() == 1);
+    CHECK(summary.failed() == 1);  // the item's error names the reason; the run goes on
+  }
+}
+
+TEST_CASE("dual-image mode detects on one image and measures another on the GPU as on the CPU", "[gpu][companions]") {
+  test::TempDir dir("gpu_dual_image");
+  fs::create_directories(dir / "in");
+  fs::create_directories(dir / "detect");
+  const uint32_t seed = gpu_test::fresh_seed("dual");
+  // The measured band: the same stars at 0.6 of their flux on a sky of 150, with noise of its own.
+  const std::vector<double> detection = star_field(seed);
+  std::vector<double> measured(detection.size());
+  std::mt19937 rng(seed + 3);
+  std::normal_distribution<double> gauss(0.0, 1.5);
+  for (size_t i = 0; i < detection.size(); ++i) measured[i] = 150.0 + 0.6 * (detection[i] - 100.0) + gauss(rng);
+  test::write_fits(dir / "detect" / "d.fits", -32, {kSide, kSide}, detection);
+  test::write_fits(dir / "in" / "d.fits", -32, {kSide, kSide}, measured);
+  const std::string steps = GENERATE(
+      as<std::string>{}, "[background, {segment: {nsigma: 3}}, {label: {connectivity: 8}}, {measure: {gain: 1}}]",
+      "[{convolve: {kernel: [[1, 2, 1], [2, 4, 2], [1, 2, 1]], apply_to: detection}}, {background: {method: mesh, size: 32}}, "
+      "{segment: {nsigma: 1.5, relative_to: rms_map, compare: float32}}, {label: {connectivity: 8}}, {deblend: {minarea: 5}}, "
+      "{measure: {gain: 2, auto: {kron_fact: 2.5, min_radius: 3.5}, apertures: [6], windowed: true}}]");
+  INFO(steps);
+  imflow::Pipeline pipeline = companion_pipeline(dir / "in", "{detect: {image: '../detect/{stem}.fits'}}", steps);
+  const DeviceRuns runs = run_on_both(pipeline, dir.path(), "d.cat.csv");
+  require_same_catalogs(runs);
+  // The fluxes are the measured band's: about 0.6 of the detection image's (its sky removed).
+  const auto header = split_csv(runs.catalogs[1][0]);
+  const size_t flux = static_cast<size_t>(std::find(header.begin(), header.end(), "flux_iso") - header.begin());
+  REQUIRE(flux < header.size());
+  double sum = 0.0;
+  for (size_t r = 1; r < runs.catalogs[1].size(); ++r) sum += std::stod(split_csv(runs.catalogs[1][r])[flux]);
+  CHECK(sum > 0.0);
 }

@@ -1,0 +1,64 @@
+// Dual-image mode on the device (input.detect): the detection image sits in gpu.detection, the
+// measured image in gpu.image; the measured image gets its own background, and measure a second
+// pass over it whose fluxes and peaks replace the detection pass's (as on the CPU).
+#pragma once
+#include "cuda/background_mesh.hpp"
+#include "cuda/gpu_context.hpp"
+
+namespace imflow::cuda {
+
+// One slot's buffers for the measured image (grow-only), created by its first dual-image item.
+struct MeasuredImageState {
+  MeshBackgroundState maps;  // its mesh background, valid when has_maps
+  bool has_maps = false;
+  bool has_background = false;
+  DeviceBuffer<DeviceResults> results;  // its background's median, std, valid, kept, meshes_dropped
+  PinnedBuffer<DeviceResults> results_host;
+  CatalogAccumulators accumulators;  // measure's pass over the measured image
+  DeviceBuffer<DeviceSource> rows;   // ... and its rows, merged into the catalog
+};
+
+// What the measurements (measure, the photometry) subtract and take their noise from: the mesh
+// maps (map and rms_map), or the global level and std in *stats, or nothing. The detection
+// image's background, or in dual-image mode the measured image's own.
+struct MeasurementBackground {
+  const float* map = nullptr;
+  const float* rms_map = nullptr;
+  const DeviceResults* stats = nullptr;  // device results holding median and std
+  bool level = false;                    // subtract stats->median (a global background)
+  bool any = false;                      // a background step ran
+};
+
+// The detection image's background (the only one outside dual-image mode).
+inline MeasurementBackground detection_background(const GpuContext& gpu) {
+  MeasurementBackground b;
+  b.map = gpu.has_background_maps ? gpu.mesh_background->back_map.data() : nullptr;
+  b.rms_map = gpu.has_background_maps ? gpu.mesh_background->rms_map.data() : nullptr;
+  b.stats = gpu.results.data();
+  b.level = gpu.has_background && !gpu.has_background_maps;
+  b.any = gpu.has_background;
+  return b;
+}
+
+inline MeasurementBackground measurement_background(const GpuContext& gpu) {
+  if (!gpu.dual_image) return detection_background(gpu);
+  const MeasuredImageState& m = *gpu.measured;
+  MeasurementBackground b;
+  b.map = m.has_maps ? m.maps.back_map.data() : nullptr;
+  b.rms_map = m.has_maps ? m.maps.rms_map.data() : nullptr;
+  b.stats = m.results.data();
+  b.level = m.has_background && !m.has_maps;
+  b.any = m.has_background;
+  return b;
+}
+
+// The host copy of the stats measurement_background points at (after enqueue_download).
+inline const DeviceResults& measurement_stats_host(const GpuContext& gpu) {
+  return gpu.dual_image ? *gpu.measured->results_host.data() : *gpu.results_host.data();
+}
+
+// The background step on a dual-image item: the measured image's own background with the same
+// method (mesh `params`, or kappa-sigma when null), as the CPU's second estimate.
+void measured_image_background(GpuContext& gpu, const kernels::MeshParams* mesh, double kappa, int max_iters);
+
+}  // namespace imflow::cuda

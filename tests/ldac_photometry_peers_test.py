@@ -11,8 +11,8 @@ datasets/fetch.sh has fetched it, the whole ISAAC frame (a dense star field):
    SExtractor's float32 sample positions fall either side of a circle) SExtractor's KRON_RADIUS,
    FLUX_AUTO, FLUX_APER and FLUX_RADIUS must agree within 1% and XWIN_IMAGE/YWIN_IMAGE within
    1e-3 px; FLUXERR_AUTO, FLUX_WIN, FLUXERR_WIN, SNR_WIN and ERRAWIN/ERRBWIN are compared too, and
-   FLAGS (with SExtractor's 16 for a photometry box cut by the edge; without its crowding bit 1)
-   on every source. Prints the worst and
+   FLAGS (all bits: SExtractor's 16 for a photometry box cut by the edge, its crowding bit 1) on
+   every source. Prints the worst and
    median difference of every column, and those of imflow's default exact-overlap apertures
    (docs/astronomy.md quotes them).
 2. VIGNET(35,35): on isolated sources imflow's stamps equal SExtractor's to float32 precision.
@@ -69,19 +69,67 @@ def run_imflow(inputs, out, aperture_subpix):
                     "--threads", "2"], check=True)
 
 
-def run_sextractor(image, catalog):
+def run_sextractor(image, catalog, params_list=PARAMS, options=("-WEIGHT_TYPE", "NONE")):
     params = os.path.join(work, "sex.param")
     with open(params, "w") as f:
-        f.write("\n".join(PARAMS) + "\n")
+        f.write("\n".join(params_list) + "\n")
     config = os.path.join(work, "default.sex")
     with open(config, "w") as f:
         f.write(subprocess.run(["source-extractor", "-dd"], capture_output=True, text=True, check=True).stdout)
     subprocess.run(["source-extractor", image, "-c", config, "-PARAMETERS_NAME", params, "-CATALOG_TYPE", "FITS_LDAC",
                     "-CATALOG_NAME", catalog, "-FILTER", "N", "-DEBLEND_MINCONT", "1", "-CLEAN", "N",
                     "-DETECT_MINAREA", "1", "-DETECT_THRESH", "5", "-ANALYSIS_THRESH", "5", "-BACK_SIZE", "4096",
-                    "-BACK_FILTERSIZE", "1", "-WEIGHT_TYPE", "NONE", "-GAIN", "1",
+                    "-BACK_FILTERSIZE", "1", *options, "-GAIN", "1",
                     "-PHOT_APERTURES", ",".join(map(str, APERTURES)), "-PHOT_AUTOPARAMS", "2.5,3.5",
                     "-PHOT_FLUXFRAC", "0.5", "-VERBOSE_TYPE", "QUIET", "-CHECKIMAGE_TYPE", "NONE"], check=True, cwd=work)
+
+
+def run_bad_pixels(images):
+    """FLAGS where bad pixels (an RMS map's 1e31: 8% of the pixels at random, a 3-column band, a
+    block) and neighbours share the Kron pixels: SExtractor with WEIGHT_TYPE MAP_RMS and
+    INTERP_TYPE NONE, imflow with input.weight map_rms, the same detection otherwise."""
+    inputs, out = os.path.join(work, "bad_in"), os.path.join(work, "bad_out")
+    os.makedirs(inputs)
+    for image in images:
+        stem = os.path.splitext(os.path.basename(image))[0]
+        data = fits.getdata(image).astype(np.float64)
+        sigma = 1.4826 * np.median(np.abs(data - np.median(data)))
+        rms = np.full(data.shape, sigma, np.float32)
+        height, width = data.shape
+        rms[np.random.default_rng(5).random(data.shape) < 0.08] = 1e31
+        rms[:, width * 2 // 5:width * 2 // 5 + 3] = 1e31
+        rms[height // 3:height // 3 + height // 10, width // 2:width // 2 + width // 10] = 1e31
+        shutil.copy(image, inputs)
+        fits.PrimaryHDU(rms).writeto(os.path.join(inputs, stem + ".rms.fits"))
+    config = os.path.join(work, "bad.yaml")
+    with open(config, "w") as f:
+        f.write("input: {weight: {image: '{stem}.rms.fits', type: map_rms}}\noutput: {formats: [ldac]}\nsteps:\n"
+                "  - background: {method: mesh, size: 4096, filter_size: 1}\n"
+                "  - segment: {nsigma: 5, relative_to: rms_map}\n  - label: {connectivity: 8}\n"
+                "  - measure: {gain: 1, auto: {kron_fact: 2.5, min_radius: 0, min_kron_radius: 3.5}}\n")
+    subprocess.run([imflow, "-q", "run", config, "--input", inputs, "--output", out, "--device", "cpu",
+                    "--threads", "2"], check=True)
+    for image in images:
+        stem = os.path.splitext(os.path.basename(image))[0]
+        label = stem.split(".")[0] + " with bad pixels"
+        theirs_path = os.path.join(work, f"sex_bad_{stem}.ldac")
+        run_sextractor(os.path.join(inputs, os.path.basename(image)), theirs_path,
+                       ["NUMBER", "X_IMAGE", "Y_IMAGE", "FLAGS", "KRON_RADIUS", "FLUX_AUTO"],
+                       ("-WEIGHT_TYPE", "MAP_RMS", "-WEIGHT_IMAGE", os.path.join(inputs, stem + ".rms.fits"),
+                        "-INTERP_TYPE", "NONE"))
+        ours, theirs = Table.read(os.path.join(out, stem + ".ldac"), hdu=2), Table.read(theirs_path, hdu=2)
+        match = pair(label, ours, theirs)
+        if match is None:
+            continue
+        ours = ours[match]
+        rounding = compare_flags(label, ours, theirs, fits.getdata(image).shape)
+        kron = np.abs(values(ours, "KRON_RADIUS") - values(theirs, "KRON_RADIUS")) / values(theirs, "KRON_RADIUS")
+        crowded = (int((np.asarray(ours["FLAGS"]) & 1).sum()), int((np.asarray(theirs["FLAGS"]) & 1).sum()))
+        print(f"{label}: {len(ours)} sources, FLAGS equal on {len(ours) - rounding} (the others: SExtractor's 16 "
+              f"by its box rounding at the edge), 1 (crowded) on {crowded[0]} (SExtractor {crowded[1]}); "
+              f"KRON_RADIUS within {kron.max():.2g} (median {np.median(kron):.2g})", flush=True)
+        if crowded[1] == 0:
+            problems.append(f"{label}: no crowded source to compare")
 
 
 def run_psfex(catalog, cwd):
@@ -119,6 +167,37 @@ def isolated(labels, ours, reach):
     return np.array(keep)
 
 
+def pair(label, ours, theirs):
+    """The row of `ours` at each of SExtractor's sources (LDAC_OBJECTS), or None (a problem noted)
+    when the catalogs do not pair up one to one within 1e-3 px."""
+    distance = np.hypot(theirs["X_IMAGE"][:, None] - ours["X_IMAGE"][None, :],
+                        theirs["Y_IMAGE"][:, None] - ours["Y_IMAGE"][None, :])
+    match = distance.argmin(axis=1)
+    if len(ours) != len(theirs) or distance.min(axis=1).max() > 1e-3 or len(set(match)) != len(ours):
+        problems.append(f"{label}: {len(ours)} sources, SExtractor {len(theirs)}; they do not pair up")
+        return None
+    return match
+
+
+def compare_flags(label, ours, theirs, shape=None):
+    """FLAGS must be equal on every paired source. With the image's `shape`, SExtractor's 16 alone
+    may differ within 2 px of the edge: it rounds the Kron box's bounds (RINT), SEP's boxes
+    truncate, so a box reaching 0.5-1.5 px past the edge is cut for SExtractor only (a 1-pixel
+    detection at x = 1: 6 a = 1.73 px). Returns how many differ so."""
+    flags_ours, flags_theirs = np.asarray(ours["FLAGS"]), np.asarray(theirs["FLAGS"])
+    edge = np.zeros(len(ours), bool)
+    if shape is not None:
+        x, y = np.asarray(theirs["X_IMAGE"]) - 1, np.asarray(theirs["Y_IMAGE"]) - 1
+        edge = (np.minimum(x, shape[1] - 1 - x) < 2) | (np.minimum(y, shape[0] - 1 - y) < 2)
+    rounding = edge & ((flags_ours ^ flags_theirs) == 16)
+    differ = np.flatnonzero((flags_ours != flags_theirs) & ~rounding)
+    if len(differ):
+        i = differ[0]
+        problems.append(f"{label}: FLAGS differ on {len(differ)} of {len(ours)} sources, e.g. at ({theirs['X_IMAGE'][i]:.2f}, "
+                        f"{theirs['Y_IMAGE'][i]:.2f}): imflow {ours['FLAGS'][i]}, SExtractor {theirs['FLAGS'][i]}")
+    return int(rounding.sum())
+
+
 def values(table, name):
     column = np.asarray(table[name], float)
     return column.reshape(len(table), -1)
@@ -140,21 +219,14 @@ try:
         run_sextractor(os.path.join(inputs, os.path.basename(image)), theirs_path)
         ours_path = os.path.join(out, stem + ".ldac")
         ours, theirs = Table.read(ours_path, hdu=2), Table.read(theirs_path, hdu=2)
-        distance = np.hypot(theirs["X_IMAGE"][:, None] - ours["X_IMAGE"][None, :],
-                            theirs["Y_IMAGE"][:, None] - ours["Y_IMAGE"][None, :])
-        match = distance.argmin(axis=1)
-        if len(ours) != len(theirs) or distance.min(axis=1).max() > 1e-3 or len(set(match)) != len(ours):
-            problems.append(f"{label}: {len(ours)} sources, SExtractor {len(theirs)}; they do not pair up")
+        match = pair(label, ours, theirs)
+        if match is None:
             continue
         ours = ours[match]
-        # SExtractor's FLAGS 1 also marks blanked neighbours over 10% of the Kron ellipse, which
-        # imflow does not flag (docs/astronomy.md): compared without that bit, counted.
-        crowded = int(((np.asarray(ours["FLAGS"]) ^ np.asarray(theirs["FLAGS"])) & 1).sum())
-        if not np.array_equal(np.asarray(ours["FLAGS"]) & ~1, np.asarray(theirs["FLAGS"]) & ~1):
-            differ = np.flatnonzero((np.asarray(ours["FLAGS"]) & ~1) != (np.asarray(theirs["FLAGS"]) & ~1))
-            problems.append(f"{label}: FLAGS differ on {len(differ)} sources, e.g. at ({theirs['X_IMAGE'][differ[0]]:.2f}, "
-                            f"{theirs['Y_IMAGE'][differ[0]]:.2f}): imflow {ours['FLAGS'][differ[0]]}, "
-                            f"SExtractor {theirs['FLAGS'][differ[0]]}")
+        # Every FLAGS bit, SExtractor's crowding bit 1 (blanked neighbours over 10% of the Kron
+        # pixels) included, on every source.
+        crowded = (int((np.asarray(ours["FLAGS"]) & 1).sum()), int((np.asarray(theirs["FLAGS"]) & 1).sum()))
+        compare_flags(label, ours, theirs)
         exact_apertures = values(Table.read(os.path.join(exact, stem + ".ldac"), hdu=2)[match], "FLUX_APER")
         labels = fits.getdata(os.path.join(out, stem + ".labels.fits"))
         reach = lambda row: max(6.0 * row["A_IMAGE"], row["KRON_RADIUS"] * row["A_IMAGE"], max(APERTURES) / 2,
@@ -193,8 +265,9 @@ try:
             problems.append(f"{label}: VIGNET TDIM {tdim}, shape {np.asarray(ours['VIGNET']).shape}")
         print(f"{label}: {len(ours)} sources, {keep.sum()} isolated; worst relative (absolute for XWIN/YWIN) "
               f"difference from SExtractor: " + ", ".join(report) + f", ERRTHETAWIN_IMAGE {theta.max():.2g} deg, "
-              f"VIGNET {stamp_error.max():.2g} of the peak; FLAGS_WIN differs on {flags_differ} of {len(ours)}, "
-              f"FLAGS 1 (SExtractor's crowding) on {crowded}", flush=True)
+              f"VIGNET {stamp_error.max():.2g} of the peak; FLAGS_WIN differs on {flags_differ} of {len(ours)}; "
+              f"FLAGS equal on {int((np.asarray(ours['FLAGS']) == np.asarray(theirs['FLAGS'])).sum())} of {len(ours)}, "
+              f"1 (crowded) on {crowded[0]} (SExtractor {crowded[1]})", flush=True)
 
         # 3. PSFEx from each catalog, default settings.
         if label in ("isaac_crop", "ISAAC"):
@@ -211,6 +284,7 @@ try:
                       f"SExtractor's {fwhm_theirs:.4f} px ({used_theirs} stars): {100 * difference:.2f}% apart", flush=True)
                 if difference > 0.02 or used_ours < 3:
                     problems.append(f"{label}: PSFEx FWHM {fwhm_ours} ({used_ours} stars) vs {fwhm_theirs} ({used_theirs})")
+    run_bad_pixels([image for image in IMAGES if "isaac" in image.lower()])
     if measured:
         print("all isolated sources: " + ", ".join(f"{k} worst {np.concatenate(v).max():.2g}"
                                                     for k, v in measured.items()), flush=True)

@@ -9,10 +9,12 @@
 #include <vector>
 
 #include "engine/ldac_merge.hpp"
+#include "imflow/kernels/aperture_geometry.hpp"
 #include "imflow/errors.hpp"
 #include "imflow/io/fits.hpp"
 #include "imflow/io/ldac.hpp"
 #include "imflow/io/wcs.hpp"
+#include "io/catalog_output.hpp"
 #include "test_helpers.hpp"
 
 using namespace imflow;
@@ -171,6 +173,38 @@ TEST_CASE("a FITS_LDAC catalog reads back with SExtractor's names and convention
   CHECK(columns == 30);
   fits_close_file(file, &status);
   CHECK(status == 0);
+}
+
+TEST_CASE("LDAC FLAGS: SExtractor's 1 is FLUX_AUTO's crowding where FLUX_AUTO is measured", "[ldac]") {
+  auto flags_of = [](const kernels::PhotometrySpec& spec, const Source& source, int32_t row_flags) {
+    PhotometryTable table;
+    table.spec = spec;
+    const auto columns = detail::ldac_output_columns(&table);
+    const auto flags = std::find_if(columns.begin(), columns.end(), [](const auto& c) { return c.name == "FLAGS"; });
+    REQUIRE(flags != columns.end());
+    std::vector<double> row(static_cast<size_t>(spec.stride()), 0.0);
+    row[static_cast<size_t>(spec.flags_offset())] = row_flags;
+    return detail::column_value(*flags, source, row.data(), 0.0, 0);
+  };
+  Source source;
+  source.flags = kFlagEdge | kFlagMaskedNeighbour;
+  kernels::PhotometrySpec automatic;
+  automatic.auto_flux = true;
+  CHECK(flags_of(automatic, source, 0) == 8);  // a non-finite neighbour alone is not SExtractor's 1 there
+  CHECK(flags_of(automatic, source, kernels::kAutoCrowded) == 9);
+  CHECK(flags_of(automatic, source, kernels::kAutoCrowded | kernels::kAperTrunc | kernels::kAperHasMasked) == 25);
+  kernels::PhotometrySpec radius;  // FLUX_RADIUS needs FLUX_AUTO (SExtractor computes it too)
+  radius.fractions = 1;
+  radius.flux_fractions[0] = 0.5;
+  CHECK(flags_of(radius, source, kernels::kAutoCrowded) == 9);
+  CHECK(flags_of(radius, source, 0) == 8);
+  kernels::PhotometrySpec apertures;  // no FLUX_AUTO: the non-finite neighbour stands in for 1
+  apertures.apertures = 1;
+  apertures.aperture_diameters[0] = 5.0;
+  CHECK(flags_of(apertures, source, 0) == 9);
+  CHECK(flags_of(apertures, source, kernels::kAperTrunc) == 25);
+  source.flags = kFlagDeblended;
+  CHECK(flags_of(apertures, source, 0) == 2);
 }
 
 TEST_CASE("read_fits_header_records: the HDU's cards without END, a bad file named", "[ldac]") {

@@ -160,3 +160,52 @@ TEST_CASE("output directory checks at the start of a run", "[reliability]") {
   pipeline.output.dir = dir / "file" / "out";
   CHECK_THROWS_AS(run_pipeline(pipeline, {}), OutputError);  // cannot be created
 }
+
+TEST_CASE("manifest: an item is redone when a companion file it uses changes", "[reliability]") {
+  test::TempDir dir("reliability_companions");
+  fs::create_directories(dir / "in");
+  fs::create_directories(dir / "out");
+  for (const char* name : {"a", "b"}) {
+    write_file(dir / "in" / (std::string(name) + ".fits"), "image");
+    write_file(dir / "in" / (std::string(name) + ".weight.fits"), "weights");
+    write_file(dir / "out" / (std::string(name) + ".cat.csv"), "x,y\n");
+  }
+  // A weight map beside each image, and a flag map in the image's own file (EXTNAME DQ: nothing more to check).
+  const std::vector<CompanionSpec> companions = {{"weight map", "{stem}.weight.fits"}, {"flag map", "DQ"}};
+  const ItemRef a = ref_for(dir / "in" / "a.fits", "a.fits"), b = ref_for(dir / "in" / "b.fits", "b.fits");
+  {
+    Manifest manifest(dir / "out", "key", false, true, "manifest.jsonl", companions);
+    manifest.append(a, {dir / "out" / "a.cat.csv"}, {{"status", "ok"}, {"nsources", 1}});
+    manifest.append(b, {dir / "out" / "b.cat.csv"}, {{"status", "ok"}, {"nsources", 2}});
+  }
+  std::ifstream lines(dir / "out" / "manifest.jsonl");
+  std::string line, last;
+  while (std::getline(lines, line)) last = line;
+  const nlohmann::json recorded = nlohmann::json::parse(last).at("companions");
+  REQUIRE(recorded.size() == 1);
+  CHECK(recorded[0].at("role") == "weight map");
+  CHECK(recorded[0].at("path") == (dir / "in" / "b.weight.fits").generic_string());
+  CHECK(Fingerprint::from_json(recorded[0]).same_content(stat_fingerprint(dir / "in" / "b.weight.fits")));
+  {
+    Manifest manifest(dir / "out", "key", true, false, "manifest.jsonl", companions);
+    CHECK(manifest.done_before(a).value("nsources", 0) == 1);
+    CHECK(manifest.done_before(b).value("nsources", 0) == 2);
+  }
+  write_file(dir / "in" / "a.weight.fits", "new weights");  // a's weight map replaced, its image untouched
+  {
+    Manifest manifest(dir / "out", "key", true, false, "manifest.jsonl", companions);
+    CHECK(manifest.done_before(a).is_null());
+    CHECK(manifest.done_before(b).value("nsources", 0) == 2);
+  }
+  fs::remove(dir / "in" / "b.weight.fits");  // gone: the item is redone (and fails there, naming it)
+  {
+    Manifest manifest(dir / "out", "key", true, false, "manifest.jsonl", companions);
+    CHECK(manifest.done_before(b).is_null());
+  }
+  {  // a line written without the companions (no companion then) does not vouch for them
+    Manifest manifest(dir / "out", "key", false, true);
+    manifest.append(a, {dir / "out" / "a.cat.csv"}, {{"status", "ok"}, {"nsources", 1}});
+  }
+  Manifest manifest(dir / "out", "key", true, false, "manifest.jsonl", companions);
+  CHECK(manifest.done_before(a).is_null());
+}

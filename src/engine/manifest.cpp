@@ -147,8 +147,12 @@ std::vector<nlohmann::json> Manifest::load(const fs::path& file) {
   return entries;
 }
 
-Manifest::Manifest(fs::path output_dir, std::string config_key, bool resume, bool sync, const std::string& file_name)
+Manifest::Manifest(fs::path output_dir, std::string config_key, bool resume, bool sync, const std::string& file_name,
+                   std::vector<CompanionSpec> companions)
     : dir_(std::move(output_dir)), path_(dir_ / file_name), config_key_(std::move(config_key)), sync_(sync) {
+  for (CompanionSpec& spec : companions) {
+    if (spec.present() && !spec.names_extension()) companions_.push_back(std::move(spec));
+  }
   const nlohmann::json header = {{"imflow_manifest", kManifestVersion}, {"config", config_key_}};
   std::string kept = header.dump(-1, ' ', false, kReplace) + "\n";
   if (resume) {
@@ -206,6 +210,18 @@ Fingerprint Manifest::input_fingerprint(const fs::path& path) {
   return *cached;
 }
 
+nlohmann::json Manifest::companion_fingerprints(const ItemRef& ref) {
+  nlohmann::json files = nlohmann::json::array();
+  for (const CompanionSpec& spec : companions_) {
+    const fs::path path = companion_path(ref, spec);
+    nlohmann::json described = input_fingerprint(path).to_json();
+    described["role"] = spec.role;
+    described["path"] = path.generic_string();
+    files.push_back(std::move(described));
+  }
+  return files;
+}
+
 nlohmann::json Manifest::done_before(const ItemRef& ref) {
   nlohmann::json entry;
   {
@@ -218,6 +234,18 @@ nlohmann::json Manifest::done_before(const ItemRef& ref) {
     if (!input_fingerprint(ref.path).same_content(Fingerprint::from_json(entry.at("input")))) {
       spdlog::info("{}: input changed since the previous run; processing it again", ref.path.string());
       return nullptr;
+    }
+    // Compared by role and content: the same files reached by another path are unchanged.
+    const nlohmann::json companions = companion_fingerprints(ref);
+    const nlohmann::json recorded = entry.value("companions", nlohmann::json::array());
+    for (size_t i = 0; i < companions.size(); ++i) {
+      const nlohmann::json& now = companions[i];
+      if (i >= recorded.size() || recorded[i].value("role", "") != now.at("role").get<std::string>() ||
+          !Fingerprint::from_json(now).same_content(Fingerprint::from_json(recorded[i]))) {
+        spdlog::info("{}: its {} {} changed since the previous run; processing it again", ref.path.string(),
+                     now.at("role").get<std::string>(), now.at("path").get<std::string>());
+        return nullptr;
+      }
     }
     for (const auto& output : entry.at("outputs")) {
       const fs::path file = dir_ / output.at("path").get<std::string>();
@@ -253,6 +281,7 @@ void Manifest::append(const ItemRef& ref, const std::vector<fs::path>& outputs, 
   nlohmann::json entry = {{"file", file}, {"hdu", hdu}, {"plane", plane}, {"status", record.value("status", "failed")}};
   if (entry["status"] == "ok") {
     entry["input"] = input_fingerprint(ref.path).to_json();
+    if (!companions_.empty()) entry["companions"] = companion_fingerprints(ref);
     nlohmann::json files = nlohmann::json::array();
     for (const fs::path& output : outputs) {
       nlohmann::json described = fingerprint_file(output).to_json();

@@ -12,6 +12,7 @@
 #include <tuple>
 #include <vector>
 
+#include "imflow/io/companion.hpp"
 #include "imflow/work_item.hpp"
 
 namespace imflow {
@@ -45,8 +46,10 @@ class Manifest {
   // valid-looking entries and rewrites the file compactly; otherwise starts a new one.
   // `file_name`: this process's manifest; MPI ranks each write their own ("manifest.rank3.jsonl")
   // and, on resume, read every OUT/manifest*.jsonl, since another rank may have done an item.
+  // `companions`: the input's companions (InputConfig::companions()); the files they name for an
+  // item are fingerprinted beside its input (an EXTNAME names the input's own file).
   Manifest(std::filesystem::path output_dir, std::string config_key, bool resume, bool sync,
-           const std::string& file_name = "manifest.jsonl");
+           const std::string& file_name = "manifest.jsonl", std::vector<CompanionSpec> companions = {});
   ~Manifest();
   Manifest(const Manifest&) = delete;
   Manifest& operator=(const Manifest&) = delete;
@@ -54,8 +57,9 @@ class Manifest {
   const std::filesystem::path& path() const { return path_; }
   size_t previous_entries() const { return previous_.size(); }
 
-  // The previous summary record of `ref` when the item finished ok before, its input is unchanged
-  // (size + CRC-32) and every output still has its recorded size and CRC-32; else null.
+  // The previous summary record of `ref` when the item finished ok before, its input and its
+  // companion files are unchanged (stat fingerprints) and every output still has its recorded
+  // size and CRC-32; else null.
   nlohmann::json done_before(const ItemRef& ref);
   // Append the line of a finished item (thread-safe); `record` is its summary record.
   // Throws OutputError when the line cannot be written.
@@ -65,12 +69,16 @@ class Manifest {
   using Key = std::tuple<std::string, int, int64_t>;  // relative file, hdu, plane
   static Key key_of(const ItemRef& ref);
   Fingerprint input_fingerprint(const std::filesystem::path& path);
+  // The companion files of `ref` with their fingerprints: [{role, path, size, ...}], in the order
+  // of companions_. Throws std::runtime_error when one cannot be stat'ed.
+  nlohmann::json companion_fingerprints(const ItemRef& ref);
   void write_line(const std::string& line);
   // Read one manifest file into previous_; returns the entries of that file (for rewriting).
   std::vector<nlohmann::json> load(const std::filesystem::path& file);
 
   std::filesystem::path dir_, path_;
   std::string config_key_;
+  std::vector<CompanionSpec> companions_;  // those that name files of their own
   bool sync_ = false;
   int fd_ = -1;
   std::mutex mutex_;  // the file and the maps

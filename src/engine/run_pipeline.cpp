@@ -150,7 +150,7 @@ RunSummary run_pipeline(const Pipeline& pipeline, const RunOptions& options) {
   prepare_output_dir(pipeline);
   set_output_fsync(pipeline.output.fsync);
   Manifest manifest(pipeline.output.dir, config_key(pipeline), options.resume, pipeline.output.manifest_sync,
-                    options.manifest_name);
+                    options.manifest_name, pipeline.input.companions());
   ItemSource source(files, pipeline.input.dir);
   if (options.file_feed) source.set_file_feed(options.file_feed);
   source.set_max_file_bytes(pipeline.input.max_file_bytes);

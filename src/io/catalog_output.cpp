@@ -195,11 +195,13 @@ std::vector<OutputColumn> ldac_output_columns(const PhotometryTable* photometry)
   add_flag_map_columns(photometry, true, out);
   if (photometry == nullptr) return out;
   const kernels::PhotometrySpec& spec = photometry->spec;
-  for (OutputColumn& column : out) {  // SExtractor's FLAGS 16 marks a photometry box cut by the edge
+  // SExtractor's FLAGS 16 marks a photometry box cut by the edge, its 1 crowded FLUX_AUTO pixels:
+  // where FLUX_AUTO is measured that replaces the non-finite neighbour's stand-in for 1.
+  for (OutputColumn& column : out) {
     if (column.name != "FLAGS" || !spec.measures()) continue;
     column.flag_row = spec.flags_offset();
-    column.flag_row_bits = kernels::kAperTrunc;
-    column.flag_set = kSextractorApertureCut;
+    column.row_flags = {{kernels::kAperTrunc, kSextractorApertureCut}, {kernels::kAutoCrowded, kSextractorCrowded}};
+    if (spec.needs_auto()) column.flag_clear = kSextractorCrowded;
   }
   const bool mags = photometry->zeropoint.has_value();
   if (spec.auto_flux) {

@@ -33,10 +33,15 @@ struct OutputColumn {
   double (*fallback)(const Source&) = nullptr;
   int fallback_flag = 0;
   std::vector<long> dims;  // Kind::vignet: (width, height), the TDIM; repeat = width x height
-  // Kind::source, flag_row >= 0: flag_set or-ed in where row[flag_row] has a flag_row_bits bit
-  // (LDAC's FLAGS gains SExtractor's 16 where a photometry box was cut by the image edge).
+  // Kind::source, flag_row >= 0: the value less its flag_clear bits, with each row_flags' `set`
+  // or-ed in where row[flag_row] has its `row` bit (LDAC's FLAGS: SExtractor's 16 where a
+  // photometry box was cut by the image edge, its 1 where FLUX_AUTO's pixels are crowded).
+  struct RowFlag {
+    int64_t row, set;
+  };
   int flag_row = -1;
-  int64_t flag_row_bits = 0, flag_set = 0;
+  int64_t flag_clear = 0;
+  std::vector<RowFlag> row_flags;
 
   int repeat() const {
     if (kind == Kind::vignet) return static_cast<int>(dims[0] * dims[1]);
@@ -59,8 +64,13 @@ inline double column_value(const OutputColumn& column, const Source& s, const do
   switch (column.kind) {
     case OutputColumn::Kind::source: {
       const double value = column.source_value(s);
-      if (column.flag_row < 0 || (static_cast<int64_t>(row[column.flag_row]) & column.flag_row_bits) == 0) return value;
-      return static_cast<double>(static_cast<int64_t>(value) | column.flag_set);
+      if (column.flag_row < 0) return value;
+      const auto from_row = static_cast<int64_t>(row[column.flag_row]);
+      int64_t flags = static_cast<int64_t>(value) & ~column.flag_clear;
+      for (const OutputColumn::RowFlag& bit : column.row_flags) {
+        if ((from_row & bit.row) != 0) flags |= bit.set;
+      }
+      return static_cast<double>(flags);
     }
     case OutputColumn::Kind::row: {
       if (column.fallback != nullptr &&

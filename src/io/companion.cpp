@@ -94,9 +94,14 @@ fs::path companion_file(const fs::path& image, const CompanionSpec& spec) {
   return path.is_absolute() ? path : image.parent_path() / path;
 }
 
+fs::path companion_path(const ItemRef& ref, const CompanionSpec& spec) {
+  if (spec.names_extension()) return ref.path;
+  return spec.tree.empty() ? companion_file(ref.path, spec) : spec.tree / ref.relative;
+}
+
 CompanionPlace locate_companion(const ItemRef& ref, const CompanionSpec& spec) {
   if (spec.names_extension()) return plane_in_extension(ref, spec);
-  const fs::path path = spec.tree.empty() ? companion_file(ref.path, spec) : spec.tree / ref.relative;
+  const fs::path path = companion_path(ref, spec);
   std::error_code error;
   if (!fs::is_regular_file(path, error)) {
     throw InputError(image_name(ref) + ": its " + spec.role + " " + path.string() +

@@ -13,11 +13,14 @@ namespace imflow::detail {
 inline constexpr double kDegreesPerRadian = 57.29577951308232;
 inline constexpr int64_t kSextractorTruncated = 8;        // SExtractor's FLAGS bit for a segment cut by the edge
 inline constexpr int64_t kSextractorApertureCut = 16;     // its OBJ_APERT_PB: a photometry box cut by the edge
+inline constexpr int64_t kSextractorCrowded = 1;          // its OBJ_CROWDED: neighbours or bad pixels
 
 // Source::flags as SExtractor's FLAGS: touching the edge is its 8 (truncated), a non-finite
-// neighbour its 1 (bad pixels nearby), a deblended object its 2 (originally blended).
+// neighbour its 1 (bad pixels nearby; with FLUX_AUTO measured, SExtractor's crowding rule instead:
+// catalog_output.cpp), a deblended object its 2 (originally blended).
 inline double sextractor_flags(const Source& s) {
-  return double(((s.flags & kFlagEdge) ? kSextractorTruncated : 0) | ((s.flags & kFlagMaskedNeighbour) ? 1 : 0) |
+  return double(((s.flags & kFlagEdge) ? kSextractorTruncated : 0) |
+                ((s.flags & kFlagMaskedNeighbour) ? kSextractorCrowded : 0) |
                 ((s.flags & kFlagDeblended) ? 2 : 0));
 }
 

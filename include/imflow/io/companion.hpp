@@ -38,6 +38,10 @@ struct CompanionPlace {
 // The companion file of `image` for a file pattern (spec.image set, spec.names_extension() false).
 std::filesystem::path companion_file(const std::filesystem::path& image, const CompanionSpec& spec);
 
+// The file holding the companion of item `ref`: by the file pattern or under spec.tree, or the
+// image's own file when spec.image is an EXTNAME. Reads nothing.
+std::filesystem::path companion_path(const ItemRef& ref, const CompanionSpec& spec);
+
 // Where the companion of item `ref` is. Throws InputError naming the image, the companion and
 // why: the file is missing or unreadable, it has no matching HDU or plane.
 CompanionPlace locate_companion(const ItemRef& ref, const CompanionSpec& spec);

@@ -58,6 +58,9 @@ struct ApertureSum {
   double error = 0.0;  // sqrt(sum of pixel variances x overlap [+ sum / gain]); 0 without noise or gain
   double area = 0.0;   // pixels x overlap within the aperture, masked ones included unless `ignore`
   int32_t flag = 0;    // kAperTrunc, kAperHasMasked
+  // The part of `area` on masked pixels and on other objects' (ApertureImage::neighbours), which
+  // SExtractor counts as blanked (its areab); `ignore` leaves the masked ones out of both.
+  double blanked_area = 0.0;
 };
 
 // Sums over the aperture; subpix = 0 weighs each pixel by its exact overlap, subpix = N by the
@@ -89,10 +92,13 @@ IMFLOW_HOST_DEVICE inline ApertureSum sum_ellipse_bkgann(const ApertureImage& im
 // sep.kron_radius with SEP's cxx, cyy, cxy: sum r I / sum I over the pixels whose centres have
 // r = sqrt(cxx dx^2 + cyy dy^2 + cxy dx dy) <= r_max (6 in the recipe), masked pixels (and values
 // below -1e30) left out. 0 with kAperAllMasked when no pixel counts, 0 with kAperNonPositive when
-// either sum is <= 0. Noise and gain are not used.
+// either sum is <= 0. Noise and gain are not used. `pixels` counts the pixels of the image within
+// r_max and `blanked` those of them that are masked, below -1e30 or other objects' (SExtractor's
+// area and areab in computeautoflux's first step).
 struct KronRadius {
   double radius = 0.0;
   int32_t flag = 0;
+  int64_t pixels = 0, blanked = 0;
 };
 IMFLOW_HOST_DEVICE inline KronRadius kron_radius(const ApertureImage& image, double x, double y, double cxx, double cyy,
                                                  double cxy, double r_max);
@@ -134,11 +140,15 @@ IMFLOW_HOST_DEVICE inline WindowedPosition winpos(const ApertureImage& image, do
 // kron_factor (2.5) x that radius, pixel centres only (subpix 1), its flag or-ed with the Kron
 // flag; when kron_radius x sqrt(a b) < min_radius (1.75, diameter 3.5) the circle of min_radius
 // (subpix 1) instead, with the circle's flag alone. `image`'s noise and gain give the error.
+// `crowded` is SExtractor's OBJ_CROWDED (FLAGS 1, computeautoflux): more than 10% of the pixels
+// within kron_r_max, or of those the flux sums, are blanked (masked, or other objects' with
+// ApertureImage::neighbours), compared in SExtractor's float arithmetic; SEP has no such flag.
 struct AutoFlux {
   double kron_radius = 0.0;
   double flux = 0.0, flux_err = 0.0;
   int32_t flag = 0;
   bool circular = false;  // the min_radius circle was used
+  bool crowded = false;
 };
 struct AutoParams {
   double kron_factor = 2.5;

@@ -25,10 +25,15 @@ IMFLOW_HOST_DEVICE inline KronRadius kron_radius(const ApertureImage& image, dou
       const double q = cxx * dx * dx + cyy * dy * dy + cxy * dx * dy;
       if (q > r2) continue;
       const int64_t at = row + ix;
-      if (aperture_detail::other_object(image, at)) continue;
+      ++out.pixels;
+      if (aperture_detail::other_object(image, at)) {
+        ++out.blanked;
+        continue;
+      }
       const float pix = image.data.data[at];
       if (pix < -kBig || image.masked(at)) {
         out.flag |= kAperHasMasked;
+        ++out.blanked;
         continue;
       }
       r1 += std::sqrt(q) * pix;
@@ -46,6 +51,21 @@ IMFLOW_HOST_DEVICE inline KronRadius kron_radius(const ApertureImage& image, dou
   return out;
 }
 
+namespace aperture_detail {
+inline constexpr double kCrowdThreshold = 0.1;  // SExtractor's CROWD_THRESHOLD (photom.h)
+}  // namespace aperture_detail
+
+// SExtractor's OBJ_CROWDED test in computeautoflux: (float)areab / area > 0.1 over the Kron
+// radius's pixels, or (float)areab > 0.1 x area over the flux's; nothing when the first step had
+// no pixel (SExtractor then measures nothing).
+IMFLOW_HOST_DEVICE inline bool sextractor_crowded(const KronRadius& kron, const ApertureSum& sum) {
+  using aperture_detail::kCrowdThreshold;
+  if (kron.pixels == 0) return false;
+  const float share = static_cast<float>(kron.blanked) / static_cast<float>(kron.pixels);
+  return share > kCrowdThreshold ||
+         static_cast<double>(static_cast<float>(sum.blanked_area)) > kCrowdThreshold * sum.area;
+}
+
 IMFLOW_HOST_DEVICE inline AutoFlux auto_flux(const ApertureImage& image, double x, double y, double a, double b,
                                              double theta, const AutoParams& params) {
   AutoFlux out;
@@ -61,6 +81,7 @@ IMFLOW_HOST_DEVICE inline AutoFlux auto_flux(const ApertureImage& image, double 
   out.flux = sum.sum;
   out.flux_err = sum.error;
   out.flag = out.circular ? sum.flag : (sum.flag | kron.flag);
+  out.crowded = sextractor_crowded(kron, sum);
   return out;
 }
 

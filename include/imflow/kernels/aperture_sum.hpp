@@ -82,7 +82,7 @@ template <typename Shape>
 IMFLOW_HOST_DEVICE inline ApertureSum sum_aperture(const ApertureImage& image, double x, double y, const Shape& shape,
                                                    const PixelBox& box, int32_t flag, int subpix, MaskMode mode) {
   const PixelNoise noise(image);
-  double tv = 0.0, sigtv = 0.0, totarea = 0.0, maskarea = 0.0;
+  double tv = 0.0, sigtv = 0.0, totarea = 0.0, maskarea = 0.0, otherarea = 0.0;
   for (int64_t iy = box.ymin; iy < box.ymax; ++iy) {
     const int64_t row = iy * image.data.width;
     for (int64_t ix = box.xmin; ix < box.xmax; ++ix) {
@@ -107,6 +107,7 @@ IMFLOW_HOST_DEVICE inline ApertureSum sum_aperture(const ApertureImage& image, d
         tv += image.data.data[at] * overlap;
         sigtv += noise.variance(at) * overlap;
       } else {
+        if (other_object(image, at)) otherarea += overlap;
         const ReadPixel pixel = read_pixel(image, ix, iy, at);
         tv += pixel.value * overlap;
         sigtv += noise.variance(pixel.noise_at) * overlap;
@@ -114,9 +115,11 @@ IMFLOW_HOST_DEVICE inline ApertureSum sum_aperture(const ApertureImage& image, d
       totarea += overlap;
     }
   }
+  double blanked = maskarea + otherarea;
   if (image.mask != nullptr) {
     if (mode == MaskMode::ignore) {
       totarea -= maskarea;
+      blanked = otherarea;
     } else {  // SEP divides even when nothing is masked (0/0 = NaN for an empty aperture)
       const double correction = totarea / (totarea - maskarea);
       tv *= correction;
@@ -124,7 +127,7 @@ IMFLOW_HOST_DEVICE inline ApertureSum sum_aperture(const ApertureImage& image, d
     }
   }
   if (image.gain > 0.0 && tv > 0.0) sigtv += tv / image.gain;
-  return {tv, std::sqrt(sigtv), totarea, flag};
+  return {tv, std::sqrt(sigtv), totarea, flag, blanked};
 }
 
 IMFLOW_HOST_DEVICE inline bool valid_subpix(int subpix) { return subpix >= 0; }

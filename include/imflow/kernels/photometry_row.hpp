@@ -119,14 +119,14 @@ IMFLOW_HOST_DEVICE inline void measure_photometry(ApertureImage image, const int
     params.min_radius = spec.min_diameter / 2.0;
     params.min_kron_radius = spec.min_kron_radius;
     automatic = auto_flux(image, x, y, source.a, source.b, source.theta, params);
-    flags |= automatic.flag;
+    flags |= automatic.flag | (automatic.crowded ? kAutoCrowded : 0);
   }
   if (spec.auto_flux) {
     double* out = row + spec.auto_offset();
     out[0] = automatic.kron_radius;
     out[1] = automatic.flux;
     out[2] = automatic.flux_err;
-    out[3] = automatic.flag;
+    out[3] = automatic.flag | (automatic.crowded ? kAutoCrowded : 0);
   }
   for (int k = 0; k < spec.apertures; ++k) {
     const double r = spec.aperture_diameters[k] / 2.0;

@@ -21,13 +21,16 @@ enum WindowValue : int {
   kWindowValues
 };
 inline constexpr int kWinSextractorFlags = 0x0f;  // FLAGS_WIN's bits within kWinFlags
+// imflow's bit beside SEP's aperture flags in flags_auto and the row's or-ed flags: FLUX_AUTO's
+// pixels are crowded, SExtractor's OBJ_CROWDED (FLAGS 1; AutoFlux::crowded). SEP has no such bit.
+inline constexpr int32_t kAutoCrowded = 0x0100;
 
 // What to measure (the measure step's parameters; docs/pipeline.md). A row's layout follows it:
 // [kron_radius, flux_auto, flux_auto_err, flags_auto] with `auto_flux`, then per aperture
 // [flux, err], then one radius per fraction, then the WindowValue block with `windowed`, then
 // the SEP aperture flags of every measurement or-ed (0x10: a box cut by the image edge,
-// SExtractor's OBJ_APERT_PB). A vignet (vignet_width x vignet_height > 0) goes to a float array
-// of its own, not the row.
+// SExtractor's OBJ_APERT_PB) and kAutoCrowded. A vignet (vignet_width x vignet_height > 0) goes
+// to a float array of its own, not the row.
 struct PhotometrySpec {
   bool auto_flux = false;
   double kron_fact = 2.5;

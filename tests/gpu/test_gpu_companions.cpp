@@ -7,6 +7,7 @@
 #include <fstream>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -255,7 +256,7 @@ TEST_CASE("dual-image mode detects on one image and measures another on the GPU 
       "{measure: {gain: 2, auto: {kron_fact: 2.5, min_radius: 3.5}, apertures: [6], windowed: true}}]");
   INFO(steps);
   imflow::Pipeline pipeline = companion_pipeline(dir / "in", "{detect: {image: '../detect/{stem}.fits'}}", steps);
-  const DeviceRuns runs = run_on_both(pipeline, dir.path(), "d.cat.csv");
+  const DeviceRuns runs = run_on_both(std::move(pipeline), dir.path(), "d.cat.csv");
   require_same_catalogs(runs);
   // The fluxes are the measured band's: about 0.6 of the detection image's (its sky removed).
   const auto header = split_csv(runs.catalogs[1][0]);

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The tables of docs/performance.md from one bench-suite folder (tools/bench-suite.sh):
 DIR/suite.json (one record per point of every bench.json, the peers' ratios, and SEP's time on
-the deblending fields against imflow's points on them) and DIR/suite.md
+the crowded fields (deblend, photometry) against imflow's points on them) and DIR/suite.md
 (the same as Markdown). Per point: images/s median (min..max) and its spread, MB/s, megapixels/s,
 copy/compute overlap, bottleneck, milliseconds per item of each stage, peak RSS and GPU memory.
 Standard library only (the GPU hosts have no NumPy). usage: bench-report.py DIR"""
@@ -12,7 +12,8 @@ import sys
 # Pixels per input file of each workload (bench-suite.sh's inputs), for megapixels/s.
 MEGAPIXELS_PER_FILE = {"astro-2048": 2048 * 2048 / 1e6, "mosaic-32k": 32000 * 32000 / 1e6,
                        "mosaic-16k": 16000 * 16000 / 1e6, "deblend-4096": 4096 * 4096 / 1e6,
-                       "deblend-2048": 2048 * 2048 / 1e6}
+                       "deblend-2048": 2048 * 2048 / 1e6, "photometry-4096": 4096 * 4096 / 1e6,
+                       "photometry-2048": 2048 * 2048 / 1e6}
 
 
 def megapixels_per_file(name):
@@ -65,8 +66,9 @@ def peers_records(path):
 
 
 def sep_records(folder):
-    """Per tools/crowded_fields.py SEP timing (NAME-sep.json): SEP's seconds per image and its
-    ratio to each imflow point on the same fields (NAME-gpu.json, NAME-cpu-1thread.json, ...)."""
+    """Per tools/crowded_fields.py SEP timing (NAME-sep.json): SEP's seconds per image (with its
+    extraction and photometry apart where it timed both) and its ratio to each imflow point on the
+    same fields (NAME-gpu.json, NAME-cpu-1thread.json, ...)."""
     out = []
     for path in sorted(folder.glob("*-sep.json")):
         sep = json.loads(path.read_text())
@@ -75,7 +77,10 @@ def sep_records(folder):
         tag = path.stem[:-len("-sep")]
         summary = {"sep_version": sep["sep_version"], "settings": sep["settings"],
                    "sep_seconds_per_image": sep["median_seconds"], "sep_objects_per_image": sep["images"][0]["objects"]}
-        for kind in ("cpu", "cpu-1thread", "gpu"):  # the points bench-suite.sh's deblend part writes
+        for part in ("extract", "photometry"):
+            if f"median_{part}_seconds" in sep:
+                summary[f"sep_{part}_seconds_per_image"] = sep[f"median_{part}_seconds"]
+        for kind in ("cpu", "cpu-1thread", "gpu"):  # the points of bench-suite.sh's crowded-field parts
             bench_path = folder / f"{tag}-{kind}.json"
             if not bench_path.exists():
                 continue

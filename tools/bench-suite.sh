@@ -14,18 +14,23 @@
 #                crowded 4096x4096 fields (tools/crowded_fields.py, DEBLEND_DENSITY stars per pixel,
 #                0.004; 2048 on a CPU host): GPU, CPU with 1 and all threads, and SEP 1.4.1 with
 #                the same settings on 3 of them when the Python has it
+#   photometry   the same detection with config/astro-photometry.yaml's measure (auto 2.5/3.5,
+#                apertures 3, 5, 10, flux_radius 0.5, windowed), mask_neighbours off (SEP's
+#                recipes read the neighbours' pixels: the same numbers), on the same fields and
+#                points; SEP's extraction and its documented recipes, timed apart
 # Then tools/bench-report.py writes suite.json and suite.md (the tables docs/performance.md shows).
 #
-# usage: tools/bench-suite.sh [--kind NAME] [--parts "astro-2048 mosaic-32k mri deblend peers"]
-#                             [--imflow BIN] [--out DIR] [--scratch DIR]
+# usage: tools/bench-suite.sh [--kind NAME] [--imflow BIN] [--out DIR] [--scratch DIR]
+#                             [--parts "astro-2048 mosaic-32k mri deblend photometry peers"]
 # kind: the results folder (default: h100, h200, h200x2, ... from nvidia-smi; cpu-<N>core without
-# a GPU). On a host without a GPU the CPU points of each part run (with fewer images).
+# a GPU); --out another (e.g. --parts photometry --out bench/results/h100/photometry). On a host
+# without a GPU the CPU points of each part run (with fewer images).
 # Inputs: datasets/data/astro and datasets/data/mri/slices (datasets/fetch.sh); scratch (default
 # /dev/shm) holds the made inputs and the outputs, so reads come from the page cache and writes
 # from memory: the figures are the engine's, not the disk's.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-kind="" parts="astro-2048 mosaic-32k mri deblend" imflow=build/imflow out="" scratch=/dev/shm/imflow-suite
+kind="" parts="astro-2048 mosaic-32k mri deblend photometry" imflow=build/imflow out="" scratch=/dev/shm/imflow-suite
 while [ $# -gt 0 ]; do
   case $1 in
     --kind) kind=$2; shift 2 ;;
@@ -33,7 +38,7 @@ while [ $# -gt 0 ]; do
     --imflow) imflow=$2; shift 2 ;;
     --out) out=$2; shift 2 ;;
     --scratch) scratch=$2; shift 2 ;;
-    -h|--help) sed -n '2,25p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,30p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "bench-suite.sh: unknown argument $1 (see --help)" >&2; exit 1 ;;
   esac
 done
@@ -165,26 +170,37 @@ part_mri() {
   fi
 }
 
-part_deblend() {  # SExtractor's defaults with deblending (config/astro-sextractor.yaml) on crowded fields
-  local size=4096 count=8 density=${DEBLEND_DENSITY:-0.004} sep_json=""
+# crowded NAME PIPELINE [crowded_fields.py options...]: 8 crowded fields (tools/crowded_fields.py,
+# DEBLEND_DENSITY stars per pixel), SEP timed on 3 of them with the options when the Python has it
+# (NAME-<size>[-d<density>]-sep.json), and PIPELINE on them: GPU, CPU 1 thread and all threads.
+crowded() {
+  local name=$1 pipeline=$2; shift 2
+  local size=4096 count=8 density=${DEBLEND_DENSITY:-0.004} sep_args=()
   [ "$gpus" -gt 0 ] || size=2048
-  local tag=deblend-$size; [ "$density" = 0.004 ] || tag=deblend-$size-d$density
+  local tag=$name-$size; [ "$density" = 0.004 ] || tag=$tag-d$density
   local in=$scratch/crowded-$size-$density
-  $py -c "import sep" 2>/dev/null && sep_json=$out/$tag-sep.json
-  if [ ! -f "$in/.complete" ] || [ -n "$sep_json" ]; then
+  $py -c "import sep" 2>/dev/null && sep_args=(--time-sep "$out/$tag-sep.json" --sep-fields 3 "$@")
+  if [ ! -f "$in/.complete" ] || [ ${#sep_args[@]} -gt 0 ]; then
     rm -rf "$in"
-    $py tools/crowded_fields.py --out "$in" --size $size --count $count --density "$density" \
-      ${sep_json:+--time-sep "$sep_json" --sep-fields 3} || return 1
+    $py tools/crowded_fields.py --out "$in" --size $size --count $count --density "$density" "${sep_args[@]}" || return 1
     touch "$in/.complete"
   fi
   if [ "$gpus" -gt 0 ]; then
-    bench $tag-gpu config/astro-sextractor.yaml "$in" --device cuda --threads "$cores" --images 64
-    bench $tag-cpu-1thread config/astro-sextractor.yaml "$in" --device cpu --threads 1 --images 4
-    bench $tag-cpu config/astro-sextractor.yaml "$in" --device cpu --threads "$cores" --images 32
+    bench $tag-gpu "$pipeline" "$in" --device cuda --threads "$cores" --images 64
+    bench $tag-cpu-1thread "$pipeline" "$in" --device cpu --threads 1 --images 4
+    bench $tag-cpu "$pipeline" "$in" --device cpu --threads "$cores" --images 32
   else
-    bench $tag-cpu config/astro-sextractor.yaml "$in" --device cpu --images 8 --sweep "threads=1,$cores"
+    bench $tag-cpu "$pipeline" "$in" --device cpu --images 8 --sweep "threads=1,$cores"
   fi
-  [ -n "$sep_json" ] || log "deblend: no SEP in $py, no ratio to SEP"
+  [ ${#sep_args[@]} -gt 0 ] || log "$name: no SEP in $py, no ratio to SEP"
+}
+
+part_deblend() { crowded deblend config/astro-sextractor.yaml; }  # SExtractor's defaults with deblending
+
+part_photometry() {  # the same detection, then astro-photometry.yaml's measure (auto, apertures, flux_radius, windowed)
+  { sed '/^  - measure:/,$d' config/astro-sextractor.yaml; sed -n '/^  - measure:/,$p' config/astro-photometry.yaml
+    echo "      mask_neighbours: false"; } > "$scratch/photometry.yaml"
+  crowded photometry "$scratch/photometry.yaml" --sep-photometry
 }
 
 part_peers() {
@@ -205,6 +221,7 @@ for part in $parts; do
     mri) part_mri || status=1 ;;
     peers) part_peers || status=1 ;;
     deblend) part_deblend || status=1 ;;
+    photometry) part_photometry || status=1 ;;
     *) echo "bench-suite.sh: unknown part $part" >&2; status=1 ;;
   esac
 done

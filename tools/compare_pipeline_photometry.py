@@ -18,7 +18,6 @@ import tempfile
 
 import numpy as np
 import sep
-from astropy.io import fits
 
 APERTURES = [3.0, 5.0, 10.0]
 FRACTIONS = [0.5, 0.9]
@@ -51,28 +50,30 @@ def native(array):
     return np.ascontiguousarray(array, dtype=np.float32)
 
 
-def sep_recipe(image, data, cat):
-    """SEP 1.4.1's documented FLUX_AUTO, aperture, flux_radius and winpos recipes on the catalog's objects."""
-    bkg = sep.Background(native(image), bw=64, bh=64, fw=3, fh=3)
-    rms = bkg.rms()
-    x, y, a, b, theta = (np.asarray(cat[k], dtype=np.float64) for k in ("x", "y", "a", "b", "theta"))
+def sep_recipe(data, x, y, a, b, theta, err, gain=GAIN, apertures=APERTURES, fractions=FRACTIONS):
+    """SEP 1.4.1's documented FLUX_AUTO, aperture, flux_radius and winpos recipes on objects x, y, a,
+    b, theta of data (background-subtracted), with err and gain as SEP takes them (gain None: no
+    Poisson term). Also tools/crowded_fields.py's SEP timing."""
     out = {}
     kronrad, krflag = sep.kron_radius(data, x, y, a, b, theta, 6.0)
-    flux, fluxerr, flag = sep.sum_ellipse(data, x, y, a, b, theta, 2.5 * kronrad, err=rms, gain=GAIN, subpix=1)
+    flux, fluxerr, flag = sep.sum_ellipse(data, x, y, a, b, theta, 2.5 * kronrad, err=err, gain=gain, subpix=1)
     r_min = 3.5 / 2
     use_circle = kronrad * np.sqrt(a * b) < r_min
     if use_circle.any():
-        cflux, cfluxerr, _ = sep.sum_circle(data, x[use_circle], y[use_circle], r_min, err=rms, gain=GAIN, subpix=1)
+        cflux, cfluxerr, _ = sep.sum_circle(data, x[use_circle], y[use_circle], r_min, err=err, gain=gain, subpix=1)
         flux[use_circle] = cflux
         fluxerr[use_circle] = cfluxerr
     out["kron_radius"], out["flux_auto"], out["flux_auto_err"] = kronrad, flux, fluxerr
-    for d in APERTURES:
-        f, e, _ = sep.sum_circle(data, x, y, d / 2, err=rms, gain=GAIN, subpix=0)
+    for d in apertures:
+        f, e, _ = sep.sum_circle(data, x, y, d / 2, err=err, gain=gain, subpix=0)
         out[f"flux_aper_{d:g}"], out[f"flux_aper_err_{d:g}"] = f, e
-    r, _ = sep.flux_radius(data, x, y, 6.0 * a, FRACTIONS, normflux=flux, subpix=5)
-    for k, f in enumerate(FRACTIONS):
+    r, _ = sep.flux_radius(data, x, y, 6.0 * a, list(fractions), normflux=flux, subpix=5)
+    for k, f in enumerate(fractions):
         out[f"flux_radius_{f:g}"] = r[:, k]
-    half, _ = sep.flux_radius(data, x, y, 6.0 * a, 0.5, normflux=flux, subpix=5)
+    if 0.5 in fractions:
+        half = out["flux_radius_0.5"]
+    else:
+        half, _ = sep.flux_radius(data, x, y, 6.0 * a, 0.5, normflux=flux, subpix=5)
     out["xwin"], out["ywin"], _ = sep.winpos(data, x, y, 2.0 / 2.35 * half)
     return out
 
@@ -98,6 +99,7 @@ def main():
     parser.add_argument("source_dir")
     parser.add_argument("--min-fraction", type=float, default=0.99)
     args = parser.parse_args()
+    from astropy.io import fits  # here: sep_recipe's users need only NumPy and SEP
     images = sorted(glob.glob(os.path.join(args.source_dir, "datasets", "samples", "*_crop.fits")))
     fetched = sorted(glob.glob(os.path.join(args.source_dir, "datasets", "data", "astro", "*.fits")))
     images += fetched
@@ -129,7 +131,8 @@ def main():
             image = fits.getdata(path).astype(np.float32)
             data = native(fits.getdata(os.path.join(out, stem + ".bgsub.fits")))
             labels = np.asarray(fits.getdata(os.path.join(out, stem + ".labels.fits")), dtype=np.int32)
-            ref = sep_recipe(image, data, cat)
+            rms = sep.Background(native(image), bw=64, bh=64, fw=3, fh=3).rms()
+            ref = sep_recipe(data, *(np.asarray(cat[k], dtype=np.float64) for k in ("x", "y", "a", "b", "theta")), rms)
             a = np.asarray(cat["a"])
             sig = 2.0 / 2.35 * np.asarray(ref["flux_radius_0.5"])
             moved = np.hypot(np.asarray(ref["xwin"]) - cat["x"], np.asarray(ref["ywin"]) - cat["y"])

@@ -107,6 +107,7 @@ void enqueue_download(GpuContext& gpu, const DownloadWants& wants) {
                                       sizeof(DeviceResults), cudaMemcpyDeviceToHost, gpu.stream));
   }
   detail::enqueue_catalog_rows(gpu);
+  if (gpu.has_photometry && gpu.has_catalog) enqueue_catalog_photometry(gpu);
   DownloadWants done;
   if (wants.labels && gpu.has_labels && n > 0) {
     gpu.labels_host.reserve(n);
@@ -292,7 +293,8 @@ void collect_results(GpuContext& gpu, WorkItem& item) {
     if (gpu.downloaded.labels) item.labels.assign(gpu.labels_host.data(), gpu.labels_host.data() + n);
   }
   if (gpu.has_catalog) {
-    if (r.catalog_overflow != 0 || r.nlabels > gpu.catalog_capacity) {
+    const bool overflowed = r.catalog_overflow != 0 || r.nlabels > gpu.catalog_capacity;
+    if (overflowed) {
       item.catalog = host_catalog(gpu, item, r.nlabels, r);
       // The photometry reads the rows where the device wrote them (the capacity now holds them all).
       if (gpu.has_photometry && !item.catalog->empty()) {
@@ -308,8 +310,10 @@ void collect_results(GpuContext& gpu, WorkItem& item) {
     if (gpu.has_photometry) {  // the item's table (spec, zeropoint) was made by the measure step
       if (!item.photometry) item.photometry.emplace();
       item.photometry->spec = gpu.photometry_spec;
-      measure_catalog_photometry(gpu, static_cast<int64_t>(item.catalog->size()), r, item.photometry->rows,
-                                 item.photometry->vignets);
+      const auto count = static_cast<int64_t>(item.catalog->size());
+      // Rows measured in the stream cover a catalog that fit the device; else measure them now.
+      if (overflowed || !collect_catalog_photometry(gpu, count, item.photometry->rows, item.photometry->vignets))
+        measure_catalog_photometry(gpu, count, r, item.photometry->rows, item.photometry->vignets);
     }
   }
 }

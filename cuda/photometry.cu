@@ -41,6 +41,8 @@ struct RowArgs {
   kernels::PhotometrySpec spec;
   const Source* sources;  // mapped pinned catalog rows
   int64_t count;
+  const DeviceResults* results;  // not null: the rows are min(results->nlabels, count), in the stream
+  const DeviceResults* noise;    // not null: the global noise is noise->std (read on the device)
   double* rows;
   float* vignets;
 };
@@ -48,8 +50,10 @@ struct RowArgs {
 __global__ void __launch_bounds__(kRowThreads) rows_kernel(RowArgs a) {
   kernels::ApertureImage image = a.image;
   image.mask = *a.any_masked != 0 ? a.mask : nullptr;
+  if (a.noise != nullptr) image.noise_value = a.noise->std;
   const int64_t stride = a.spec.stride(), vignet_size = a.spec.vignet_size();
-  for (int64_t i = static_cast<int64_t>(blockIdx.x) * kRowThreads + threadIdx.x; i < a.count;
+  const int64_t count = a.results == nullptr ? a.count : min(static_cast<int64_t>(a.results->nlabels), a.count);
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * kRowThreads + threadIdx.x; i < count;
        i += static_cast<int64_t>(gridDim.x) * kRowThreads) {
     const Source s = a.sources[i];
     const kernels::PhotometrySource source = kernels::photometry_source(s);
@@ -80,6 +84,59 @@ void photometry(GpuContext& gpu, const kernels::PhotometrySpec& spec) {
   IMFLOW_CUDA_CHECK_LAUNCH();
 }
 
+namespace {
+// The rows kernel's arguments for `count` rows of gpu.catalog_host: the background-subtracted
+// image, its noise (the mesh RMS map, or the global std: `noise_std`, NaN without a background,
+// unless the kernel reads it from the device), the gain, the label map for mask_neighbours.
+RowArgs row_args(GpuContext& gpu, int64_t count, double noise_std) {
+  PhotometryState& st = *gpu.photometry;
+  RowArgs a{};
+  a.image.data = {st.data.data(), gpu.width, gpu.height};
+  a.image.gain = gpu.measure_gain;
+  a.image.noise_kind = kernels::NoiseKind::stddev;
+  const MeasurementBackground background = measurement_background(gpu);
+  if (background.rms_map != nullptr) {
+    a.image.noise = background.rms_map;
+  } else {  // NaN without a noise estimate: NaN errors
+    a.image.noise_value = background.any ? noise_std : NAN;
+  }
+  a.mask = st.mask.data();
+  a.any_masked = st.any_masked.data();
+  a.labels = gpu.has_labels ? gpu.labels.data() : nullptr;
+  a.spec = gpu.photometry_spec;
+  a.sources = gpu.catalog_host.device_pointer();
+  a.count = count;
+  return a;
+}
+}  // namespace
+
+bool enqueue_catalog_photometry(GpuContext& gpu) {
+  PhotometryState& st = *gpu.photometry;
+  const kernels::PhotometrySpec& spec = gpu.photometry_spec;
+  st.rows_in_stream = false;
+  if (spec.vignet_size() > 0 || spec.stride() == 0) return false;
+  const int64_t capacity = gpu.catalog_capacity;
+  st.rows_host.reserve(static_cast<size_t>(capacity * spec.stride()) + 1);
+  RowArgs a = row_args(gpu, capacity, NAN);
+  const MeasurementBackground background = measurement_background(gpu);
+  if (background.rms_map == nullptr && background.any) a.noise = background.stats;
+  a.results = gpu.results.data();
+  a.rows = st.rows_host.device_pointer();
+  rows_kernel<<<detail::blocks_for(capacity, kRowThreads), kRowThreads, 0, gpu.stream>>>(a);
+  IMFLOW_CUDA_CHECK_LAUNCH();
+  st.rows_in_stream = true;
+  return true;
+}
+
+bool collect_catalog_photometry(GpuContext& gpu, int64_t count, std::vector<double>& rows, std::vector<float>& vignets) {
+  PhotometryState& st = *gpu.photometry;
+  if (!st.rows_in_stream || count > gpu.catalog_capacity) return false;
+  const auto stride = static_cast<size_t>(gpu.photometry_spec.stride());
+  rows.assign(st.rows_host.data(), st.rows_host.data() + static_cast<size_t>(count) * stride);
+  vignets.clear();
+  return true;
+}
+
 void measure_catalog_photometry(GpuContext& gpu, int64_t count, const DeviceResults& results, std::vector<double>& rows,
                                 std::vector<float>& vignets) {
   const kernels::PhotometrySpec& spec = gpu.photometry_spec;
@@ -92,22 +149,7 @@ void measure_catalog_photometry(GpuContext& gpu, int64_t count, const DeviceResu
   PhotometryState& st = *gpu.photometry;
   st.rows.reserve(n * stride + 1);
   st.vignets.reserve(n * vignet_size + 1);
-  RowArgs a{};
-  a.image.data = {st.data.data(), gpu.width, gpu.height};
-  a.image.gain = gpu.measure_gain;
-  a.image.noise_kind = kernels::NoiseKind::stddev;
-  const MeasurementBackground background = measurement_background(gpu);
-  if (background.rms_map != nullptr) {
-    a.image.noise = background.rms_map;
-  } else {  // NaN without a noise estimate: NaN errors
-    a.image.noise_value = background.any ? (gpu.dual_image ? measurement_stats_host(gpu) : results).std : NAN;
-  }
-  a.mask = st.mask.data();
-  a.any_masked = st.any_masked.data();
-  a.labels = gpu.has_labels ? gpu.labels.data() : nullptr;
-  a.spec = spec;
-  a.sources = gpu.catalog_host.device_pointer();
-  a.count = count;
+  RowArgs a = row_args(gpu, count, (gpu.dual_image ? measurement_stats_host(gpu) : results).std);
   a.rows = st.rows.data();
   a.vignets = st.vignets.data();
   rows_kernel<<<detail::blocks_for(count, kRowThreads), kRowThreads, 0, gpu.stream>>>(a);

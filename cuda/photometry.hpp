@@ -16,14 +16,26 @@ struct PhotometryState {
   DeviceBuffer<int> any_masked;  // whether `mask` has a pixel set (else the CPU passes no mask)
   DeviceBuffer<double> rows;
   DeviceBuffer<float> vignets;
+  PinnedBuffer<double> rows_host;  // mapped: the rows measured in the stream (catalog capacity x stride)
+  bool rows_in_stream = false;     // the current item's rows are in rows_host
 };
 
 // After cuda::measure: enqueue the background-subtracted image the rows are measured on
 // (gpu.image less the mesh map, or less float(results.median) after a global background, as the
 // CPU's) and its mask of non-finite values, and mark the item for photometry with `spec`
-// (gpu.has_photometry). The rows themselves are measured by collect_results
-// (measure_catalog_photometry), once the catalog is known. Never synchronizes.
+// (gpu.has_photometry). The rows themselves are measured once the catalog is known: in the
+// stream after the catalog rows (enqueue_catalog_photometry), or by collect_results
+// (measure_catalog_photometry) for VIGNETs and catalogs that outgrew the device. Never synchronizes.
 void photometry(GpuContext& gpu, const kernels::PhotometrySpec& spec);
+
+// With the catalog rows (enqueue_download): when the spec asks for no VIGNET, enqueue the rows of
+// every catalog row the device holds (min(results.nlabels, catalog capacity)) straight into the
+// mapped pinned rows_host, reading the global noise from the device. Returns whether it did.
+bool enqueue_catalog_photometry(GpuContext& gpu);
+
+// After gpu.stream completed: the `count` rows enqueue_catalog_photometry measured, into `rows`
+// (`vignets` emptied). False when it measured none for this item or the catalog outgrew them.
+bool collect_catalog_photometry(GpuContext& gpu, int64_t count, std::vector<double>& rows, std::vector<float>& vignets);
 
 // On a host thread after gpu.stream completed, for `count` catalog rows in mapped pinned memory
 // (gpu.catalog_host): their spec.stride() values each into `rows` and their VIGNETs into `vignets`

@@ -8,6 +8,7 @@
 #include "cuda/device_common.cuh"
 #include "cuda/measure.hpp"
 #include "cuda/measured_image.hpp"
+#include "imflow/kernels/dual_image.hpp"
 #include "imflow/kernels/pixel_moments.hpp"
 #include "imflow/kernels/source_shape.hpp"
 
@@ -286,14 +287,7 @@ __global__ void merge_measured_kernel(const DeviceSource* measured, const Device
   const int64_t rows = valid_rows(results, capacity);
   for (int64_t r = static_cast<int64_t>(blockIdx.x) * kThreads + threadIdx.x; r < rows;
        r += static_cast<int64_t>(gridDim.x) * kThreads) {
-    const DeviceSource& m = measured[r];
-    DeviceSource& s = out[r];
-    s.flux = m.flux;
-    s.flux_iso = m.flux_iso;
-    s.flux_iso_err = m.flux_iso_err;
-    s.peak = m.peak;
-    s.peak_x = m.peak_x;
-    s.peak_y = m.peak_y;
+    kernels::take_measured_fluxes(out[r], measured[r]);
   }
 }
 

@@ -12,6 +12,7 @@
 #include <stdexcept>
 
 #include "imflow/kernels/deblend.hpp"
+#include "imflow/kernels/dual_image.hpp"
 #include "imflow/kernels/measure.hpp"
 #include "imflow/params.hpp"
 #include "imflow/step.hpp"
@@ -41,16 +42,7 @@ class MeasureStep final : public Step {
       // SExtractor's dual-image mode: positions, moments, shapes and their errors come from the
       // detection image (less its background), fluxes and peaks from the measured image.
       Catalog shapes = catalog_of(item, item.detection.view(), background_of(item, gain, false));
-      for (size_t i = 0; i < shapes.size(); ++i) {
-        const Source& measured = (*item.catalog)[i];
-        Source& s = shapes[i];
-        s.flux = measured.flux;
-        s.flux_iso = measured.flux_iso;
-        s.flux_iso_err = measured.flux_iso_err;
-        s.peak = measured.peak;
-        s.peak_x = measured.peak_x;
-        s.peak_y = measured.peak_y;
-      }
+      for (size_t i = 0; i < shapes.size(); ++i) kernels::take_measured_fluxes(shapes[i], (*item.catalog)[i]);
       item.catalog = std::move(shapes);
     }
     if (photometry_.spec.any() || photometry_.magnitudes()) photometry_.measure(item, background);

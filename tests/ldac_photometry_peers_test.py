@@ -30,6 +30,8 @@ import numpy as np
 from astropy.io import fits
 from astropy.table import Table
 
+from sextractor_peers import isolated, sextractor, values
+
 imflow, src = sys.argv[1], sys.argv[2]
 work = tempfile.mkdtemp()
 IMAGES = [os.path.join(src, "datasets/samples", name) for name in ("isaac_crop.fits", "dss_crop.fits")]
@@ -70,18 +72,10 @@ def run_imflow(inputs, out, aperture_subpix):
 
 
 def run_sextractor(image, catalog, params_list=PARAMS, options=("-WEIGHT_TYPE", "NONE")):
-    params = os.path.join(work, "sex.param")
-    with open(params, "w") as f:
-        f.write("\n".join(params_list) + "\n")
-    config = os.path.join(work, "default.sex")
-    with open(config, "w") as f:
-        f.write(subprocess.run(["source-extractor", "-dd"], capture_output=True, text=True, check=True).stdout)
-    subprocess.run(["source-extractor", image, "-c", config, "-PARAMETERS_NAME", params, "-CATALOG_TYPE", "FITS_LDAC",
-                    "-CATALOG_NAME", catalog, "-FILTER", "N", "-DEBLEND_MINCONT", "1", "-CLEAN", "N",
-                    "-DETECT_MINAREA", "1", "-DETECT_THRESH", "5", "-ANALYSIS_THRESH", "5", "-BACK_SIZE", "4096",
-                    "-BACK_FILTERSIZE", "1", *options, "-GAIN", "1",
-                    "-PHOT_APERTURES", ",".join(map(str, APERTURES)), "-PHOT_AUTOPARAMS", "2.5,3.5",
-                    "-PHOT_FLUXFRAC", "0.5", "-VERBOSE_TYPE", "QUIET", "-CHECKIMAGE_TYPE", "NONE"], check=True, cwd=work)
+    sextractor(work, image, catalog, params_list, "-FILTER", "N", "-DEBLEND_MINCONT", "1", "-CLEAN", "N",
+               "-DETECT_MINAREA", "1", "-DETECT_THRESH", "5", "-ANALYSIS_THRESH", "5", "-BACK_SIZE", "4096",
+               "-BACK_FILTERSIZE", "1", *options, "-GAIN", "1", "-PHOT_APERTURES", ",".join(map(str, APERTURES)),
+               "-PHOT_AUTOPARAMS", "2.5,3.5", "-PHOT_FLUXFRAC", "0.5")
 
 
 def run_bad_pixels(images):
@@ -150,23 +144,6 @@ def run_psfex(catalog, cwd):
         return float(header["PSF_FWHM"]), int(header["ACCEPTED"])
 
 
-def isolated(labels, ours, reach):
-    """Rows of `ours` (LDAC_OBJECTS) with no other segment within `reach` px and the reach inside the image."""
-    height, width = labels.shape
-    yy, xx = np.mgrid[0:height, 0:width]
-    keep = []
-    for row in ours:
-        x, y, r = row["X_IMAGE"] - 1, row["Y_IMAGE"] - 1, reach(row)
-        if x - r < 0 or y - r < 0 or x + r > width - 1 or y + r > height - 1:
-            keep.append(False)
-            continue
-        x0, x1, y0, y1 = int(x - r), int(x + r) + 2, int(y - r), int(y + r) + 2
-        near = np.hypot(xx[y0:y1, x0:x1] - x, yy[y0:y1, x0:x1] - y) <= r
-        found = labels[y0:y1, x0:x1][near]
-        keep.append(not np.any((found != 0) & (found != row["NUMBER"])))
-    return np.array(keep)
-
-
 def pair(label, ours, theirs):
     """The row of `ours` at each of SExtractor's sources (LDAC_OBJECTS), or None (a problem noted)
     when the catalogs do not pair up one to one within 1e-3 px."""
@@ -196,11 +173,6 @@ def compare_flags(label, ours, theirs, shape=None):
         problems.append(f"{label}: FLAGS differ on {len(differ)} of {len(ours)} sources, e.g. at ({theirs['X_IMAGE'][i]:.2f}, "
                         f"{theirs['Y_IMAGE'][i]:.2f}): imflow {ours['FLAGS'][i]}, SExtractor {theirs['FLAGS'][i]}")
     return int(rounding.sum())
-
-
-def values(table, name):
-    column = np.asarray(table[name], float)
-    return column.reshape(len(table), -1)
 
 
 try:

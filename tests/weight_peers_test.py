@@ -31,6 +31,8 @@ import sep
 from astropy.io import fits
 from astropy.table import Table
 
+from sextractor_peers import modelled_weights, sextractor
+
 imflow, src = sys.argv[1], sys.argv[2]
 sep.set_extract_pixstack(10**7)
 sep.set_sub_object_limit(10**4)
@@ -50,24 +52,10 @@ if shutil.which("source-extractor") is None:
 
 def make_inputs(path, inputs):
     """The noise-modelled image, its weight map and its RMS map; returns sigma and the bad-pixel mask."""
-    with fits.open(path) as hdus:
-        header, data = hdus[0].header, hdus[0].data.astype(np.float64)
-    height, width = data.shape
-    step = np.diff(data, axis=1).ravel() / np.sqrt(2.0)  # the pixel-to-pixel noise, free of the sources' structure
-    sigma = 1.4826 * np.median(np.abs(step - np.median(step)))
-    exposure = np.tile(0.4 + 0.6 * np.arange(width) / (width - 1), (height, 1))
-    exposure[height // 3: height // 3 + height // 8, :] *= 0.5
-    bad = np.zeros(data.shape, bool)
-    bad[:, int(0.7 * width): int(0.7 * width) + 6] = True  # a chip gap
-    bad[: height // 10, : width // 10] = True  # an unexposed corner
     rng = np.random.default_rng(7)
-    data = data + rng.normal(0.0, sigma * np.sqrt(1.0 / exposure - 1.0))
-    stem = os.path.basename(path).replace(".fits", "")
-    fits.writeto(os.path.join(inputs, stem + ".fits"), data.astype(np.float32), header, output_verify="silentfix")
-    os.makedirs(os.path.join(inputs, "maps"), exist_ok=True)  # beside the images, not listed as images
-    fits.writeto(os.path.join(inputs, "maps", stem + ".weight.fits"), np.where(bad, 0.0, exposure).astype(np.float32))
-    rms = np.where(bad, 1e31, sigma / np.sqrt(exposure)).astype(np.float32)
-    fits.writeto(os.path.join(inputs, "maps", stem + ".rms.fits"), rms)
+    stem, data, bad, sigma = modelled_weights(path, inputs, rng)
+    header = fits.getheader(path)
+    height, width = data.shape
     # A flag map: bit 1 on 3% of the pixels, bit 4 on a band of columns, bit 2 on a block.
     flags = np.where(rng.random(data.shape) < 0.03, 1, 0).astype(np.int16)
     flags[:, width // 4: width // 4 + 3] |= 4
@@ -97,20 +85,9 @@ def run_imflow(inputs, out, name, companions, *extra):
 
 
 def run_sextractor(image, catalog, *options, columns=PARAMS):
-    params = os.path.join(work, "weight.param")
-    with open(params, "w") as f:
-        f.write("\n".join(columns) + "\n")
-    config = os.path.join(work, "default.sex")
-    if not os.path.exists(config):
-        with open(config, "w") as f:
-            f.write(subprocess.run(["source-extractor", "-dd"], capture_output=True, text=True, check=True).stdout)
-    subprocess.run(["source-extractor", image, "-c", config, "-PARAMETERS_NAME", params, "-CATALOG_TYPE", "FITS_LDAC",
-                    "-CATALOG_NAME", catalog, "-FILTER", "N", "-DEBLEND_MINCONT", "1", "-CLEAN", "N",
-                    "-DETECT_MINAREA", "1", "-DETECT_THRESH", str(NSIGMA), "-ANALYSIS_THRESH", str(NSIGMA),
-                    "-BACK_SIZE", "32", "-BACK_FILTERSIZE", "3", "-INTERP_TYPE", "NONE", "-GAIN", "0",
-                    "-VERBOSE_TYPE", "QUIET", "-CHECKIMAGE_TYPE", "NONE", *options],
-                   check=True, cwd=work)
-    return Table.read(catalog, hdu=2)
+    return sextractor(work, image, catalog, columns, "-FILTER", "N", "-DEBLEND_MINCONT", "1", "-CLEAN", "N",
+                      "-DETECT_MINAREA", "1", "-DETECT_THRESH", str(NSIGMA), "-ANALYSIS_THRESH", str(NSIGMA),
+                      "-BACK_SIZE", "32", "-BACK_FILTERSIZE", "3", "-INTERP_TYPE", "NONE", "-GAIN", "0", *options)
 
 
 def pair(ours, theirs, distance=0.01):

@@ -14,9 +14,9 @@ SETUP_LOGS=$OUT . tools/gpu/setup.sh || exit 1
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee "$OUT/gpu.txt"
 stamp built
 status=0
-# Needs Debian's python3-scipy / PyPI's sep and its source / source-extractor, which an offline
+# Needs Debian's python3-scipy / PyPI's sep and its source / source-extractor and SWarp, which an offline
 # GPU host lacks.
-excluded="reference|sep_background|sep_deblend|sep_photometry|sep_test_suite|wcs_reference|ldac_peers|ldac_photometry_peers|weight_peers"
+excluded="reference|sep_background|sep_deblend|sep_photometry|sep_test_suite|wcs_reference|ldac_peers|ldac_photometry_peers|weight_peers|weight_photometry_peers"
 # The CLI tests make their inputs with Python: with astropy (the test Python setup.sh chose), and
 # with Debian's /usr/bin/python3 and NumPy. A host without them runs those in CI only; say which.
 test_python=$(sed -n 's/^SYSTEM_PYTHON:[A-Z]*=//p' build-dev/CMakeCache.txt)

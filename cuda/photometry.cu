@@ -1,5 +1,6 @@
-// The photometry kernels: the background-subtracted image and its mask, then one thread per
-// catalog row running kernels::measure_photometry (the CPU's definition, compiled for the device).
+// The photometry kernels: the background-subtracted image and its mask, then one warp per
+// catalog row running kernels::measure_photometry (the CPU's definition, compiled for the device,
+// its lanes sharing the aperture pixels: cuda/warp_team.cuh).
 #include <cmath>
 #include <memory>
 #include <stdexcept>
@@ -8,6 +9,7 @@
 #include "cuda/device_common.cuh"
 #include "cuda/measured_image.hpp"
 #include "cuda/photometry.hpp"
+#include "cuda/warp_team.cuh"
 #include "imflow/kernels/photometry.hpp"
 #include "imflow/kernels/photometry_source.hpp"
 
@@ -15,7 +17,9 @@ namespace imflow::cuda {
 namespace {
 
 constexpr int kThreads = 256;
-constexpr int kRowThreads = 64;  // a thread per source: long, divergent loops, many registers
+constexpr int kRowThreads = 128;  // a warp per source
+constexpr int kRowsPerBlock = kRowThreads / WarpTeam::size;
+constexpr int kRowBlocksPerSm = 3;  // 168 registers a thread: 7% faster than 255 (fewer warps)
 
 // data = image - (map or float(median)) in float32, as PhotometrySetting::measure; mask 1 where
 // that is not finite (and any_masked set).
@@ -47,20 +51,23 @@ struct RowArgs {
   float* vignets;
 };
 
-__global__ void __launch_bounds__(kRowThreads) rows_kernel(RowArgs a) {
+__global__ void __launch_bounds__(kRowThreads, kRowBlocksPerSm) rows_kernel(RowArgs a) {
   kernels::ApertureImage image = a.image;
   image.mask = *a.any_masked != 0 ? a.mask : nullptr;
   if (a.noise != nullptr) image.noise_value = a.noise->std;
   const int64_t stride = a.spec.stride(), vignet_size = a.spec.vignet_size();
   const int64_t count = a.results == nullptr ? a.count : min(static_cast<int64_t>(a.results->nlabels), a.count);
-  for (int64_t i = static_cast<int64_t>(blockIdx.x) * kRowThreads + threadIdx.x; i < count;
-       i += static_cast<int64_t>(gridDim.x) * kRowThreads) {
+  // Whole warps take a row each, so every lane of a warp reaches the team's shuffles.
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * kRowsPerBlock + threadIdx.x / WarpTeam::size; i < count;
+       i += static_cast<int64_t>(gridDim.x) * kRowsPerBlock) {
     const Source s = a.sources[i];
     const kernels::PhotometrySource source = kernels::photometry_source(s);
-    kernels::measure_photometry(image, a.labels, a.spec, source, a.rows + i * stride,
-                                vignet_size > 0 ? a.vignets + i * vignet_size : nullptr);
+    kernels::measure_photometry<WarpTeam>(image, a.labels, a.spec, source, a.rows + i * stride,
+                                          vignet_size > 0 ? a.vignets + i * vignet_size : nullptr);
   }
 }
+
+int row_blocks(int64_t rows) { return detail::blocks_for(rows, kRowsPerBlock); }
 
 }  // namespace
 
@@ -122,7 +129,7 @@ bool enqueue_catalog_photometry(GpuContext& gpu) {
   if (background.rms_map == nullptr && background.any) a.noise = background.stats;
   a.results = gpu.results.data();
   a.rows = st.rows_host.device_pointer();
-  rows_kernel<<<detail::blocks_for(capacity, kRowThreads), kRowThreads, 0, gpu.stream>>>(a);
+  rows_kernel<<<row_blocks(capacity), kRowThreads, 0, gpu.stream>>>(a);
   IMFLOW_CUDA_CHECK_LAUNCH();
   st.rows_in_stream = true;
   return true;
@@ -152,7 +159,7 @@ void measure_catalog_photometry(GpuContext& gpu, int64_t count, const DeviceResu
   RowArgs a = row_args(gpu, count, (gpu.dual_image ? measurement_stats_host(gpu) : results).std);
   a.rows = st.rows.data();
   a.vignets = st.vignets.data();
-  rows_kernel<<<detail::blocks_for(count, kRowThreads), kRowThreads, 0, gpu.stream>>>(a);
+  rows_kernel<<<row_blocks(count), kRowThreads, 0, gpu.stream>>>(a);
   IMFLOW_CUDA_CHECK_LAUNCH();
   if (stride > 0) {
     IMFLOW_CUDA_CHECK(cudaMemcpyAsync(rows.data(), st.rows.data(), n * stride * sizeof(double), cudaMemcpyDeviceToHost,

@@ -173,22 +173,26 @@ part_mri() {
 # crowded NAME PIPELINE [crowded_fields.py options...]: 8 crowded fields (tools/crowded_fields.py,
 # DEBLEND_DENSITY stars per pixel), SEP timed on 3 of them with the options when the Python has it
 # (NAME-<size>[-d<density>]-sep.json), and PIPELINE on them: GPU, CPU 1 thread and all threads.
+# CROWDED_POINTS (default "gpu cpu-1thread cpu sep") reruns some of them into a folder that has
+# the others.
 crowded() {
   local name=$1 pipeline=$2; shift 2
-  local size=4096 count=8 density=${DEBLEND_DENSITY:-0.004} sep_args=()
+  local size=4096 count=8 density=${DEBLEND_DENSITY:-0.004} sep_args=() points=${CROWDED_POINTS:-gpu cpu-1thread cpu sep}
   [ "$gpus" -gt 0 ] || size=2048
   local tag=$name-$size; [ "$density" = 0.004 ] || tag=$tag-d$density
   local in=$scratch/crowded-$size-$density
-  $py -c "import sep" 2>/dev/null && sep_args=(--time-sep "$out/$tag-sep.json" --sep-fields 3 "$@")
+  if [[ " $points " == *" sep "* ]] && $py -c "import sep" 2>/dev/null; then
+    sep_args=(--time-sep "$out/$tag-sep.json" --sep-fields 3 "$@")
+  fi
   if [ ! -f "$in/.complete" ] || [ ${#sep_args[@]} -gt 0 ]; then
     rm -rf "$in"
     $py tools/crowded_fields.py --out "$in" --size $size --count $count --density "$density" "${sep_args[@]}" || return 1
     touch "$in/.complete"
   fi
   if [ "$gpus" -gt 0 ]; then
-    bench $tag-gpu "$pipeline" "$in" --device cuda --threads "$cores" --images 64
-    bench $tag-cpu-1thread "$pipeline" "$in" --device cpu --threads 1 --images 4
-    bench $tag-cpu "$pipeline" "$in" --device cpu --threads "$cores" --images 32
+    [[ " $points " != *" gpu "* ]] || bench $tag-gpu "$pipeline" "$in" --device cuda --threads "$cores" --images 64
+    [[ " $points " != *" cpu-1thread "* ]] || bench $tag-cpu-1thread "$pipeline" "$in" --device cpu --threads 1 --images 4
+    [[ " $points " != *" cpu "* ]] || bench $tag-cpu "$pipeline" "$in" --device cpu --threads "$cores" --images 32
   else
     bench $tag-cpu "$pipeline" "$in" --device cpu --images 8 --sweep "threads=1,$cores"
   fi

@@ -1,7 +1,8 @@
 // Aperture photometry with SEP 1.4.1's definitions (sep.sum_circle, sum_circann, sum_ellipse,
 // sum_ellipann, kron_radius, flux_radius, winpos) and its FLUX_AUTO recipe: plain data in, plain
 // results out, one object per call, compiled for the host and the device (cuda/photometry.cu), so
-// the CPU, the CUDA twin and the bindings share the definitions.
+// the CPU, the CUDA twin and the bindings share the definitions. Each is a template over who
+// walks the pixels (pixel_team.hpp): one thread by default, a GPU warp in the CUDA twin.
 // Coordinates are 0-based: (0, 0) is the centre of the first pixel (SEP's convention; SExtractor's
 // X_IMAGE is x + 1). Geometry and flags: imflow/kernels/aperture_geometry.hpp.
 #pragma once
@@ -10,6 +11,7 @@
 
 #include "imflow/image.hpp"
 #include "imflow/kernels/aperture_geometry.hpp"
+#include "imflow/kernels/pixel_team.hpp"
 
 namespace imflow::kernels {
 
@@ -66,14 +68,18 @@ struct ApertureSum {
 // Sums over the aperture; subpix = 0 weighs each pixel by its exact overlap, subpix = N by the
 // fraction of N x N points inside (pixels wholly inside or outside count 1 or 0 without sampling).
 // Invalid parameters (r < 0, rout < rin, b < 0, a < b, |theta| > pi/2, subpix < 0) give NaN sums.
-IMFLOW_HOST_DEVICE inline ApertureSum sum_circle(const ApertureImage& image, double x, double y, double r,
+template <typename Team = SerialTeam>
+IMFLOW_HOST_DEVICE ApertureSum sum_circle(const ApertureImage& image, double x, double y, double r,
                                                  int subpix = 5, MaskMode mode = MaskMode::correct);
-IMFLOW_HOST_DEVICE inline ApertureSum sum_circann(const ApertureImage& image, double x, double y, double rin,
+template <typename Team = SerialTeam>
+IMFLOW_HOST_DEVICE ApertureSum sum_circann(const ApertureImage& image, double x, double y, double rin,
                                                   double rout, int subpix = 5, MaskMode mode = MaskMode::correct);
-IMFLOW_HOST_DEVICE inline ApertureSum sum_ellipse(const ApertureImage& image, double x, double y, double a, double b,
+template <typename Team = SerialTeam>
+IMFLOW_HOST_DEVICE ApertureSum sum_ellipse(const ApertureImage& image, double x, double y, double a, double b,
                                                   double theta, double r, int subpix = 5,
                                                   MaskMode mode = MaskMode::correct);
-IMFLOW_HOST_DEVICE inline ApertureSum sum_ellipann(const ApertureImage& image, double x, double y, double a, double b,
+template <typename Team = SerialTeam>
+IMFLOW_HOST_DEVICE ApertureSum sum_ellipann(const ApertureImage& image, double x, double y, double a, double b,
                                                    double theta, double rin, double rout, int subpix = 5,
                                                    MaskMode mode = MaskMode::correct);
 
@@ -81,11 +87,13 @@ IMFLOW_HOST_DEVICE inline ApertureSum sum_ellipann(const ApertureImage& image, d
 // (summed at subpix 1 with masked pixels ignored) times the circle's area; the annulus's error,
 // scaled likewise, adds in quadrature; the flag is the circle's. An annulus without valid pixels
 // (SEP raises) gives NaN sum and error.
-IMFLOW_HOST_DEVICE inline ApertureSum sum_circle_bkgann(const ApertureImage& image, double x, double y, double r,
+template <typename Team = SerialTeam>
+IMFLOW_HOST_DEVICE ApertureSum sum_circle_bkgann(const ApertureImage& image, double x, double y, double r,
                                                         double rin, double rout, int subpix = 5);
 // sep.sum_ellipse(..., bkgann=(rin, rout)): the same with the elliptical annulus rin..rout (in
 // units of a, b), which SEP sums at the ellipse's subpix with masked pixels corrected, not ignored.
-IMFLOW_HOST_DEVICE inline ApertureSum sum_ellipse_bkgann(const ApertureImage& image, double x, double y, double a,
+template <typename Team = SerialTeam>
+IMFLOW_HOST_DEVICE ApertureSum sum_ellipse_bkgann(const ApertureImage& image, double x, double y, double a,
                                                          double b, double theta, double r, double rin, double rout,
                                                          int subpix = 5);
 
@@ -100,7 +108,8 @@ struct KronRadius {
   int32_t flag = 0;
   int64_t pixels = 0, blanked = 0;
 };
-IMFLOW_HOST_DEVICE inline KronRadius kron_radius(const ApertureImage& image, double x, double y, double cxx, double cyy,
+template <typename Team = SerialTeam>
+IMFLOW_HOST_DEVICE KronRadius kron_radius(const ApertureImage& image, double x, double y, double cxx, double cyy,
                                                  double cxy, double r_max);
 
 // sep.flux_radius: the radii of the circles holding fractions `fractions` of `normflux` (of the
@@ -108,7 +117,8 @@ IMFLOW_HOST_DEVICE inline KronRadius kron_radius(const ApertureImage& image, dou
 // boundary sampled subpix x subpix, subpix >= 1) interpolated linearly; masked pixels corrected
 // per annulus. `radii` has one entry per fraction. Returns the flag (kAperTrunc when the box to
 // rmax + 1.5 leaves the image, kAperHasMasked). Noise and gain are not used.
-IMFLOW_HOST_DEVICE inline int32_t flux_radius(const ApertureImage& image, double x, double y, double rmax,
+template <typename Team = SerialTeam>
+IMFLOW_HOST_DEVICE int32_t flux_radius(const ApertureImage& image, double x, double y, double rmax,
                                               std::span<const double> fractions, double normflux, int subpix,
                                               std::span<double> radii);
 
@@ -132,7 +142,8 @@ struct WindowedPosition {
   double errx2 = 0.0, erry2 = 0.0, errxy = 0.0, errsum = 0.0;
 };
 inline constexpr double kWinposMinSig = 2.0 / 2.35 * 0.5;
-IMFLOW_HOST_DEVICE inline WindowedPosition winpos(const ApertureImage& image, double x, double y, double sig,
+template <typename Team = SerialTeam>
+IMFLOW_HOST_DEVICE WindowedPosition winpos(const ApertureImage& image, double x, double y, double sig,
                                                   int subpix = 11, double min_sig = kWinposMinSig);
 
 // SEP's documented FLUX_AUTO (SExtractor's PHOT_AUTOPARAMS 2.5, 3.5) for one catalog row:
@@ -159,7 +170,8 @@ struct AutoParams {
   // kron_radius falls below it (a Kron radius of 0, from a flag, too).
   double min_kron_radius = 0.0;
 };
-IMFLOW_HOST_DEVICE inline AutoFlux auto_flux(const ApertureImage& image, double x, double y, double a, double b,
+template <typename Team = SerialTeam>
+IMFLOW_HOST_DEVICE AutoFlux auto_flux(const ApertureImage& image, double x, double y, double a, double b,
                                              double theta, const AutoParams& params = {});
 
 }  // namespace imflow::kernels

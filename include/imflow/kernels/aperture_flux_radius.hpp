@@ -29,6 +29,7 @@ IMFLOW_HOST_DEVICE inline double invert_cumulative(double rmax, const std::array
 
 }  // namespace aperture_detail
 
+template <typename Team>
 IMFLOW_HOST_DEVICE inline int32_t flux_radius(const ApertureImage& image, double x, double y, double rmax,
                                               std::span<const double> fractions, double normflux, int subpix,
                                               std::span<double> radii) {
@@ -46,42 +47,44 @@ IMFLOW_HOST_DEVICE inline int32_t flux_radius(const ApertureImage& image, double
   // Pixels whose centre lies within half a diagonal of an annulus boundary are subsampled.
   const double near_previous = 0.7072, near_next = step - 0.7072;
   const PixelBox box = aperture_box(x, y, r_out, r_out, image.data.width, image.data.height, flag);
-  for (int64_t iy = box.ymin; iy < box.ymax; ++iy) {
-    const int64_t row = iy * image.data.width;
-    for (int64_t ix = box.xmin; ix < box.xmax; ++ix) {
-      const double dx = static_cast<double>(ix) - x, dy = static_cast<double>(iy) - y;
-      const double rpix2 = dx * dx + dy * dy;
-      if (!(rpix2 < r_out2)) continue;
-      const int64_t at = row + ix;
-      const float pix = image.neighbours == nullptr ? image.data.data[at] : read_pixel(image, ix, iy, at).value;
-      const bool masked = image.masked(at);
-      if (masked) flag |= kAperHasMasked;
-      auto add = [&](int64_t j, double weight) {
-        if (j >= kAnnuli) return;
-        if (masked) {
-          maskarea[j] += weight;
-        } else {
-          sum[j] += weight * pix;
-        }
-        area[j] += weight;
-      };
-      const double rpix = std::sqrt(rpix2);
-      const double d = std::fmod(rpix, step);
-      if (d < near_previous || d > near_next) {
-        double sy = dy + offset;
-        for (int j = 0; j < subpix; ++j, sy += scale) {
-          double sx = dx + offset;
-          const double sy2 = sy * sy;
-          for (int i = 0; i < subpix; ++i, sx += scale) {
-            add(static_cast<int64_t>(std::sqrt(sx * sx + sy2) * stepdens), scale2);
-          }
-        }
+  const bool corrected = image.mask != nullptr;  // the areas are needed for the masked area's correction
+  for_box_pixels<Team>(box, [&](int64_t ix, int64_t iy) {
+    const double dx = static_cast<double>(ix) - x, dy = static_cast<double>(iy) - y;
+    const double rpix2 = dx * dx + dy * dy;
+    if (!(rpix2 < r_out2)) return;
+    const int64_t at = iy * image.data.width + ix;
+    const float pix = image.neighbours == nullptr ? image.data.data[at] : read_pixel(image, ix, iy, at).value;
+    const bool masked = image.masked(at);
+    if (masked) flag |= kAperHasMasked;
+    auto add = [&](int64_t j, double weight) {
+      if (j >= kAnnuli) return;
+      if (masked) {
+        maskarea[j] += weight;
       } else {
-        add(static_cast<int64_t>(rpix * stepdens), 1.0);
+        sum[j] += weight * pix;
       }
+      if (corrected) area[j] += weight;
+    };
+    const double rpix = std::sqrt(rpix2);
+    const double d = std::fmod(rpix, step);
+    if (d < near_previous || d > near_next) {
+      double sy = dy + offset;
+      for (int j = 0; j < subpix; ++j, sy += scale) {
+        double sx = dx + offset;
+        const double sy2 = sy * sy;
+        for (int i = 0; i < subpix; ++i, sx += scale) {
+          add(static_cast<int64_t>(std::sqrt(sx * sx + sy2) * stepdens), scale2);
+        }
+      }
+    } else {
+      add(static_cast<int64_t>(rpix * stepdens), 1.0);
     }
-  }
-  if (image.mask != nullptr) {  // masked area takes the annulus's mean
+  });
+  team_sum<Team>(sum.data(), kAnnuli);
+  flag = Team::bit_or(flag);
+  if (corrected) {  // masked area takes the annulus's mean
+    team_sum<Team>(area.data(), kAnnuli);
+    team_sum<Team>(maskarea.data(), kAnnuli);
     for (int64_t j = 0; j < kAnnuli; ++j) {
       sum[j] *= area[j] == maskarea[j] ? 0.0 : area[j] / (area[j] - maskarea[j]);
     }

@@ -9,6 +9,7 @@
 
 namespace imflow::kernels {
 
+template <typename Team>
 IMFLOW_HOST_DEVICE inline KronRadius kron_radius(const ApertureImage& image, double x, double y, double cxx, double cyy,
                                                  double cxy, double r_max) {
   constexpr float kBig = 1e30f;  // SEP's BIG: values below -BIG are invalid
@@ -18,29 +19,32 @@ IMFLOW_HOST_DEVICE inline KronRadius kron_radius(const ApertureImage& image, dou
   const double r2 = r_max * r_max;
   double r1 = 0.0, v1 = 0.0;
   int64_t area = 0;
-  for (int64_t iy = box.ymin; iy < box.ymax; ++iy) {
-    const int64_t row = iy * image.data.width;
-    for (int64_t ix = box.xmin; ix < box.xmax; ++ix) {
-      const double dx = static_cast<double>(ix) - x, dy = static_cast<double>(iy) - y;
-      const double q = cxx * dx * dx + cyy * dy * dy + cxy * dx * dy;
-      if (q > r2) continue;
-      const int64_t at = row + ix;
-      ++out.pixels;
-      if (aperture_detail::other_object(image, at)) {
-        ++out.blanked;
-        continue;
-      }
-      const float pix = image.data.data[at];
-      if (pix < -kBig || image.masked(at)) {
-        out.flag |= kAperHasMasked;
-        ++out.blanked;
-        continue;
-      }
-      r1 += std::sqrt(q) * pix;
-      v1 += pix;
-      ++area;
+  for_box_pixels<Team>(box, [&](int64_t ix, int64_t iy) {
+    const double dx = static_cast<double>(ix) - x, dy = static_cast<double>(iy) - y;
+    const double q = cxx * dx * dx + cyy * dy * dy + cxy * dx * dy;
+    if (q > r2) return;
+    const int64_t at = iy * image.data.width + ix;
+    ++out.pixels;
+    if (aperture_detail::other_object(image, at)) {
+      ++out.blanked;
+      return;
     }
-  }
+    const float pix = image.data.data[at];
+    if (pix < -kBig || image.masked(at)) {
+      out.flag |= kAperHasMasked;
+      ++out.blanked;
+      return;
+    }
+    r1 += std::sqrt(q) * pix;
+    v1 += pix;
+    ++area;
+  });
+  r1 = Team::sum(r1);
+  v1 = Team::sum(v1);
+  area = Team::sum(area);
+  out.pixels = Team::sum(out.pixels);
+  out.blanked = Team::sum(out.blanked);
+  out.flag = Team::bit_or(out.flag);
   if (area == 0) {
     out.flag |= kAperAllMasked;
   } else if (r1 <= 0.0 || v1 <= 0.0) {
@@ -66,18 +70,19 @@ IMFLOW_HOST_DEVICE inline bool sextractor_crowded(const KronRadius& kron, const 
          static_cast<double>(static_cast<float>(sum.blanked_area)) > kCrowdThreshold * sum.area;
 }
 
+template <typename Team>
 IMFLOW_HOST_DEVICE inline AutoFlux auto_flux(const ApertureImage& image, double x, double y, double a, double b,
                                              double theta, const AutoParams& params) {
   AutoFlux out;
   const EllipseCoeffs e = ellipse_coeffs(a, b, theta);
-  const KronRadius kron = kron_radius(image, x, y, e.cxx, e.cyy, e.cxy, params.kron_r_max);
+  const KronRadius kron = kron_radius<Team>(image, x, y, e.cxx, e.cyy, e.cxy, params.kron_r_max);
   // SExtractor's PHOT_AUTOPARAMS minimum: the scaled radius is at least min_kron_radius.
   const bool raised = params.kron_factor * kron.radius < params.min_kron_radius;
   out.kron_radius = raised ? params.min_kron_radius / params.kron_factor : kron.radius;
   out.circular = out.kron_radius * std::sqrt(a * b) < params.min_radius;
   const ApertureSum sum = out.circular
-                              ? sum_circle(image, x, y, params.min_radius, 1)
-                              : sum_ellipse(image, x, y, a, b, theta, params.kron_factor * out.kron_radius, 1);
+                              ? sum_circle<Team>(image, x, y, params.min_radius, 1)
+                              : sum_ellipse<Team>(image, x, y, a, b, theta, params.kron_factor * out.kron_radius, 1);
   out.flux = sum.sum;
   out.flux_err = sum.error;
   out.flag = out.circular ? sum.flag : (sum.flag | kron.flag);

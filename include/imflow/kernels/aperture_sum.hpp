@@ -8,6 +8,7 @@
 
 #include "imflow/kernels/aperture.hpp"
 #include "imflow/kernels/aperture_pixels.hpp"
+#include "imflow/kernels/pixel_team.hpp"
 
 namespace imflow::kernels {
 namespace aperture_detail {
@@ -78,43 +79,44 @@ IMFLOW_HOST_DEVICE inline ApertureSum invalid_sum() {
   return {nan, nan, nan, 0};
 }
 
-template <typename Shape>
+template <typename Team, typename Shape>
 IMFLOW_HOST_DEVICE inline ApertureSum sum_aperture(const ApertureImage& image, double x, double y, const Shape& shape,
                                                    const PixelBox& box, int32_t flag, int subpix, MaskMode mode) {
   const PixelNoise noise(image);
   double tv = 0.0, sigtv = 0.0, totarea = 0.0, maskarea = 0.0, otherarea = 0.0;
-  for (int64_t iy = box.ymin; iy < box.ymax; ++iy) {
-    const int64_t row = iy * image.data.width;
-    for (int64_t ix = box.xmin; ix < box.xmax; ++ix) {
-      const double dx = static_cast<double>(ix) - x, dy = static_cast<double>(iy) - y;
-      const double q = shape.rpix2(dx, dy);
-      if (!shape.touches(q)) continue;
-      double overlap = 1.0;
-      if (shape.cut(q)) {
-        if (subpix == 0) {
-          overlap = shape.exact(dx, dy);
-        } else {
-          overlap = subsampled_overlap(dx, dy, subpix, [&shape](double sx, double sy, double sy2) {
-            return shape.inside(shape.rpix2_sub(sx, sy, sy2));
-          });
-        }
-      }
-      const int64_t at = row + ix;
-      if (image.masked(at)) {
-        flag |= kAperHasMasked;
-        maskarea += overlap;
-      } else if (image.neighbours == nullptr) {
-        tv += image.data.data[at] * overlap;
-        sigtv += noise.variance(at) * overlap;
+  for_box_pixels<Team>(box, [&](int64_t ix, int64_t iy) {
+    const double dx = static_cast<double>(ix) - x, dy = static_cast<double>(iy) - y;
+    const double q = shape.rpix2(dx, dy);
+    if (!shape.touches(q)) return;
+    double overlap = 1.0;
+    if (shape.cut(q)) {
+      if (subpix == 0) {
+        overlap = shape.exact(dx, dy);
       } else {
-        if (other_object(image, at)) otherarea += overlap;
-        const ReadPixel pixel = read_pixel(image, ix, iy, at);
-        tv += pixel.value * overlap;
-        sigtv += noise.variance(pixel.noise_at) * overlap;
+        overlap = subsampled_overlap(dx, dy, subpix, [&shape](double sx, double sy, double sy2) {
+          return shape.inside(shape.rpix2_sub(sx, sy, sy2));
+        });
       }
-      totarea += overlap;
     }
-  }
+    const int64_t at = iy * image.data.width + ix;
+    if (image.masked(at)) {
+      flag |= kAperHasMasked;
+      maskarea += overlap;
+    } else if (image.neighbours == nullptr) {
+      tv += image.data.data[at] * overlap;
+      sigtv += noise.variance(at) * overlap;
+    } else {
+      if (other_object(image, at)) otherarea += overlap;
+      const ReadPixel pixel = read_pixel(image, ix, iy, at);
+      tv += pixel.value * overlap;
+      sigtv += noise.variance(pixel.noise_at) * overlap;
+    }
+    totarea += overlap;
+  });
+  double sums[] = {tv, sigtv, totarea, maskarea, otherarea};
+  team_sum<Team>(sums, 5);
+  tv = sums[0], sigtv = sums[1], totarea = sums[2], maskarea = sums[3], otherarea = sums[4];
+  flag = Team::bit_or(flag);
   double blanked = maskarea + otherarea;
   if (image.mask != nullptr) {
     if (mode == MaskMode::ignore) {
@@ -152,24 +154,27 @@ IMFLOW_HOST_DEVICE inline ApertureSum subtract_annulus(ApertureSum sum, const Ap
 
 }  // namespace aperture_detail
 
+template <typename Team>
 IMFLOW_HOST_DEVICE inline ApertureSum sum_circle(const ApertureImage& image, double x, double y, double r, int subpix,
                                                  MaskMode mode) {
   using namespace aperture_detail;
   if (r < 0.0 || !valid_subpix(subpix)) return invalid_sum();
   int32_t flag = 0;
   const PixelBox box = aperture_box(x, y, r, r, image.data.width, image.data.height, flag);
-  return sum_aperture(image, x, y, make_circle(r), box, flag, subpix, mode);
+  return sum_aperture<Team>(image, x, y, make_circle(r), box, flag, subpix, mode);
 }
 
+template <typename Team>
 IMFLOW_HOST_DEVICE inline ApertureSum sum_circann(const ApertureImage& image, double x, double y, double rin,
                                                   double rout, int subpix, MaskMode mode) {
   using namespace aperture_detail;
   if (!(rin >= 0.0 && rout >= rin) || !valid_subpix(subpix)) return invalid_sum();
   int32_t flag = 0;
   const PixelBox box = aperture_box(x, y, rout, rout, image.data.width, image.data.height, flag);
-  return sum_aperture(image, x, y, CircularAnnulus{make_circle(rin), make_circle(rout)}, box, flag, subpix, mode);
+  return sum_aperture<Team>(image, x, y, CircularAnnulus{make_circle(rin), make_circle(rout)}, box, flag, subpix, mode);
 }
 
+template <typename Team>
 IMFLOW_HOST_DEVICE inline ApertureSum sum_ellipse(const ApertureImage& image, double x, double y, double a, double b,
                                                   double theta, double r, int subpix, MaskMode mode) {
   using namespace aperture_detail;
@@ -177,9 +182,10 @@ IMFLOW_HOST_DEVICE inline ApertureSum sum_ellipse(const ApertureImage& image, do
   const Ellipse shape = make_ellipse(a, b, theta, r);
   int32_t flag = 0;
   const PixelBox box = ellipse_box(x, y, shape.e, r, image.data.width, image.data.height, flag);
-  return sum_aperture(image, x, y, shape, box, flag, subpix, mode);
+  return sum_aperture<Team>(image, x, y, shape, box, flag, subpix, mode);
 }
 
+template <typename Team>
 IMFLOW_HOST_DEVICE inline ApertureSum sum_ellipann(const ApertureImage& image, double x, double y, double a, double b,
                                                    double theta, double rin, double rout, int subpix, MaskMode mode) {
   using namespace aperture_detail;
@@ -187,22 +193,24 @@ IMFLOW_HOST_DEVICE inline ApertureSum sum_ellipann(const ApertureImage& image, d
   const EllipticalAnnulus shape{make_ellipse(a, b, theta, rin), make_ellipse(a, b, theta, rout)};
   int32_t flag = 0;
   const PixelBox box = ellipse_box(x, y, shape.out.e, rout, image.data.width, image.data.height, flag);
-  return sum_aperture(image, x, y, shape, box, flag, subpix, mode);
+  return sum_aperture<Team>(image, x, y, shape, box, flag, subpix, mode);
 }
 
+template <typename Team>
 IMFLOW_HOST_DEVICE inline ApertureSum sum_circle_bkgann(const ApertureImage& image, double x, double y, double r,
                                                         double rin, double rout, int subpix) {
   using namespace aperture_detail;
-  const ApertureSum sum = sum_circle(image, x, y, r, subpix);
-  return subtract_annulus(sum, sum_circann(image, x, y, rin, rout, 1, MaskMode::ignore));
+  const ApertureSum sum = sum_circle<Team>(image, x, y, r, subpix);
+  return subtract_annulus(sum, sum_circann<Team>(image, x, y, rin, rout, 1, MaskMode::ignore));
 }
 
+template <typename Team>
 IMFLOW_HOST_DEVICE inline ApertureSum sum_ellipse_bkgann(const ApertureImage& image, double x, double y, double a,
                                                          double b, double theta, double r, double rin, double rout,
                                                          int subpix) {
   using namespace aperture_detail;
-  const ApertureSum sum = sum_ellipse(image, x, y, a, b, theta, r, subpix);
-  return subtract_annulus(sum, sum_ellipann(image, x, y, a, b, theta, rin, rout, subpix));
+  const ApertureSum sum = sum_ellipse<Team>(image, x, y, a, b, theta, r, subpix);
+  return subtract_annulus(sum, sum_ellipann<Team>(image, x, y, a, b, theta, rin, rout, subpix));
 }
 
 }  // namespace imflow::kernels

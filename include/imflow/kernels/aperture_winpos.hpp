@@ -8,6 +8,7 @@
 #include "imflow/kernels/aperture.hpp"
 #include "imflow/kernels/aperture_pixels.hpp"
 #include "imflow/kernels/pixel_moments.hpp"
+#include "imflow/kernels/pixel_team.hpp"
 
 namespace imflow::kernels {
 namespace aperture_detail {
@@ -30,6 +31,14 @@ struct WindowSums {
     exx += variance * (dx * dx + kPixelVariance);
     eyy += variance * (dy * dy + kPixelVariance);
     exy += variance * dx * dy;
+  }
+  // Every team member's partial sums combined (pixel_team.hpp).
+  template <typename Team>
+  IMFLOW_HOST_DEVICE void team_sum() {
+    double sums[] = {value.s, value.sx, value.sy, value.sxx, value.syy, value.sxy, e, exx, eyy, exy};
+    kernels::team_sum<Team>(sums, 10);
+    value = {sums[0], sums[1], sums[2], sums[3], sums[4], sums[5]};
+    e = sums[6], exx = sums[7], eyy = sums[8], exy = sums[9];
   }
   // Masked pixels' weights (`masked.value`) times the mean value they stand for.
   IMFLOW_HOST_DEVICE void add_masked(const WindowSums& masked, double mean) {
@@ -59,6 +68,7 @@ struct WindowSums {
 
 }  // namespace aperture_detail
 
+template <typename Team>
 IMFLOW_HOST_DEVICE inline WindowedPosition winpos(const ApertureImage& image, double x, double y, double sig,
                                                   int subpix, double min_sig) {
   using namespace aperture_detail;
@@ -77,39 +87,44 @@ IMFLOW_HOST_DEVICE inline WindowedPosition winpos(const ApertureImage& image, do
     double tv = 0.0, totarea = 0.0, maskarea = 0.0;
     aperture_detail::WindowSums kept,
         masked;  // the unmasked pixels' sums; the masked pixels' weights (x their mean after)
-    for (int64_t iy = box.ymin; iy < box.ymax; ++iy) {
-      const int64_t row = iy * image.data.width;
-      for (int64_t ix = box.xmin; ix < box.xmax; ++ix) {
-        const double dx = static_cast<double>(ix) - x, dy = static_cast<double>(iy) - y;
-        const double rpix2 = dx * dx + dy * dy;
-        if (!(rpix2 < band.outer2)) continue;
-        double overlap = 1.0;
-        if (rpix2 > band.inner2) {
-          if (subpix == 0) {
-            overlap = circle_overlap(dx - 0.5, dy - 0.5, dx + 0.5, dy + 0.5, r);
-          } else {
-            overlap = subsampled_overlap(dx, dy, subpix,
-                                         [r2](double sx, double, double sy2) { return sx * sx + sy2 < r2; });
-          }
-        }
-        const double window = std::exp(-rpix2 * inv_two_sig2), weight = overlap * window;
-        const int64_t at = row + ix;
-        if (image.mask != nullptr && image.mask[at] > image.mask_threshold) {
-          out.flag |= kAperHasMasked;
-          maskarea += overlap;
-          masked.value.add(weight, dx, dy);
-          kept.add_error(weight * weight * noise.variance(at), dx, dy);
+    for_box_pixels<Team>(box, [&](int64_t ix, int64_t iy) {
+      const double dx = static_cast<double>(ix) - x, dy = static_cast<double>(iy) - y;
+      const double rpix2 = dx * dx + dy * dy;
+      if (!(rpix2 < band.outer2)) return;
+      double overlap = 1.0;
+      if (rpix2 > band.inner2) {
+        if (subpix == 0) {
+          overlap = circle_overlap(dx - 0.5, dy - 0.5, dx + 0.5, dy + 0.5, r);
         } else {
-          const ReadPixel pixel = image.neighbours == nullptr ? ReadPixel{image.data.data[at], at}
-                                                              : read_pixel(image, ix, iy, at);
-          const double pix = pixel.value;
-          tv += pix * overlap;
-          kept.value.add(pix * overlap * window, dx, dy);  // SEP's order of the products
-          const double var = noise.variance(pixel.noise_at) + (pix > 0.0 ? pix * inv_gain : 0.0);
-          kept.add_error(weight * weight * var, dx, dy);
+          overlap = subsampled_overlap(dx, dy, subpix,
+                                       [r2](double sx, double, double sy2) { return sx * sx + sy2 < r2; });
         }
-        totarea += overlap;
       }
+      const double window = std::exp(-rpix2 * inv_two_sig2), weight = overlap * window;
+      const int64_t at = iy * image.data.width + ix;
+      if (image.mask != nullptr && image.mask[at] > image.mask_threshold) {
+        out.flag |= kAperHasMasked;
+        maskarea += overlap;
+        masked.value.add(weight, dx, dy);
+        kept.add_error(weight * weight * noise.variance(at), dx, dy);
+      } else {
+        const ReadPixel pixel = image.neighbours == nullptr ? ReadPixel{image.data.data[at], at}
+                                                            : read_pixel(image, ix, iy, at);
+        const double pix = pixel.value;
+        tv += pix * overlap;
+        kept.value.add(pix * overlap * window, dx, dy);  // SEP's order of the products
+        const double var = noise.variance(pixel.noise_at) + (pix > 0.0 ? pix * inv_gain : 0.0);
+        kept.add_error(weight * weight * var, dx, dy);
+      }
+      totarea += overlap;
+    });
+    kept.team_sum<Team>();
+    out.flag = Team::bit_or(out.flag);
+    if (image.mask != nullptr) {
+      masked.team_sum<Team>();
+      double areas[] = {tv, totarea, maskarea};
+      team_sum<Team>(areas, 3);
+      tv = areas[0], totarea = areas[1], maskarea = areas[2];
     }
     if (image.mask != nullptr) kept.add_masked(masked, tv / (totarea - maskarea));  // masked pixels take the mean
     sums = kept;

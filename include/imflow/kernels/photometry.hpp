@@ -19,7 +19,8 @@ namespace imflow::kernels {
 // A source without a finite position or ellipse gets NaN values and 0 flags. With `vignet` and
 // spec.vignet_size() > 0 the source's VIGNET (copy_vignet; other objects blanked when
 // spec.mask_neighbours) is written there.
-IMFLOW_HOST_DEVICE inline void measure_photometry(ApertureImage image, const int32_t* segmap,
+template <typename Team = SerialTeam>
+IMFLOW_HOST_DEVICE void measure_photometry(ApertureImage image, const int32_t* segmap,
                                                   const PhotometrySpec& spec, const PhotometrySource& source,
                                                   double* row, float* vignet = nullptr);
 
@@ -28,7 +29,8 @@ IMFLOW_HOST_DEVICE inline void measure_photometry(ApertureImage image, const int
 // -width/2 and row -height/2 of it, row after row; -1e30 (SExtractor's -BIG, which PSFEx takes as
 // bad) outside the image, on masked pixels, on other objects' pixels (a `segmap` label neither 0
 // nor `label`: SExtractor's BLANK) and everywhere when that centre is outside the image.
-IMFLOW_HOST_DEVICE inline void copy_vignet(const ApertureImage& image, const int32_t* segmap, int32_t label, double x,
+template <typename Team = SerialTeam>
+IMFLOW_HOST_DEVICE void copy_vignet(const ApertureImage& image, const int32_t* segmap, int32_t label, double x,
                                            double y, int width, int height, float* out);
 
 }  // namespace imflow::kernels

@@ -66,34 +66,34 @@ IMFLOW_HOST_DEVICE inline void windowed_columns(const WindowedPosition& win, con
 }
 }  // namespace photometry_detail
 
+template <typename Team>
 IMFLOW_HOST_DEVICE inline void copy_vignet(const ApertureImage& image, const int32_t* segmap, int32_t label, double x,
                                            double y, int width, int height, float* out) {
   constexpr float kOutside = -1e30f;  // SExtractor's -BIG
   const int64_t count = int64_t{width} * height;
-  for (int64_t k = 0; k < count; ++k) out[k] = kOutside;
-  if (!(std::isfinite(x) && std::isfinite(y))) return;
-  const auto ix = static_cast<int64_t>(x + 0.49999), iy = static_cast<int64_t>(y + 0.49999);  // C's truncation
-  if (ix < 0 || iy < 0 || ix >= image.data.width || iy >= image.data.height) return;
+  const bool finite = std::isfinite(x) && std::isfinite(y);
+  const auto ix = finite ? static_cast<int64_t>(x + 0.49999) : -1;  // C's truncation
+  const auto iy = finite ? static_cast<int64_t>(y + 0.49999) : -1;
+  const bool placed = ix >= 0 && iy >= 0 && ix < image.data.width && iy < image.data.height;
   const int64_t x0 = ix - width / 2, y0 = iy - height / 2;
-  for (int64_t v = 0; v < height; ++v) {
-    const int64_t py = y0 + v;
-    if (py < 0 || py >= image.data.height) continue;
-    for (int64_t u = 0; u < width; ++u) {
-      const int64_t px = x0 + u;
-      if (px < 0 || px >= image.data.width) continue;
+  for (int64_t k = Team::rank(); k < count; k += Team::size) {
+    float value = kOutside;
+    const int64_t px = x0 + k % width, py = y0 + k / width;
+    if (placed && px >= 0 && py >= 0 && px < image.data.width && py < image.data.height) {
       const int64_t at = py * image.data.width + px;
-      if (image.masked(at) || (segmap != nullptr && segmap[at] != 0 && segmap[at] != label)) continue;
-      out[v * width + u] = image.data.data[at];
+      if (!image.masked(at) && (segmap == nullptr || segmap[at] == 0 || segmap[at] == label)) value = image.data.data[at];
     }
+    out[k] = value;
   }
 }
 
+template <typename Team>
 IMFLOW_HOST_DEVICE inline void measure_photometry(ApertureImage image, const int32_t* segmap,
                                                   const PhotometrySpec& spec, const PhotometrySource& source,
                                                   double* row, float* vignet) {
   using namespace photometry_detail;
   if (vignet != nullptr && spec.vignet_size() > 0) {
-    copy_vignet(image, spec.mask_neighbours ? segmap : nullptr, source.label, source.x, source.y, spec.vignet_width,
+    copy_vignet<Team>(image, spec.mask_neighbours ? segmap : nullptr, source.label, source.x, source.y, spec.vignet_width,
                 spec.vignet_height, vignet);
   }
   if (spec.mask_neighbours && segmap != nullptr) {
@@ -118,7 +118,7 @@ IMFLOW_HOST_DEVICE inline void measure_photometry(ApertureImage image, const int
     params.kron_factor = spec.kron_fact;
     params.min_radius = spec.min_diameter / 2.0;
     params.min_kron_radius = spec.min_kron_radius;
-    automatic = auto_flux(image, x, y, source.a, source.b, source.theta, params);
+    automatic = auto_flux<Team>(image, x, y, source.a, source.b, source.theta, params);
     flags |= automatic.flag | (automatic.crowded ? kAutoCrowded : 0);
   }
   if (spec.auto_flux) {
@@ -132,8 +132,8 @@ IMFLOW_HOST_DEVICE inline void measure_photometry(ApertureImage image, const int
     const double r = spec.aperture_diameters[k] / 2.0;
     const int subpix = spec.aperture_subpix;
     const ApertureSum sum = spec.aperture_bkgann
-                                ? sum_circle_bkgann(image, x, y, r, spec.bkgann_rin, spec.bkgann_rout, subpix)
-                                : sum_circle(image, x, y, r, subpix);
+                                ? sum_circle_bkgann<Team>(image, x, y, r, spec.bkgann_rin, spec.bkgann_rout, subpix)
+                                : sum_circle<Team>(image, x, y, r, subpix);
     row[spec.aperture_offset() + 2 * k] = sum.sum;
     row[spec.aperture_offset() + 2 * k + 1] = sum.error;
     flags |= sum.flag;
@@ -149,11 +149,11 @@ IMFLOW_HOST_DEVICE inline void measure_photometry(ApertureImage image, const int
   for (int k = 0; k < asked; ++k) fractions[k] = spec.flux_fractions[k];
   fractions[asked] = kHalfLight;
   const auto count = static_cast<size_t>(asked) + 1;
-  flags |= flux_radius(image, x, y, kRadiusInA * source.a, {fractions, count}, automatic.flux, kRadiusSubpix,
+  flags |= flux_radius<Team>(image, x, y, kRadiusInA * source.a, {fractions, count}, automatic.flux, kRadiusSubpix,
                        {radii, count});
   for (int k = 0; k < asked; ++k) row[spec.radius_offset() + k] = radii[k];
   if (spec.windowed) {
-    const WindowedPosition win = winpos(image, x, y, kSigPerRadius * radii[asked]);
+    const WindowedPosition win = winpos<Team>(image, x, y, kSigPerRadius * radii[asked]);
     double* out = row + spec.window_offset();
     out[kWinX] = win.x;
     out[kWinY] = win.y;

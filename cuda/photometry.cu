@@ -10,6 +10,7 @@
 #include "cuda/photometry.hpp"
 #include "imflow/kernels/photometry.hpp"
 #include "imflow/kernels/photometry_source.hpp"
+#include "imflow/kernels/weight_gain.hpp"
 
 namespace imflow::cuda {
 namespace {
@@ -43,6 +44,7 @@ struct RowArgs {
   int64_t count;
   const DeviceResults* results;  // not null: the rows are min(results->nlabels, count), in the stream
   const DeviceResults* noise;    // not null: the global noise is noise->std (read on the device)
+  const DeviceResults* weight_gain;  // not null: WEIGHT_GAIN against weight_gain->std (apply_weight_gain)
   double* rows;
   float* vignets;
 };
@@ -59,6 +61,10 @@ __global__ void __launch_bounds__(kRowThreads) rows_kernel(RowArgs a) {
     const kernels::PhotometrySource source = kernels::photometry_source(s);
     kernels::measure_photometry(image, a.labels, a.spec, source, a.rows + i * stride,
                                 vignet_size > 0 ? a.vignets + i * vignet_size : nullptr);
+    if (a.weight_gain != nullptr) {
+      kernels::apply_weight_gain(image, a.labels, a.spec, source, a.weight_gain->std * a.weight_gain->std,
+                                 a.rows + i * stride);
+    }
   }
 }
 
@@ -97,6 +103,7 @@ RowArgs row_args(GpuContext& gpu, int64_t count, double noise_std) {
   const MeasurementBackground background = measurement_background(gpu);
   if (background.rms_map != nullptr) {
     a.image.noise = background.rms_map;
+    if (gpu.weight_gain && gpu.has_weight_noise) a.weight_gain = background.stats;
   } else {  // NaN without a noise estimate: NaN errors
     a.image.noise_value = background.any ? noise_std : NAN;
   }

@@ -1,5 +1,6 @@
 // PhotometrySetting (measure_photometry.hpp): the parameters' checks, and the CPU run over an
-// item's catalog, one kernels::measure_photometry row per source on all threads.
+// item's catalog, one kernels::measure_photometry row per source on all threads (with
+// kernels::apply_weight_gain's errors under input.weight.gain).
 #include "steps/measure_photometry.hpp"
 
 #include <tbb/parallel_for.h>
@@ -14,6 +15,7 @@
 #include "imflow/kernels/mesh_rows.hpp"
 #include "imflow/kernels/photometry.hpp"
 #include "imflow/kernels/photometry_source.hpp"
+#include "imflow/kernels/weight_gain.hpp"
 #include "imflow/params.hpp"
 #include "steps/measure_gain.hpp"
 
@@ -189,12 +191,15 @@ void PhotometrySetting::measure(WorkItem& item, const kernels::MeasureBackground
     image.noise_value = background.rms;  // NaN without a noise estimate: NaN errors
   }
   const int32_t* labels = item.labels.empty() ? nullptr : item.labels.data();
+  const double backnoise2 = background.weight_gain_rms * background.weight_gain_rms;  // 0: no WEIGHT_GAIN
   tbb::parallel_for(tbb::blocked_range<size_t>(0, catalog.size(), 64), [&](const tbb::blocked_range<size_t>& range) {
     for (size_t i = range.begin(); i != range.end(); ++i) {
       const Source& s = catalog[i];
       const kernels::PhotometrySource source = kernels::photometry_source(s);
-      kernels::measure_photometry(image, labels, spec, source, table.rows.data() + i * spec.stride(),
+      double* row = table.rows.data() + i * spec.stride();
+      kernels::measure_photometry(image, labels, spec, source, row,
                                   vignet_size > 0 ? table.vignets.data() + i * vignet_size : nullptr);
+      kernels::apply_weight_gain(image, labels, spec, source, backnoise2, row);
     }
   });
   item.photometry = std::move(table);

@@ -92,6 +92,7 @@ void prepare_item(GpuContext& gpu, int64_t width, int64_t height) {
   gpu.has_normalization = gpu.has_svd_metrics = false;
   gpu.has_background_maps = gpu.has_deblend = gpu.has_photometry = false;
   gpu.has_weight_noise = false;
+  gpu.weight_gain = false;
   gpu.dual_image = false;
   if (gpu.measured) gpu.measured->has_background = gpu.measured->has_maps = false;
   gpu.downloaded = DownloadWants{};
@@ -215,6 +216,7 @@ Catalog host_catalog(GpuContext& gpu, const WorkItem& item, int32_t nlabels, con
     copy_now(gpu, rms_copy, gpu.mesh_background->rms_map.data(), n);
     background.map = map_copy.data();
     background.rms_map = rms_copy.data();
+    if (gpu.weight_gain && gpu.has_weight_noise) background.weight_gain_rms = results.std;
   } else if (gpu.has_background) {
     background.level = results.median;
     background.rms = results.std;

@@ -61,6 +61,7 @@ struct Background {
   const float* rms_map; // null: the global std (stats->std) when `level`, else no noise estimate
   double gain;          // e-/ADU, 0: no Poisson term
   const DeviceResults* stats;
+  bool weight_gain;     // the weight map's WEIGHT_GAIN: the Poisson term x rms^2 / stats->std^2
 };
 
 Accumulators accumulators_of(CatalogAccumulators& a, int64_t capacity) {
@@ -172,6 +173,7 @@ __global__ void __launch_bounds__(kThreads)
   int64_t cx = 0, cy = 0;
   const double level = background.level ? background.stats->median : 0.0;
   const double global_rms = background.level ? background.stats->std : NAN;
+  const double backnoise2 = background.weight_gain ? background.stats->std * background.stats->std : 0.0;
   for (int64_t t = static_cast<int64_t>(blockIdx.x) * kThreads + threadIdx.x; t < runs;
        t += static_cast<int64_t>(gridDim.x) * kThreads) {
     const int64_t begin = t * kRun;
@@ -198,7 +200,7 @@ __global__ void __launch_bounds__(kThreads)
         const double w = d - level, dx = static_cast<double>(x - cx), dy = static_cast<double>(y - cy);
         r.w.add(w, dx, dy);
         const double rms = background.rms_map != nullptr ? static_cast<double>(background.rms_map[i]) : global_rms;
-        r.v.add(kernels::pixel_variance(rms, w, background.gain), dx, dy);
+        r.v.add(kernels::pixel_variance(rms, w, background.gain, backnoise2), dx, dy);
         if (masked_neighbour(image, width, height, x, y)) r.flags |= kFlagMaskedNeighbour;
         r.npix += 1;
         r.flux += d;
@@ -315,8 +317,8 @@ void measure_pass(GpuContext& gpu, const float* image, const Accumulators& a, co
   IMFLOW_CUDA_CHECK_LAUNCH();
 }
 
-Background background_for(const MeasurementBackground& b, double gain) {
-  return Background{b.map, b.level, b.rms_map, gain, b.stats};
+Background background_for(const MeasurementBackground& b, double gain, bool weight_gain = false) {
+  return Background{b.map, b.level, b.rms_map, gain, b.stats, weight_gain && b.rms_map != nullptr};
 }
 
 }  // namespace
@@ -334,7 +336,7 @@ void measure(GpuContext& gpu, double gain) {
                  background_for(measurement_background(gpu), gain));
   }
   measure_pass(gpu, gpu.dual_image ? gpu.detection.data() : gpu.image.data(), accumulators_of(gpu),
-               background_for(detection_background(gpu), gain));
+               background_for(detection_background(gpu), gain, gpu.weight_gain && gpu.has_weight_noise));
 }
 
 void detail::enqueue_catalog_rows(GpuContext& gpu) {

@@ -47,6 +47,7 @@ struct RowArgs {
   int64_t count;
   const DeviceResults* results;  // not null: the rows are min(results->nlabels, count), in the stream
   const DeviceResults* noise;    // not null: the global noise is noise->std (read on the device)
+  const DeviceResults* weight_gain;  // not null: WEIGHT_GAIN against weight_gain->std^2
   double* rows;
   float* vignets;
 };
@@ -55,6 +56,7 @@ __global__ void __launch_bounds__(kRowThreads, kRowBlocksPerSm) rows_kernel(RowA
   kernels::ApertureImage image = a.image;
   image.mask = *a.any_masked != 0 ? a.mask : nullptr;
   if (a.noise != nullptr) image.noise_value = a.noise->std;
+  const double weight_gain_noise2 = a.weight_gain != nullptr ? a.weight_gain->std * a.weight_gain->std : 0.0;
   const int64_t stride = a.spec.stride(), vignet_size = a.spec.vignet_size();
   const int64_t count = a.results == nullptr ? a.count : min(static_cast<int64_t>(a.results->nlabels), a.count);
   // Whole warps take a row each, so every lane of a warp reaches the team's shuffles.
@@ -63,7 +65,7 @@ __global__ void __launch_bounds__(kRowThreads, kRowBlocksPerSm) rows_kernel(RowA
     const Source s = a.sources[i];
     const kernels::PhotometrySource source = kernels::photometry_source(s);
     kernels::measure_photometry<WarpTeam>(image, a.labels, a.spec, source, a.rows + i * stride,
-                                          vignet_size > 0 ? a.vignets + i * vignet_size : nullptr);
+                                          vignet_size > 0 ? a.vignets + i * vignet_size : nullptr, weight_gain_noise2);
   }
 }
 
@@ -104,6 +106,7 @@ RowArgs row_args(GpuContext& gpu, int64_t count, double noise_std) {
   const MeasurementBackground background = measurement_background(gpu);
   if (background.rms_map != nullptr) {
     a.image.noise = background.rms_map;
+    if (gpu.weight_gain && gpu.has_weight_noise) a.weight_gain = background.stats;
   } else {  // NaN without a noise estimate: NaN errors
     a.image.noise_value = background.any ? noise_std : NAN;
   }

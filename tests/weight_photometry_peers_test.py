@@ -13,7 +13,10 @@ pair 99% of each side's objects within 1e-3 px and give 99% of them THRESHOLD (3
 rms of the object's pixels, imflow's from its weight_scale), FLUX_ISO (relative to max(|flux|,
 its error)) and FLUXERR_ISO within 1%; on the isolated sources (no other segment and no bad pixel
 within reach of any measurement, FLAGS 0 in both, ISOAREA >= 5) every KRON_RADIUS, FLUX_AUTO,
-FLUXERR_AUTO, FLUX_APER and FLUXERR_APER within 1%. Prints the worst and median differences
+FLUXERR_AUTO, FLUX_APER and FLUXERR_APER within 1%. The MAP_WEIGHT images are measured three
+times: GAIN 0, then with a gain (the frames' GAIN = 4, SWarp's for the coadds, read by both from
+the header) with input.weight.gain true and false as SExtractor's WEIGHT_GAIN Y and N; WEIGHT_GAIN
+must change some error by 5% (the test exercises it). Prints the worst and median differences
 (docs/astronomy.md quotes them).
 Usage: weight_photometry_peers_test.py IMFLOW SOURCE_DIR  (Debian's python3: numpy, astropy)"""
 import json
@@ -38,6 +41,11 @@ PARAMS = ["NUMBER", "X_IMAGE", "Y_IMAGE", "A_IMAGE", "FLAGS", "ISOAREA_IMAGE", "
 EVERY = ("THRESHOLD", "FLUX_ISO", "FLUXERR_ISO")
 ISOLATED = ("KRON_RADIUS", "FLUX_AUTO", "FLUXERR_AUTO", "FLUX_APER", "FLUXERR_APER")
 EXPOSURES = (1.0, 0.5, 0.3)  # the dithered sub-frames'
+GAIN = 4.0  # e-/ADU: the frames' GAIN keyword (SWarp writes the coadd's), else measure's gain
+# (name, input.weight.gain, measure's gain, SExtractor's options)
+RUNS = (("GAIN 0", "true", "gain: 0", ("-GAIN", "0", "-GAIN_KEY", "NOGAIN")),
+        ("GAIN, WEIGHT_GAIN Y", "true", f"gain: {GAIN}, gain_keyword: GAIN", ("-GAIN", str(GAIN), "-WEIGHT_GAIN", "Y")),
+        ("GAIN, WEIGHT_GAIN N", "false", f"gain: {GAIN}, gain_keyword: GAIN", ("-GAIN", str(GAIN), "-WEIGHT_GAIN", "N")))
 problems = []
 for tool in ("source-extractor", "SWarp"):
     if shutil.which(tool) is None:
@@ -58,14 +66,24 @@ def dithered(path, frames, rng):
         moved = header.copy()
         moved["CRPIX1"] -= x0
         moved["CRPIX2"] -= y0
+        moved["GAIN"] = GAIN
         paths.append(os.path.join(frames, f"{os.path.basename(path)[:-5]}_{k}.fits"))
         fits.writeto(paths[-1], frame.astype(np.float32), moved, output_verify="silentfix")
     return paths
 
 
+def with_gain(path, frames):
+    """A copy of the frame `path` in `frames` whose header says GAIN; returns its path."""
+    copy = os.path.join(frames, os.path.basename(path))
+    with fits.open(path) as hdus:
+        hdus[0].header["GAIN"] = GAIN
+        hdus.writeto(copy, output_verify="silentfix")
+    return copy
+
+
 def coadd(frames, inputs, stem):
-    """SWarp's weighted coadd of `frames` as inputs/STEM.fits and its weight map as
-    inputs/maps/STEM.weight.fits; returns the stem and the bad-pixel (weight 0) mask."""
+    """SWarp's weighted coadd of `frames` as inputs/STEM.fits (its GAIN the frames' combined) and its
+    weight map as inputs/maps/STEM.weight.fits; returns the stem and the bad-pixel (weight 0) mask."""
     config = os.path.join(work, "default.swarp")
     if not os.path.exists(config):
         with open(config, "w") as f:
@@ -77,7 +95,7 @@ def coadd(frames, inputs, stem):
     return stem, fits.getdata(weight) <= 0
 
 
-def run_imflow(inputs, out, weight):
+def run_imflow(inputs, out, weight, gain="gain: 0"):
     """imflow's LDAC catalogs and label maps under `out`; returns the summary's records by file."""
     config = os.path.join(work, "imflow.yaml")
     with open(config, "w") as f:
@@ -85,17 +103,17 @@ def run_imflow(inputs, out, weight):
                 "output: {formats: [ldac, labels]}\ndevice: cpu\nsteps:\n"
                 "  - background: {method: mesh, size: 32, filter_size: 3}\n"
                 f"  - segment: {{nsigma: {NSIGMA}, relative_to: rms_map}}\n  - label: {{connectivity: 8}}\n"
-                "  - measure: {gain: 0, auto: {kron_fact: 2.5, min_radius: 0, min_kron_radius: 3.5},\n"
+                f"  - measure: {{{gain}, auto: {{kron_fact: 2.5, min_radius: 0, min_kron_radius: 3.5}},\n"
                 f"              apertures: {list(APERTURES)}, aperture_subpix: 5}}\n")
     subprocess.run([imflow, "-q", "run", config, "--input", inputs, "--output", out, "--threads", "2"], check=True)
     with open(os.path.join(out, "summary.json")) as f:
         return {os.path.basename(r["file"])[:-5]: r for r in json.load(f)["items"]}
 
 
-def run_sextractor(image, catalog, kind, weight):
+def run_sextractor(image, catalog, kind, weight, gain=("-GAIN", "0", "-GAIN_KEY", "NOGAIN")):
     return sextractor(work, image, catalog, PARAMS, "-FILTER", "N", "-DEBLEND_MINCONT", "1", "-CLEAN", "N",
                       "-DETECT_MINAREA", "1", "-DETECT_THRESH", str(NSIGMA), "-ANALYSIS_THRESH", str(NSIGMA),
-                      "-BACK_SIZE", "32", "-BACK_FILTERSIZE", "3", "-INTERP_TYPE", "NONE", "-GAIN", "0",
+                      "-BACK_SIZE", "32", "-BACK_FILTERSIZE", "3", "-INTERP_TYPE", "NONE", *gain,
                       "-PHOT_AUTOPARAMS", "2.5,3.5", "-PHOT_APERTURES", ",".join(map(str, APERTURES)),
                       "-WEIGHT_TYPE", kind, "-WEIGHT_IMAGE", weight)
 
@@ -168,27 +186,41 @@ try:
     coadds = [coadd(dithered(isaac[0], frames, rng), inputs, "coadd_isaac_crop")]
     dss = [os.path.join(src, "datasets/data/astro", name) for name in ("dss_test1.fits", "dss_test2.fits")]
     if all(os.path.exists(path) for path in dss):
-        coadds.append(coadd(dss, inputs, "coadd_dss"))
-    weighted = run_imflow(inputs, os.path.join(work, "out"), "{image: 'maps/{stem}.weight.fits', type: map_weight}")
-    run_imflow(rms_inputs, os.path.join(work, "out_rms"), "{image: 'maps/{stem}.rms.fits', type: map_rms}")
+        coadds.append(coadd([with_gain(path, frames) for path in dss], inputs, "coadd_dss"))
     images = [(stem, bad) for stem, _, bad, _ in modelled] + coadds
-    for stem, bad in images:
-        weight_path = os.path.join(inputs, "maps", stem + ".weight.fits")
-        weight = fits.getdata(weight_path).astype(np.float32)
-        scale = np.float32(weighted[stem]["metrics"]["weight_scale"])
-        rms = np.where(bad, np.inf, np.sqrt(scale ** 2 / np.where(bad, 1, weight)))
-        print(f"{stem}: {weight.shape[1]} x {weight.shape[0]}, weight_scale {scale:.6g}, "
-              f"{bad.mean():.1%} unexposed", flush=True)
-        theirs = run_sextractor(os.path.join(inputs, stem + ".fits"), os.path.join(work, f"sex_{stem}.ldac"),
-                                "MAP_WEIGHT", weight_path)
-        compare(f"{stem} MAP_WEIGHT", os.path.join(work, "out"), stem, rms, bad, theirs)
+    weight_map = "{image: 'maps/{stem}.weight.fits', type: map_weight"
+    for k, (run, weight_gain, gain, options) in enumerate(RUNS):
+        out = os.path.join(work, f"out_{k}")
+        weighted = run_imflow(inputs, out, f"{weight_map}, gain: {weight_gain}}}", gain)
+        for stem, bad in images:
+            weight_path = os.path.join(inputs, "maps", stem + ".weight.fits")
+            weight = fits.getdata(weight_path).astype(np.float32)
+            scale = np.float32(weighted[stem]["metrics"]["weight_scale"])
+            rms = np.where(bad, np.inf, np.sqrt(scale ** 2 / np.where(bad, 1, weight)))
+            if run == RUNS[0][0]:
+                print(f"{stem}: {weight.shape[1]} x {weight.shape[0]}, weight_scale {scale:.6g}, "
+                      f"{bad.mean():.1%} unexposed, GAIN {fits.getheader(os.path.join(inputs, stem + '.fits')).get('GAIN', GAIN):.4g}",
+                      flush=True)
+            theirs = run_sextractor(os.path.join(inputs, stem + ".fits"), os.path.join(work, f"sex_{stem}.ldac"),
+                                    "MAP_WEIGHT", weight_path, options)
+            compare(f"{stem} MAP_WEIGHT, {run}", out, stem, rms, bad, theirs)
+    exercised = 0.0
+    for stem, _ in images:  # what WEIGHT_GAIN changes: the runs with and without it
+        scaled, plain = (Table.read(os.path.join(work, f"out_{k}", stem + ".ldac"), hdu=2) for k in (1, 2))
+        change = {name: np.abs(values(scaled, name) / values(plain, name) - 1).max(axis=1)
+                  for name in ("FLUXERR_ISO", "FLUXERR_AUTO", "FLUXERR_APER")}
+        print(f"{stem}: WEIGHT_GAIN Y against N changes imflow's {summary(change)}", flush=True)
+        exercised = max([exercised] + [error.max() for error in change.values()])
+    if exercised < 0.05:
+        problems.append(f"WEIGHT_GAIN changes no error by 5% ({exercised:.3g}): the test does not exercise it")
+    run_imflow(rms_inputs, os.path.join(work, "out_rms"), "{image: 'maps/{stem}.rms.fits', type: map_rms}")
     for stem, _, bad, _ in modelled:
         rms_path = os.path.join(rms_inputs, "maps", stem + ".rms.fits")
         rms = fits.getdata(rms_path).astype(np.float64)
         rms[bad] = np.inf
         theirs = run_sextractor(os.path.join(rms_inputs, stem + ".fits"), os.path.join(work, f"sex_rms_{stem}.ldac"),
                                 "MAP_RMS", rms_path)
-        compare(f"{stem} MAP_RMS", os.path.join(work, "out_rms"), stem, rms, bad, theirs)
+        compare(f"{stem} MAP_RMS, GAIN 0", os.path.join(work, "out_rms"), stem, rms, bad, theirs)
 finally:
     shutil.rmtree(work, ignore_errors=True)
 

@@ -23,6 +23,9 @@ struct WeightConfig {
   // Bad pixels: weight <= thresh (map_weight, default 0), rms or variance >= thresh (default: none).
   std::optional<double> thresh;
   bool rescale = true;  // map_var, map_weight: scaled to the image's measured background noise
+  // SExtractor's WEIGHT_GAIN (its default): with measure's gain, a pixel's Poisson term is
+  // value / gain x its variance / the global background variance (kernels/weight_gain.hpp).
+  bool gain = true;
   bool present() const { return map.present(); }
 };
 

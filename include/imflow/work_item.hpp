@@ -98,6 +98,7 @@ struct WorkItem {
   // `background` rescales them when weight_rescale and sets rms_map from them.
   std::vector<float> weight_variance;
   bool weight_rescale = false;
+  bool weight_gain = false;  // input.weight.gain: SExtractor's WEIGHT_GAIN
   // Set by the reader with input.flags: the flag map's values (read as float32, so exact up to
   // 2^24), 0 where not finite, and how `measure` combines them over each segment
   // (Source::imaflags_iso; input.flags.type).
@@ -151,6 +152,7 @@ struct WorkItem {
     mesh_grid.reset();
     weight_variance.clear();
     weight_rescale = false;
+    weight_gain = false;
     flag_map.clear();
     flag_type = kernels::FlagType::bit_or;
     dual_image = false;

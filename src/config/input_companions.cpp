@@ -61,6 +61,7 @@ WeightConfig parse_weight(ParamReader& input) {
   if (weight.rescale && weight.type == WeightType::map_rms) {
     reader->fail(reader->child("rescale"), "rescale", "an RMS map is used as it is (SExtractor rescales variance and weight maps only)");
   }
+  weight.gain = reader->boolean("gain", true);
   reader->finish();
   return weight;
 }
@@ -145,6 +146,7 @@ void resolve_companions(const InputConfig& input, YAML::Node input_node) {
   weight["type"] = type_name(input.weight.type);
   if (input.weight.thresh) weight["thresh"] = *input.weight.thresh;
   weight["rescale"] = input.weight.rescale;
+  weight["gain"] = input.weight.gain;
   input_node["weight"] = weight;
 }
 

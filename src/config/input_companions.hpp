@@ -8,7 +8,7 @@
 
 namespace imflow {
 
-// input.weight: {image, type, thresh, rescale}; absent: no weight map.
+// input.weight: {image, type, thresh, rescale, gain}; absent: no weight map.
 WeightConfig parse_weight(ParamReader& input);
 // input.mask: {image, thresh} into input.mask and input.mask_thresh; absent: no mask.
 void parse_mask(ParamReader& reader, InputConfig& input);

@@ -67,6 +67,7 @@ void read_weight_map(const WeightConfig& weight, WorkItem& item, const ReadLimit
     }
   }
   item.weight_rescale = weight.rescale;
+  item.weight_gain = weight.gain;
   item.metrics["weight_bad_pixels"] = static_cast<double>(bad);
 }
 

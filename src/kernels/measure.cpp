@@ -54,6 +54,7 @@ std::vector<SourceSums> accumulate_sources(ConstImageView image, const int32_t* 
     grid_rows.emplace(*background.rms_grid);
     grid_rms.resize(static_cast<size_t>(image.width));
   }
+  const double backnoise2 = background.weight_gain_rms * background.weight_gain_rms;  // 0: no WEIGHT_GAIN
   for (int64_t y = 0; y < image.height; ++y) {
     const int64_t row = y * image.width;
     bool grid_row_ready = false;
@@ -73,11 +74,11 @@ std::vector<SourceSums> accumulate_sources(ConstImageView image, const int32_t* 
       }
       if (background.map != nullptr) {  // in float32, as SEP's data - bkg (and the GPU)
         const float subtracted = image.data[row + x] - background.map[row + x];
-        s.add(x0 + x, y0 + y, subtracted, 0.0, pixel_variance(rms, subtracted, background.gain));
+        s.add(x0 + x, y0 + y, subtracted, 0.0, pixel_variance(rms, subtracted, background.gain, backnoise2));
       } else {
         const double value = image.data[row + x];
         s.add(x0 + x, y0 + y, value, background.level,
-              pixel_variance(rms, value - background.level, background.gain));
+              pixel_variance(rms, value - background.level, background.gain, backnoise2));
       }
       if (masked_neighbour(image, x, y)) s.flags |= kFlagMaskedNeighbour;
     }

@@ -1,5 +1,6 @@
 // PhotometrySetting (measure_photometry.hpp): the parameters' checks, and the CPU run over an
-// item's catalog, one kernels::measure_photometry row per source on all threads.
+// item's catalog, one kernels::measure_photometry row per source on all threads (SExtractor's
+// WEIGHT_GAIN errors under input.weight.gain).
 #include "steps/measure_photometry.hpp"
 
 #include <tbb/parallel_for.h>
@@ -189,12 +190,14 @@ void PhotometrySetting::measure(WorkItem& item, const kernels::MeasureBackground
     image.noise_value = background.rms;  // NaN without a noise estimate: NaN errors
   }
   const int32_t* labels = item.labels.empty() ? nullptr : item.labels.data();
+  const double backnoise2 = background.weight_gain_rms * background.weight_gain_rms;  // 0: no WEIGHT_GAIN
   tbb::parallel_for(tbb::blocked_range<size_t>(0, catalog.size(), 64), [&](const tbb::blocked_range<size_t>& range) {
     for (size_t i = range.begin(); i != range.end(); ++i) {
       const Source& s = catalog[i];
       const kernels::PhotometrySource source = kernels::photometry_source(s);
-      kernels::measure_photometry(image, labels, spec, source, table.rows.data() + i * spec.stride(),
-                                  vignet_size > 0 ? table.vignets.data() + i * vignet_size : nullptr);
+      double* row = table.rows.data() + i * spec.stride();
+      kernels::measure_photometry(image, labels, spec, source, row,
+                                  vignet_size > 0 ? table.vignets.data() + i * vignet_size : nullptr, backnoise2);
     }
   });
   item.photometry = std::move(table);

@@ -55,6 +55,7 @@ class MeasureStep final : public Step {
   // zeropoint is read here, on this host thread, as the gain.
   void run_cuda(WorkItem& item, GpuContext& gpu) const override {
     item.gain = gain_.for_item(item.ref);  // a header read on this host thread when gain_keyword is set
+    gpu.weight_gain = item.weight_gain;
     cuda::measure(gpu, *item.gain);
     if (!photometry_.spec.any() && !photometry_.magnitudes()) return;
     item.photometry = photometry_.table_for(item.ref);
@@ -76,6 +77,8 @@ class MeasureStep final : public Step {
       background.map = map.data();
       if (!own && static_cast<int64_t>(item.rms_map.size()) == item.pixels.size()) {
         background.rms_map = item.rms_map.data();
+        // A weight map's noise with input.weight.gain: SExtractor's WEIGHT_GAIN against its backsig.
+        if (item.weight_gain && stats) background.weight_gain_rms = stats->std;
       } else if (const auto& grid = own ? item.measure_mesh_grid : item.mesh_grid) {
         background.rms_grid = grid.get();
       }

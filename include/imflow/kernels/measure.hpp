@@ -19,7 +19,9 @@ namespace imflow::kernels {
 // The noise the error columns use (kernels::pixel_variance): the RMS map (`rms_map`, laid out
 // like the image view, or `rms_grid`, the CPU mesh background's grid, evaluated row by row for the
 // rows that hold sources; the whole image's rows, so tiles do not use it), else the global `rms`
-// (NaN: no noise estimate, NaN errors); `gain` (e-/ADU, 0: none) adds the sources' Poisson noise.
+// (NaN: no noise estimate, NaN errors); `gain` (e-/ADU, 0: none) adds the sources' Poisson noise,
+// scaled per pixel by rms^2 / weight_gain_rms^2 where weight_gain_rms > 0 (a weight map's RMS map
+// with input.weight.gain, SExtractor's WEIGHT_GAIN: weight_gain_rms is the global background RMS).
 struct MeasureBackground {
   const float* map = nullptr;
   double level = 0.0;
@@ -27,6 +29,7 @@ struct MeasureBackground {
   const MeshGrid* rms_grid = nullptr;
   double rms = std::numeric_limits<double>::quiet_NaN();
   double gain = 0.0;
+  double weight_gain_rms = 0.0;
 };
 
 // One raster pass: the accumulators of labels 1..nlabels (index label-1). (x0, y0) is the

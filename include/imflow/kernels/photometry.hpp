@@ -18,11 +18,14 @@ namespace imflow::kernels {
 // (WindowValue; compute_winpos's formulas on the last step's sums). Flags are stored as doubles.
 // A source without a finite position or ellipse gets NaN values and 0 flags. With `vignet` and
 // spec.vignet_size() > 0 the source's VIGNET (copy_vignet; other objects blanked when
-// spec.mask_neighbours) is written there.
+// spec.mask_neighbours) is written there. weight_gain_noise2 > 0 (the global background variance,
+// with a weight map and input.weight.gain) is SExtractor's WEIGHT_GAIN: FLUXERR_AUTO and the
+// apertures' errors (without aperture_bkgann) take its per-pixel Poisson terms (weight_gain.hpp).
 template <typename Team = SerialTeam>
 IMFLOW_HOST_DEVICE void measure_photometry(ApertureImage image, const int32_t* segmap,
                                                   const PhotometrySpec& spec, const PhotometrySource& source,
-                                                  double* row, float* vignet = nullptr);
+                                                  double* row, float* vignet = nullptr,
+                                                  double weight_gain_noise2 = 0.0);
 
 // SExtractor's VIGNET(width, height) (copyimage): the width x height pixels of `image.data`
 // (background-subtracted) about ((int)(x + 0.49999), (int)(y + 0.49999)), 0-based, from column

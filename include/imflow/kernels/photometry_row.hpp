@@ -8,6 +8,7 @@
 
 #include "imflow/kernels/photometry.hpp"
 #include "imflow/kernels/source_shape.hpp"
+#include "imflow/kernels/weight_gain.hpp"
 
 namespace imflow::kernels {
 
@@ -90,7 +91,7 @@ IMFLOW_HOST_DEVICE inline void copy_vignet(const ApertureImage& image, const int
 template <typename Team>
 IMFLOW_HOST_DEVICE inline void measure_photometry(ApertureImage image, const int32_t* segmap,
                                                   const PhotometrySpec& spec, const PhotometrySource& source,
-                                                  double* row, float* vignet) {
+                                                  double* row, float* vignet, double weight_gain_noise2) {
   using namespace photometry_detail;
   if (vignet != nullptr && spec.vignet_size() > 0) {
     copy_vignet<Team>(image, spec.mask_neighbours ? segmap : nullptr, source.label, source.x, source.y, spec.vignet_width,
@@ -112,12 +113,13 @@ IMFLOW_HOST_DEVICE inline void measure_photometry(ApertureImage image, const int
     return;
   }
   int32_t flags = 0;  // every measurement's aperture flags
+  const bool weight_gain = weight_gain_noise2 > 0.0 && image.gain > 0.0;
   AutoFlux automatic;
+  AutoParams params;
+  params.kron_factor = spec.kron_fact;
+  params.min_radius = spec.min_diameter / 2.0;
+  params.min_kron_radius = spec.min_kron_radius;
   if (spec.needs_auto()) {
-    AutoParams params;
-    params.kron_factor = spec.kron_fact;
-    params.min_radius = spec.min_diameter / 2.0;
-    params.min_kron_radius = spec.min_kron_radius;
     automatic = auto_flux<Team>(image, x, y, source.a, source.b, source.theta, params);
     flags |= automatic.flag | (automatic.crowded ? kAutoCrowded : 0);
   }
@@ -126,6 +128,11 @@ IMFLOW_HOST_DEVICE inline void measure_photometry(ApertureImage image, const int
     out[0] = automatic.kron_radius;
     out[1] = automatic.flux;
     out[2] = automatic.flux_err;
+    if (weight_gain && std::isfinite(automatic.flux)) {
+      const double terms = weight_gain_auto<Team>(image, x, y, source.a, source.b, source.theta, params,
+                                                  automatic.kron_radius, weight_gain_noise2);
+      out[2] = weight_gain_error(automatic.flux, automatic.flux_err, image.gain, terms);
+    }
     out[3] = automatic.flag | (automatic.crowded ? kAutoCrowded : 0);
   }
   for (int k = 0; k < spec.apertures; ++k) {
@@ -136,6 +143,10 @@ IMFLOW_HOST_DEVICE inline void measure_photometry(ApertureImage image, const int
                                 : sum_circle<Team>(image, x, y, r, subpix);
     row[spec.aperture_offset() + 2 * k] = sum.sum;
     row[spec.aperture_offset() + 2 * k + 1] = sum.error;
+    if (weight_gain && !spec.aperture_bkgann && std::isfinite(sum.sum)) {
+      const double terms = weight_gain_circle<Team>(image, x, y, r, weight_gain_noise2);
+      row[spec.aperture_offset() + 2 * k + 1] = weight_gain_error(sum.sum, sum.error, image.gain, terms);
+    }
     flags |= sum.flag;
   }
   if (spec.fractions == 0 && !spec.windowed) {

@@ -97,10 +97,12 @@ IMFLOW_HOST_DEVICE inline SourceShape source_shape_about(const PixelMoments& w, 
 
 // The variance of one pixel for the error columns: the background noise rms^2 plus, with a gain
 // (e-/ADU, > 0), the Poisson noise of a positive background-subtracted value w (SEP's cvar;
-// photutils' calc_total_error). A NaN rms (no noise estimate) makes every error NaN.
-IMFLOW_HOST_DEVICE inline double pixel_variance(double rms, double w, double gain) {
+// photutils' calc_total_error). A NaN rms (no noise estimate) makes every error NaN. With
+// backnoise2 > 0 (SExtractor's WEIGHT_GAIN: the global background variance) the Poisson term is
+// scaled by rms^2 / backnoise2, as examineiso's pix / gain x var / backnoise2.
+IMFLOW_HOST_DEVICE inline double pixel_variance(double rms, double w, double gain, double backnoise2 = 0.0) {
   double variance = rms * rms;
-  if (gain > 0.0 && w > 0.0) variance += w / gain;
+  if (gain > 0.0 && w > 0.0) variance += backnoise2 > 0.0 ? w / gain * variance / backnoise2 : w / gain;
   return variance;
 }
 

@@ -1,0 +1,84 @@
+// SExtractor's WEIGHT_GAIN (input.weight.gain): with a weight map and a gain, a pixel's Poisson
+// term is value / gain x its variance / backsig^2 (backsig: the image's global background RMS),
+// summed over the pixels SExtractor's photom.c visits, in place of the sum's flux / gain: the AUTO
+// ellipse's (computeautoflux) and every pixel within r + 0.75 of an aperture's centre
+// (computeaperflux: not weighed by its overlap). Host and device.
+#pragma once
+#include <cmath>
+
+#include "imflow/kernels/aperture.hpp"
+#include "imflow/kernels/aperture_pixels.hpp"
+#include "imflow/kernels/pixel_team.hpp"
+
+namespace imflow::kernels {
+
+// One pixel's term: value > 0 (and gain > 0) only, as SExtractor's `pix > 0.0 && gain > 0.0`.
+IMFLOW_HOST_DEVICE inline double weight_gain_term(double value, double variance, double gain, double backnoise2) {
+  return value > 0.0 && gain > 0.0 ? value / gain * variance / backnoise2 : 0.0;
+}
+
+namespace weight_gain_detail {
+// The terms of the pixels of `box` that `inside(dx, dy)` accepts, each read as the sums read it
+// (another object's pixel: its symmetric one, with mask_neighbours); masked pixels add none (the
+// sums scale their variance by area / unmasked area instead).
+template <typename Team, typename Inside>
+IMFLOW_HOST_DEVICE inline double poisson_sum(const ApertureImage& image, double x, double y, const PixelBox& box,
+                                             double backnoise2, Inside inside) {
+  const aperture_detail::PixelNoise noise(image);
+  double sum = 0.0;
+  for_box_pixels<Team>(box, [&](int64_t ix, int64_t iy) {
+    if (!inside(static_cast<double>(ix) - x, static_cast<double>(iy) - y)) return;
+    const int64_t at = iy * image.data.width + ix;
+    if (image.masked(at)) return;
+    const aperture_detail::ReadPixel pixel = aperture_detail::read_pixel(image, ix, iy, at);
+    sum += weight_gain_term(pixel.value, noise.variance(pixel.noise_at), image.gain, backnoise2);
+  });
+  return Team::sum(sum);
+}
+}  // namespace weight_gain_detail
+
+// computeaperflux's: the box from (int)(x - r + 0.499999) to (int)(x + r + 1.499999), the pixels
+// closer than r + 0.75 to (x, y).
+template <typename Team = SerialTeam>
+IMFLOW_HOST_DEVICE inline double weight_gain_circle(const ApertureImage& image, double x, double y, double r,
+                                                    double backnoise2) {
+  PixelBox box{static_cast<int64_t>(x - r + 0.499999), static_cast<int64_t>(x + r + 1.499999),
+               static_cast<int64_t>(y - r + 0.499999), static_cast<int64_t>(y + r + 1.499999)};
+  box.xmin = box.xmin < 0 ? 0 : box.xmin;
+  box.ymin = box.ymin < 0 ? 0 : box.ymin;
+  box.xmax = box.xmax > image.data.width ? image.data.width : box.xmax;
+  box.ymax = box.ymax > image.data.height ? image.data.height : box.ymax;
+  const double reach2 = (r + 0.75) * (r + 0.75);
+  return weight_gain_detail::poisson_sum<Team>(image, x, y, box, backnoise2,
+                                         [reach2](double dx, double dy) { return dx * dx + dy * dy < reach2; });
+}
+
+// The AUTO aperture auto_flux measured with `kron_radius` (its output): the ellipse (a, b, theta)
+// at kron_fact x kron_radius, or the circle of radius min_radius, the pixels whose centre is inside.
+template <typename Team = SerialTeam>
+IMFLOW_HOST_DEVICE inline double weight_gain_auto(const ApertureImage& image, double x, double y, double a, double b,
+                                                  double theta, const AutoParams& params, double kron_radius,
+                                                  double backnoise2) {
+  int32_t flag = 0;
+  if (kron_radius * std::sqrt(a * b) < params.min_radius) {
+    const double r = params.min_radius, r2 = r * r;
+    const PixelBox box = aperture_box(x, y, r, r, image.data.width, image.data.height, flag);
+    return weight_gain_detail::poisson_sum<Team>(image, x, y, box, backnoise2,
+                                           [r2](double dx, double dy) { return dx * dx + dy * dy < r2; });
+  }
+  const EllipseCoeffs e = ellipse_coeffs(a, b, theta);
+  const double r = params.kron_factor * kron_radius, r2 = r * r;
+  const PixelBox box = ellipse_box(x, y, e, r, image.data.width, image.data.height, flag);
+  return weight_gain_detail::poisson_sum<Team>(image, x, y, box, backnoise2, [e, r2](double dx, double dy) {
+    return e.cxx * dx * dx + e.cyy * dy * dy + e.cxy * dx * dy < r2;
+  });
+}
+
+// An AUTO or aperture error (sqrt(variances + flux / gain)) with its flux / gain replaced by the
+// per-pixel terms (weight_gain_auto, weight_gain_circle), as measure_photometry applies them.
+IMFLOW_HOST_DEVICE inline double weight_gain_error(double flux, double error, double gain, double terms) {
+  const double variance = error * error - (flux > 0.0 ? flux / gain : 0.0);
+  return std::sqrt((variance > 0.0 ? variance : 0.0) + terms);
+}
+
+}  // namespace imflow::kernels

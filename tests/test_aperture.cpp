@@ -4,6 +4,7 @@
 #include <catch2/catch.hpp>
 
 #include <cmath>
+#include <limits>
 #include <vector>
 
 #include "imflow/kernels/aperture.hpp"
@@ -182,4 +183,24 @@ TEST_CASE("Kron radius, half-light radius and windowed position of known profile
   const auto small = k::auto_flux(point.view(), 20.0, 20.0, 0.4, 0.4, 0.0);
   CHECK(small.circular);
   CHECK(small.flux == k::sum_circle(point.view(), 20.0, 20.0, 1.75, 1).sum);
+}
+
+TEST_CASE("a masked pixel of infinite variance adds nothing to the windowed error", "[aperture]") {
+  const TestImage g = gaussian(40, 40, 20.3, 19.6, 2.0, 100.0);
+  std::vector<float> variance(40 * 40, 4.0f), mask(40 * 40, 0.0f);
+  mask[20 * 40 + 23] = 1.0f;  // inside the window (radius 4 sig = 6.8)
+  k::ApertureImage image = g.view();
+  image.noise = variance.data();
+  image.noise_kind = k::NoiseKind::variance;
+  image.mask = mask.data();
+  variance[20 * 40 + 23] = 0.0f;
+  const auto zero = k::winpos(image, 20.0, 20.0, 1.7);
+  variance[20 * 40 + 23] = std::numeric_limits<float>::infinity();  // a weight map's bad pixel
+  const auto bad = k::winpos(image, 20.0, 20.0, 1.7);
+  CHECK(bad.flag == k::kAperHasMasked);
+  CHECK(std::isfinite(bad.flux_var));
+  CHECK(bad.flux_var == zero.flux_var);
+  CHECK(bad.errx2 == zero.errx2);
+  variance[20 * 40 + 23] = 4.0f;  // a finite variance still counts
+  CHECK(k::winpos(image, 20.0, 20.0, 1.7).flux_var > zero.flux_var);
 }

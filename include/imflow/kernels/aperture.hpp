@@ -129,7 +129,8 @@ IMFLOW_HOST_DEVICE int32_t flux_radius(const ApertureImage& image, double x, dou
 // Besides the position, SExtractor's windowed measurements (compute_winpos in its winpos.c) from
 // the sums of the last step, taken about the position before that step with w x overlap as the
 // weight of a pixel: flux = sum w I (FLUX_WIN) and flux_var = sum (w x overlap)^2 var (its error
-// squared; var = the noise's variance + I / gain for I > 0, masked pixels their variance alone),
+// squared; var = the noise's variance + I / gain for I > 0, masked pixels their variance alone,
+// none when it is infinite: a weight map's bad pixel),
 // the moments x2 = sum w I dx^2 / flux - step^2 ... (X2WIN_IMAGE.., before any correction) and the
 // position's covariance errx2 = 4 sum (w x overlap)^2 var (dx^2 + 0.0833) / flux^2 ... (ERRX2WIN..,
 // before SExtractor's singular-case term, errsum = 4 x 0.08333 flux_var / flux^2).

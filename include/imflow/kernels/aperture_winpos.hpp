@@ -106,7 +106,10 @@ IMFLOW_HOST_DEVICE inline WindowedPosition winpos(const ApertureImage& image, do
         out.flag |= kAperHasMasked;
         maskarea += overlap;
         masked.value.add(weight, dx, dy);
-        kept.add_error(weight * weight * noise.variance(at), dx, dy);
+        // A weight map's bad pixel (infinite variance) adds none, as SExtractor's compute_winpos
+        // zeroes the variance of a bad pixel it cannot replace.
+        const double variance = noise.variance(at);
+        kept.add_error(std::isfinite(variance) ? weight * weight * variance : 0.0, dx, dy);
       } else {
         const ReadPixel pixel = image.neighbours == nullptr ? ReadPixel{image.data.data[at], at}
                                                             : read_pixel(image, ix, iy, at);

@@ -315,7 +315,7 @@ void collect_results(GpuContext& gpu, WorkItem& item) {
       const auto count = static_cast<int64_t>(item.catalog->size());
       // Rows measured in the stream cover a catalog that fit the device; else measure them now.
       if (overflowed || !collect_catalog_photometry(gpu, count, item.photometry->rows, item.photometry->vignets))
-        measure_catalog_photometry(gpu, count, r, item.photometry->rows, item.photometry->vignets);
+        measure_catalog_photometry(gpu, count, item.photometry->rows, item.photometry->vignets);
     }
   }
 }

@@ -147,8 +147,7 @@ bool collect_catalog_photometry(GpuContext& gpu, int64_t count, std::vector<doub
   return true;
 }
 
-void measure_catalog_photometry(GpuContext& gpu, int64_t count, const DeviceResults& results, std::vector<double>& rows,
-                                std::vector<float>& vignets) {
+void measure_catalog_photometry(GpuContext& gpu, int64_t count, std::vector<double>& rows, std::vector<float>& vignets) {
   const kernels::PhotometrySpec& spec = gpu.photometry_spec;
   const auto stride = static_cast<size_t>(spec.stride()), vignet_size = static_cast<size_t>(spec.vignet_size());
   const auto n = static_cast<size_t>(count);
@@ -159,7 +158,7 @@ void measure_catalog_photometry(GpuContext& gpu, int64_t count, const DeviceResu
   PhotometryState& st = *gpu.photometry;
   st.rows.reserve(n * stride + 1);
   st.vignets.reserve(n * vignet_size + 1);
-  RowArgs a = row_args(gpu, count, (gpu.dual_image ? measurement_stats_host(gpu) : results).std);
+  RowArgs a = row_args(gpu, count, measurement_stats_host(gpu).std);
   a.rows = st.rows.data();
   a.vignets = st.vignets.data();
   rows_kernel<<<row_blocks(count), kRowThreads, 0, gpu.stream>>>(a);

@@ -39,9 +39,9 @@ bool collect_catalog_photometry(GpuContext& gpu, int64_t count, std::vector<doub
 
 // On a host thread after gpu.stream completed, for `count` catalog rows in mapped pinned memory
 // (gpu.catalog_host): their spec.stride() values each into `rows` and their VIGNETs into `vignets`
-// (PhotometryTable's layout), with the noise the CPU uses (the mesh RMS map, or `results.std`),
-// the measure step's gain and the label map for mask_neighbours. Synchronizes the stream.
-void measure_catalog_photometry(GpuContext& gpu, int64_t count, const DeviceResults& results, std::vector<double>& rows,
-                                std::vector<float>& vignets);
+// (PhotometryTable's layout), with the noise the CPU uses (the mesh RMS map, or the downloaded
+// global std of the measured image: measurement_stats_host), the measure step's gain and the
+// label map for mask_neighbours. Synchronizes the stream.
+void measure_catalog_photometry(GpuContext& gpu, int64_t count, std::vector<double>& rows, std::vector<float>& vignets);
 
 }  // namespace imflow::cuda

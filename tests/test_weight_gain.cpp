@@ -4,6 +4,7 @@
 // default and its place in the resolved pipeline.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
@@ -110,6 +111,21 @@ TEST_CASE("measure_photometry's WEIGHT_GAIN replaces the apertures' flux / gain 
   std::vector<double> unweighted(row.size());
   kernels::measure_photometry(field.image(), nullptr, spec, source, unweighted.data(), nullptr, 0.0);  // no backsig
   CHECK(unweighted[1] == row[1]);
+}
+
+TEST_CASE("WEIGHT_GAIN scales each windowed pixel's Poisson term by its variance / backsig^2", "[weight][gain]") {
+  Field field;
+  std::fill(field.data.begin(), field.data.end(), 1.0f);  // every pixel positive: every pixel has the term
+  kernels::ApertureImage image = field.image();           // variance 2, gain 2: value / gain = 0.5
+  image.gain = 0.0;
+  const kernels::WindowedPosition plain = kernels::winpos(image, 3.0, 3.0, 1.0);
+  image.gain = 2.0;
+  const kernels::WindowedPosition poisson = kernels::winpos(image, 3.0, 3.0, 1.0);
+  const kernels::WindowedPosition weighted = kernels::winpos(image, 3.0, 3.0, 1.0, 11, kernels::kWinposMinSig, 4.0);
+  REQUIRE(plain.flux_var > 0.0);
+  CHECK(poisson.flux_var == Approx(plain.flux_var * 2.5 / 2.0).epsilon(1e-12));   // 2 + 0.5 per pixel
+  CHECK(weighted.flux_var == Approx(plain.flux_var * 2.25 / 2.0).epsilon(1e-12));  // 2 + 0.5 x 2 / 4
+  CHECK(weighted.x == poisson.x);
 }
 
 TEST_CASE("input.weight.gain is SExtractor's WEIGHT_GAIN, on by default", "[weight][gain][config]") {

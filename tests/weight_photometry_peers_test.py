@@ -6,14 +6,15 @@
    0.5 and 0.3) and, when datasets/fetch.sh has fetched them, the two DSS frames whose fields
    overlap; its coadd.weight.fits is the MAP_WEIGHT map.
 imflow (mesh 32/3, 3 sigma relative_to: rms_map, 8-connected, measure gain 0, auto: {kron_fact:
-2.5, min_radius: 0, min_kron_radius: 3.5}, apertures [5, 10], aperture_subpix: 5, mask_neighbours)
+2.5, min_radius: 0, min_kron_radius: 3.5}, apertures [5, 10], aperture_subpix: 5, flux_radius 0.5,
+windowed, mask_neighbours)
 and SExtractor (BACK_SIZE 32, BACK_FILTERSIZE 3, DETECT_THRESH 3, no filter, deblending or CLEAN,
 DETECT_MINAREA 1, INTERP_TYPE NONE, GAIN 0, PHOT_AUTOPARAMS 2.5,3.5, PHOT_APERTURES 5,10) must
 pair 99% of each side's objects within 1e-3 px and give 99% of them THRESHOLD (3 x the smallest
 rms of the object's pixels, imflow's from its weight_scale), FLUX_ISO (relative to max(|flux|,
 its error)) and FLUXERR_ISO within 1%; on the isolated sources (no other segment and no bad pixel
 within reach of any measurement, FLAGS 0 in both, ISOAREA >= 5) every KRON_RADIUS, FLUX_AUTO,
-FLUXERR_AUTO, FLUX_APER and FLUXERR_APER within 1%. The MAP_WEIGHT images are measured three
+FLUXERR_AUTO, FLUX_APER, FLUXERR_APER, FLUX_RADIUS, FLUX_WIN and FLUXERR_WIN within 1%. The MAP_WEIGHT images are measured three
 times: GAIN 0, then with a gain (the frames' GAIN = 4, SWarp's for the coadds, read by both from
 the header) with input.weight.gain true and false as SExtractor's WEIGHT_GAIN Y and N; WEIGHT_GAIN
 must change some error by 5% (the test exercises it). Prints the worst and median differences
@@ -37,9 +38,13 @@ work = tempfile.mkdtemp()
 NSIGMA = 3.0
 APERTURES = (5, 10)
 PARAMS = ["NUMBER", "X_IMAGE", "Y_IMAGE", "A_IMAGE", "FLAGS", "ISOAREA_IMAGE", "THRESHOLD", "FLUX_ISO", "FLUXERR_ISO",
-          "KRON_RADIUS", "FLUX_AUTO", "FLUXERR_AUTO", f"FLUX_APER({len(APERTURES)})", f"FLUXERR_APER({len(APERTURES)})"]
+          "KRON_RADIUS", "FLUX_AUTO", "FLUXERR_AUTO", f"FLUX_APER({len(APERTURES)})", f"FLUXERR_APER({len(APERTURES)})",
+          "FLUX_RADIUS", "XWIN_IMAGE", "YWIN_IMAGE", "FLUX_WIN", "FLUXERR_WIN"]
 EVERY = ("THRESHOLD", "FLUX_ISO", "FLUXERR_ISO")
-ISOLATED = ("KRON_RADIUS", "FLUX_AUTO", "FLUXERR_AUTO", "FLUX_APER", "FLUXERR_APER")
+ISOLATED = ("KRON_RADIUS", "FLUX_AUTO", "FLUXERR_AUTO", "FLUX_APER", "FLUXERR_APER", "FLUX_RADIUS", "FLUX_WIN",
+            "FLUXERR_WIN")
+ERRORS = ("FLUXERR_ISO", "FLUXERR_AUTO", "FLUXERR_APER", "FLUXERR_WIN")  # what WEIGHT_GAIN changes
+WINDOW_PER_RADIUS = 4 * 2 / 2.35  # the window's reach: 4 sigma, sigma = 2 / 2.35 x FLUX_RADIUS
 EXPOSURES = (1.0, 0.5, 0.3)  # the dithered sub-frames'
 GAIN = 4.0  # e-/ADU: the frames' GAIN keyword (SWarp writes the coadd's), else measure's gain
 # (name, input.weight.gain, measure's gain, SExtractor's options)
@@ -104,7 +109,7 @@ def run_imflow(inputs, out, weight, gain="gain: 0"):
                 "  - background: {method: mesh, size: 32, filter_size: 3}\n"
                 f"  - segment: {{nsigma: {NSIGMA}, relative_to: rms_map}}\n  - label: {{connectivity: 8}}\n"
                 f"  - measure: {{{gain}, auto: {{kron_fact: 2.5, min_radius: 0, min_kron_radius: 3.5}},\n"
-                f"              apertures: {list(APERTURES)}, aperture_subpix: 5}}\n")
+                f"              apertures: {list(APERTURES)}, aperture_subpix: 5, flux_radius: [0.5], windowed: true}}\n")
     subprocess.run([imflow, "-q", "run", config, "--input", inputs, "--output", out, "--threads", "2"], check=True)
     with open(os.path.join(out, "summary.json")) as f:
         return {os.path.basename(r["file"])[:-5]: r for r in json.load(f)["items"]}
@@ -122,7 +127,7 @@ def relative(ours, theirs, name):
     """|imflow - SExtractor| / |SExtractor| per row (the fluxes relative to max(|flux|, its error))."""
     a, b = values(ours, name), values(theirs, name)
     scale = np.abs(b)
-    if name.startswith("FLUX_"):
+    if name.startswith("FLUX_") and name != "FLUX_RADIUS":
         scale = np.maximum(scale, values(theirs, name.replace("FLUX_", "FLUXERR_")))
     return (np.abs(a - b) / np.maximum(scale, 1e-300)).max(axis=1)
 
@@ -147,7 +152,8 @@ def compare(label, out, stem, rms, bad, theirs):
     for name, error in every.items():
         if (error <= 0.01).mean() < 0.99:
             problems.append(f"{label}: {name} within 1% for {(error <= 0.01).mean():.2%} of the objects")
-    reach = lambda row: max(6.0 * row["A_IMAGE"], row["KRON_RADIUS"] * row["A_IMAGE"], max(APERTURES) / 2) + 2
+    reach = lambda row: max(6.0 * row["A_IMAGE"], row["KRON_RADIUS"] * row["A_IMAGE"], max(APERTURES) / 2,
+                            WINDOW_PER_RADIUS * np.max(row["FLUX_RADIUS"])) + 2
     clean = (np.asarray(ours["FLAGS"]) == 0) & (np.asarray(theirs["FLAGS"]) == 0)
     clean &= (np.asarray(ours["ISOAREA_IMAGE"]) >= 5) & (np.asarray(theirs["FLUX_AUTO"]) > 0)
     alone = isolated(labels, ours, reach)
@@ -207,8 +213,10 @@ try:
     exercised = 0.0
     for stem, _ in images:  # what WEIGHT_GAIN changes: the runs with and without it
         scaled, plain = (Table.read(os.path.join(work, f"out_{k}", stem + ".ldac"), hdu=2) for k in (1, 2))
-        change = {name: np.abs(values(scaled, name) / values(plain, name) - 1).max(axis=1)
-                  for name in ("FLUXERR_ISO", "FLUXERR_AUTO", "FLUXERR_APER")}
+        with np.errstate(divide="ignore", invalid="ignore"):  # 0 / 0 or NaN: a source without a windowed error
+            ratios = {name: values(scaled, name) / values(plain, name) for name in ERRORS}
+        change = {name: np.where(np.isfinite(ratio), np.abs(ratio - 1), 0.0).max(axis=1)
+                  for name, ratio in ratios.items()}
         print(f"{stem}: WEIGHT_GAIN Y against N changes imflow's {summary(change)}", flush=True)
         exercised = max([exercised] + [error.max() for error in change.values()])
     if exercised < 0.05:

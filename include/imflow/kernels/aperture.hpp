@@ -130,7 +130,8 @@ IMFLOW_HOST_DEVICE int32_t flux_radius(const ApertureImage& image, double x, dou
 // the sums of the last step, taken about the position before that step with w x overlap as the
 // weight of a pixel: flux = sum w I (FLUX_WIN) and flux_var = sum (w x overlap)^2 var (its error
 // squared; var = the noise's variance + I / gain for I > 0, masked pixels their variance alone,
-// none when it is infinite: a weight map's bad pixel),
+// none when it is infinite: a weight map's bad pixel; with weight_gain_noise2 > 0, SExtractor's
+// WEIGHT_GAIN, the I / gain term scaled by the pixel's variance / weight_gain_noise2),
 // the moments x2 = sum w I dx^2 / flux - step^2 ... (X2WIN_IMAGE.., before any correction) and the
 // position's covariance errx2 = 4 sum (w x overlap)^2 var (dx^2 + 0.0833) / flux^2 ... (ERRX2WIN..,
 // before SExtractor's singular-case term, errsum = 4 x 0.08333 flux_var / flux^2).
@@ -145,7 +146,8 @@ struct WindowedPosition {
 inline constexpr double kWinposMinSig = 2.0 / 2.35 * 0.5;
 template <typename Team = SerialTeam>
 IMFLOW_HOST_DEVICE WindowedPosition winpos(const ApertureImage& image, double x, double y, double sig,
-                                                  int subpix = 11, double min_sig = kWinposMinSig);
+                                           int subpix = 11, double min_sig = kWinposMinSig,
+                                           double weight_gain_noise2 = 0.0);
 
 // SEP's documented FLUX_AUTO (SExtractor's PHOT_AUTOPARAMS 2.5, 3.5) for one catalog row:
 // kron_radius within kron_r_max (6) x the ellipse (a, b, theta); the sum in the ellipse at

@@ -70,7 +70,7 @@ struct WindowSums {
 
 template <typename Team>
 IMFLOW_HOST_DEVICE inline WindowedPosition winpos(const ApertureImage& image, double x, double y, double sig,
-                                                  int subpix, double min_sig) {
+                                                  int subpix, double min_sig, double weight_gain_noise2) {
   using namespace aperture_detail;
   WindowedPosition out{x, y, 0, 0};
   if (sig < min_sig) sig = min_sig;
@@ -116,7 +116,10 @@ IMFLOW_HOST_DEVICE inline WindowedPosition winpos(const ApertureImage& image, do
         const double pix = pixel.value;
         tv += pix * overlap;
         kept.value.add(pix * overlap * window, dx, dy);  // SEP's order of the products
-        const double var = noise.variance(pixel.noise_at) + (pix > 0.0 ? pix * inv_gain : 0.0);
+        const double variance = noise.variance(pixel.noise_at);
+        double poisson = pix > 0.0 ? pix * inv_gain : 0.0;
+        if (weight_gain_noise2 > 0.0) poisson = poisson * variance / weight_gain_noise2;  // SExtractor's order
+        const double var = variance + poisson;
         kept.add_error(weight * weight * var, dx, dy);
       }
       totarea += overlap;

@@ -20,7 +20,8 @@ namespace imflow::kernels {
 // spec.vignet_size() > 0 the source's VIGNET (copy_vignet; other objects blanked when
 // spec.mask_neighbours) is written there. weight_gain_noise2 > 0 (the global background variance,
 // with a weight map and input.weight.gain) is SExtractor's WEIGHT_GAIN: FLUXERR_AUTO and the
-// apertures' errors (without aperture_bkgann) take its per-pixel Poisson terms (weight_gain.hpp).
+// apertures' errors (without aperture_bkgann) take its per-pixel Poisson terms (weight_gain.hpp),
+// the windowed errors scale each pixel's (winpos).
 template <typename Team = SerialTeam>
 IMFLOW_HOST_DEVICE void measure_photometry(ApertureImage image, const int32_t* segmap,
                                                   const PhotometrySpec& spec, const PhotometrySource& source,

@@ -164,7 +164,8 @@ IMFLOW_HOST_DEVICE inline void measure_photometry(ApertureImage image, const int
                        {radii, count});
   for (int k = 0; k < asked; ++k) row[spec.radius_offset() + k] = radii[k];
   if (spec.windowed) {
-    const WindowedPosition win = winpos<Team>(image, x, y, kSigPerRadius * radii[asked]);
+    const WindowedPosition win = winpos<Team>(image, x, y, kSigPerRadius * radii[asked], 11, kWinposMinSig,
+                                              weight_gain ? weight_gain_noise2 : 0.0);
     double* out = row + spec.window_offset();
     out[kWinX] = win.x;
     out[kWinY] = win.y;

@@ -123,3 +123,27 @@ TEST_CASE("few passes over the data on a typical sky", "[tiling][background]") {
   CHECK(passes <= 4);
   CHECK(stats.passes() == passes);
 }
+
+TEST_CASE("accumulators fold more than a million refined values and merge in any form", "[tiling][background]") {
+  // A quantized sky whose few prefixes hold every pixel: a refinement pass buffers more values
+  // than one batch holds; rows go alternately to two accumulators, merged by copy or by move.
+  const int64_t width = 1024, height = 2100;
+  auto pixels = sky(width * height, 1000.0, 3.0, 8, 500);
+  for (auto& p : pixels) p = std::round(p);
+  const BackgroundStats whole = whole_image(pixels, width);
+  check_same(whole, streaming_kappa_sigma({pixels.data(), width, height}, 3.0, 100, height));
+  for (bool by_move : {false, true}) {
+    StreamingKappaSigma stats(3.0, 100);
+    do {
+      std::vector<StreamingKappaSigma::Pass> passes;
+      passes.push_back(stats.start_pass());
+      passes.push_back(stats.start_pass());
+      for (int64_t y = 0; y < height; ++y) passes[static_cast<size_t>(y % 2)].add(pixels.data() + y * width, width, 1, width);
+      for (auto& pass : passes) {
+        if (by_move) stats.merge(std::move(pass));
+        else stats.merge(pass);
+      }
+    } while (!stats.finish_pass());
+    check_same(whole, stats.result());
+  }
+}

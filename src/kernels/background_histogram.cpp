@@ -7,12 +7,18 @@
 #include <cmath>
 #include <limits>
 #include <set>
+#include <utility>
 
 namespace imflow::kernels {
 
+namespace {
+// All ones for a negative float's bits, else 0.
+inline uint32_t sign_mask(uint32_t bits) { return static_cast<uint32_t>(static_cast<int32_t>(bits) >> 31); }
+}  // namespace
+
 uint32_t StreamingKappaSigma::key_of(float value) {
   const uint32_t bits = std::bit_cast<uint32_t>(value);
-  return (bits & 0x80000000u) ? ~bits : (bits | 0x80000000u);
+  return bits ^ (sign_mask(bits) | 0x80000000u);  // negative: all bits flipped; positive: the sign bit set
 }
 
 float StreamingKappaSigma::value_of(uint32_t key) {
@@ -20,12 +26,11 @@ float StreamingKappaSigma::value_of(uint32_t key) {
 }
 
 StreamingKappaSigma::StreamingKappaSigma(double kappa, int max_iters, int max_refined_per_pass)
-    : kappa_(kappa), max_iters_(max_iters), max_refined_(std::max(1, max_refined_per_pass)),
-      prefix_low_(kBins), count_(kBins, 0), sum_(kBins, 0.0), squares_(kBins, 0.0), slot_of_(kBins, -1) {
-  for (int prefix = 0; prefix < kBins; ++prefix) {
-    const float low = value_of(static_cast<uint32_t>(prefix) << 16);
-    prefix_low_[prefix] = std::isfinite(low) ? low : 0.0;
-  }
+    : kappa_(kappa), max_iters_(max_iters), max_refined_(std::max(1, max_refined_per_pass)) {}
+
+double StreamingKappaSigma::prefix_low(int prefix) {
+  const float low = value_of(static_cast<uint32_t>(prefix) << 16);
+  return std::isfinite(low) ? low : 0.0;
 }
 
 StreamingKappaSigma::Pass StreamingKappaSigma::start_pass() const {
@@ -33,55 +38,105 @@ StreamingKappaSigma::Pass StreamingKappaSigma::start_pass() const {
   pass.owner_ = this;
   pass.coarse_ = coarse_pass_;
   if (coarse_pass_) {
-    pass.count_.assign(kBins, 0);
-    pass.sum_.assign(kBins, 0.0);
-    pass.squares_.assign(kBins, 0.0);
+    pass.bins_.assign(kBins + 1, Bin{});
   } else {
-    pass.exact_.assign(pass_prefixes_.size() * kBins, 0);
+    pass.exact_.reset(pass_prefixes_.size());
   }
   return pass;
 }
 
+namespace {
+constexpr int64_t kChunk = 1024;                 // pixels whose keys are computed before they are counted
+constexpr size_t kFoldKeys = size_t{1} << 20;   // refine: keys buffered before they are folded in
+}  // namespace
+
 void StreamingKappaSigma::Pass::add(const float* data, int64_t width, int64_t height, int64_t stride) {
-  const double* low = owner_->prefix_low_.data();
-  const int16_t* slot_of = owner_->slot_of_.data();
   for (int64_t y = 0; y < height; ++y) {
     const float* row = data + y * stride;
-    if (coarse_) {
-      for (int64_t x = 0; x < width; ++x) {
-        const float v = row[x];
-        if (!std::isfinite(v)) continue;
-        const uint32_t prefix = key_of(v) >> 16;
-        const double d = static_cast<double>(v) - low[prefix];
-        ++count_[prefix];
-        sum_[prefix] += d;
-        squares_[prefix] += d * d;
-        ++valid_;
-      }
-    } else {
-      for (int64_t x = 0; x < width; ++x) {
-        const float v = row[x];
-        if (!std::isfinite(v)) continue;
-        const uint32_t key = key_of(v);
-        const int slot = slot_of[key >> 16];
-        if (slot >= 0) ++exact_[static_cast<size_t>(slot) * kBins + (key & 0xFFFFu)];
-      }
+    for (int64_t x = 0; x < width; x += kChunk) {
+      if (coarse_) add_coarse(row + x, std::min(kChunk, width - x));
+      else add_refine(row + x, std::min(kChunk, width - x));
     }
   }
 }
 
+// Each pixel's prefix (the non-finite ones: the extra bin kBins) and its offset from the prefix's
+// low value (the most negative value of a negative prefix), exact in float (both share the
+// exponent), then the sums in pixel order.
+void StreamingKappaSigma::Pass::add_coarse(const float* row, int64_t width) {
+  uint32_t prefix[kChunk];
+  float offset[kChunk];
+  for (int64_t x = 0; x < width; ++x) {
+    const uint32_t bits = std::bit_cast<uint32_t>(row[x]);
+    const uint32_t key = key_of(row[x]);
+    const float low = std::bit_cast<float>((bits & 0xFFFF0000u) | (sign_mask(bits) & 0xFFFFu));
+    prefix[x] = (bits & 0x7F800000u) != 0x7F800000u ? key >> 16 : static_cast<uint32_t>(kBins);
+    offset[x] = row[x] - low;
+  }
+  Bin* bins = bins_.data();
+  for (int64_t x = 0; x < width; ++x) {
+    Bin& bin = bins[prefix[x]];
+    const double d = offset[x];  // the same as double(v) - double(low)
+    ++bin.count;
+    bin.sum += d;
+    bin.squares += d * d;
+  }
+}
+
+// The packed keys of the pixels inside the counted prefixes (non-finite ones never are: their
+// prefixes hold no counts), appended without branches and folded in by the batch.
+void StreamingKappaSigma::Pass::add_refine(const float* row, int64_t width) {
+  if (key_count_ + static_cast<size_t>(width) > keys_.size()) {
+    if (keys_.size() >= kFoldKeys) {
+      exact_.fold(keys_.data(), key_count_);
+      key_count_ = 0;
+    } else {
+      keys_.resize(std::max(std::min(kFoldKeys, keys_.size() * 2), key_count_ + static_cast<size_t>(width)));
+    }
+  }
+  uint32_t keys[kChunk];
+  for (int64_t x = 0; x < width; ++x) keys[x] = key_of(row[x]);
+  const int16_t* slot_of = owner_->slot_of_.data();
+  uint32_t* out = keys_.data();
+  size_t n = key_count_;
+  for (int64_t x = 0; x < width; ++x) {
+    const uint32_t key = keys[x];
+    const int slot = slot_of[key >> 16];
+    out[n] = (static_cast<uint32_t>(slot) << 16) | (key & 0xFFFFu);
+    n += slot >= 0 ? 1 : 0;
+  }
+  key_count_ = n;
+}
+
 void StreamingKappaSigma::merge(const Pass& pass) {
   if (pass.coarse_) {
-    valid_ += pass.valid_;
+    if (bins_.empty()) bins_.assign(kBins, Bin{});
     for (int b = 0; b < kBins; ++b) {
-      count_[b] += pass.count_[b];
-      sum_[b] += pass.sum_[b];
-      squares_[b] += pass.squares_[b];
+      const Bin& add = pass.bins_[b];
+      valid_ += static_cast<int64_t>(add.count);
+      bins_[b].count += add.count;
+      bins_[b].sum += add.sum;
+      bins_[b].squares += add.squares;
     }
     return;
   }
-  pending_exact_.resize(pass_prefixes_.size() * kBins, 0);
-  for (size_t i = 0; i < pending_exact_.size(); ++i) pending_exact_[i] += pass.exact_[i];
+  if (pending_exact_.slots() == 0) pending_exact_.reset(pass_prefixes_.size());
+  pending_exact_.add(pass.exact_);
+  pending_exact_.fold(pass.keys_.data(), pass.key_count_);
+}
+
+void StreamingKappaSigma::merge(Pass&& pass) {
+  if (pass.coarse_ && bins_.empty()) {  // the first accumulator: its sums are the totals so far
+    for (int b = 0; b < kBins; ++b) valid_ += static_cast<int64_t>(pass.bins_[b].count);
+    bins_ = std::move(pass.bins_);
+    return;
+  }
+  if (!pass.coarse_ && pending_exact_.slots() == 0) {  // the first accumulator of a refinement pass
+    pass.exact_.fold(pass.keys_.data(), pass.key_count_);
+    pending_exact_ = std::move(pass.exact_);
+    return;
+  }
+  merge(static_cast<const Pass&>(pass));
 }
 
 namespace {
@@ -103,7 +158,7 @@ StreamingKappaSigma::Outcome StreamingKappaSigma::simulate() const {
   }
   std::vector<int> prefixes;  // non-empty, ascending (= ascending values)
   for (int b = 0; b < kBins; ++b) {
-    if (count_[b] > 0) prefixes.push_back(b);
+    if (bins_[b].count > 0) prefixes.push_back(b);
   }
   std::set<int> noted;
   auto need = [&](int prefix) {
@@ -118,7 +173,7 @@ StreamingKappaSigma::Outcome StreamingKappaSigma::simulate() const {
   auto kept_part = [&](int prefix, double L, double H) {
     KeptPart part;
     const double lo = low_of(prefix), hi = high_of(prefix);
-    const double count = static_cast<double>(count_[prefix]);
+    const double count = static_cast<double>(bins_[prefix].count);
     if (lo > L && hi < H) {
       part.count = count;
     } else if (hi <= L || lo >= H) {
@@ -185,7 +240,8 @@ StreamingKappaSigma::Outcome StreamingKappaSigma::simulate() const {
           if (v > L && v < H) total += static_cast<double>(c) * v;
         });
       } else {
-        total += part.fraction * (static_cast<double>(count_[prefix]) * prefix_low_[prefix] + sum_[prefix]);
+        const Bin& bin = bins_[prefix];
+        total += part.fraction * (static_cast<double>(bin.count) * prefix_low(prefix) + bin.sum);
       }
     }
     const double mean = total / static_cast<double>(n);
@@ -196,9 +252,10 @@ StreamingKappaSigma::Outcome StreamingKappaSigma::simulate() const {
           if (v > L && v < H) squares += static_cast<double>(c) * (v - mean) * (v - mean);
         });
       } else {
-        const double d = prefix_low_[prefix] - mean;
-        const double c = static_cast<double>(count_[prefix]);
-        squares += part.fraction * (squares_[prefix] + 2.0 * d * sum_[prefix] + c * d * d);
+        const Bin& bin = bins_[prefix];
+        const double d = prefix_low(prefix) - mean;
+        const double c = static_cast<double>(bin.count);
+        squares += part.fraction * (bin.squares + 2.0 * d * bin.sum + c * d * d);
       }
     }
     return std::sqrt(std::max(squares, 0.0) / static_cast<double>(n));
@@ -232,15 +289,15 @@ bool StreamingKappaSigma::finish_pass() {
   ++passes_;
   if (!coarse_pass_) {
     // Keep the exact values of the prefixes just counted: (value, count), ascending.
-    pending_exact_.resize(pass_prefixes_.size() * kBins, 0);
-    for (size_t slot = 0; slot < pass_prefixes_.size(); ++slot) {
+    for (size_t slot = 0; slot < pass_prefixes_.size() && slot < pending_exact_.slots(); ++slot) {
       std::vector<std::pair<double, uint64_t>>& values = exact_[pass_prefixes_[slot]];
-      for (uint32_t low = 0; low < static_cast<uint32_t>(kBins); ++low) {
-        const uint64_t count = pending_exact_[slot * kBins + low];
-        if (count != 0) values.emplace_back(value_of((static_cast<uint32_t>(pass_prefixes_[slot]) << 16) | low), count);
-      }
+      const uint32_t high = static_cast<uint32_t>(pass_prefixes_[slot]) << 16;
+      const std::vector<uint16_t>& lows = pending_exact_.values(slot);
+      const std::vector<uint64_t>& counts = pending_exact_.counts(slot);
+      values.reserve(values.size() + lows.size());
+      for (size_t i = 0; i < lows.size(); ++i) values.emplace_back(value_of(high | lows[i]), counts[i]);
     }
-    pending_exact_.clear();
+    pending_exact_.reset(0);
   }
   coarse_pass_ = false;
   Outcome outcome = simulate();
@@ -253,7 +310,7 @@ bool StreamingKappaSigma::finish_pass() {
   // prediction made from estimates is often one prefix off).
   pass_prefixes_.clear();
   auto take = [&](int prefix) {
-    if (prefix < 0 || prefix >= kBins || count_[prefix] == 0 || exact_.count(prefix)) return;
+    if (prefix < 0 || prefix >= kBins || bins_[prefix].count == 0 || exact_.count(prefix)) return;
     if (static_cast<int>(pass_prefixes_.size()) >= max_refined_) return;
     if (std::find(pass_prefixes_.begin(), pass_prefixes_.end(), prefix) == pass_prefixes_.end()) {
       pass_prefixes_.push_back(prefix);
@@ -264,7 +321,7 @@ bool StreamingKappaSigma::finish_pass() {
     take(prefix - 1);
     take(prefix + 1);
   }
-  std::fill(slot_of_.begin(), slot_of_.end(), int16_t{-1});
+  slot_of_.assign(kBins, int16_t{-1});
   for (size_t slot = 0; slot < pass_prefixes_.size(); ++slot) slot_of_[pass_prefixes_[slot]] = static_cast<int16_t>(slot);
   return false;
 }
@@ -277,7 +334,7 @@ BackgroundStats streaming_kappa_sigma(ConstImageView image, double kappa, int ma
     for (int64_t y = 0; y < image.height; y += block_rows) {
       pass.add(image.row(y), image.width, std::min(block_rows, image.height - y), image.width);
     }
-    stats.merge(pass);
+    stats.merge(std::move(pass));
   } while (!stats.finish_pass());
   return stats.result();
 }

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "imflow/image.hpp"
+#include "imflow/kernels/prefix_value_counts.hpp"
 #include "imflow/source.hpp"
 
 namespace imflow::kernels {
@@ -18,8 +19,15 @@ class StreamingKappaSigma {
   static constexpr int kBins = 1 << 16;  // prefixes (top 16 bits of the key) and values per prefix
 
   // The parameters of kernels::kappa_sigma_clip. `max_refined_per_pass` bounds the prefixes a
-  // refinement pass counts exactly (each costs 512 KiB per accumulator).
+  // refinement pass counts exactly (each holds at most 65,536 distinct values).
   StreamingKappaSigma(double kappa, int max_iters, int max_refined_per_pass = 32);
+
+  // A coarse bin: the values of one prefix, their sum and sum of squares about the prefix's low
+  // value (one cache line per pixel).
+  struct alignas(32) Bin {
+    uint64_t count = 0;
+    double sum = 0.0, squares = 0.0;
+  };
 
   // One pass's counts over some of the chunks (one per thread); merge() them when the pass is over.
   class Pass {
@@ -30,18 +38,22 @@ class StreamingKappaSigma {
 
    private:
     friend class StreamingKappaSigma;
+    void add_coarse(const float* row, int64_t width);
+    void add_refine(const float* row, int64_t width);
     const StreamingKappaSigma* owner_ = nullptr;
     bool coarse_ = true;
-    int64_t valid_ = 0;
-    std::vector<uint64_t> count_;       // coarse: per prefix
-    std::vector<double> sum_, squares_;  // coarse: sums of (v - prefix_low) and its square
-    std::vector<uint64_t> exact_;       // refine: slots x kBins counts
+    std::vector<Bin> bins_;          // coarse: per prefix, then one for the non-finite pixels
+    std::vector<uint32_t> keys_;     // refine: slot << 16 | low part of the pixels in counted prefixes,
+    size_t key_count_ = 0;           //   the first key_count_ of keys_ not folded into exact_ yet
+    PrefixValueCounts exact_;        // refine: per counted prefix
   };
 
   // An empty accumulator for the current pass.
   Pass start_pass() const;
-  // Fold a finished accumulator of the current pass in (call serially).
+  // Fold a finished accumulator of the current pass in (call serially); the second form may take
+  // the accumulator's storage.
   void merge(const Pass& pass);
+  void merge(Pass&& pass);
   // Close the current pass. True when the statistics are final (result()); false when another
   // pass over every chunk is needed.
   bool finish_pass();
@@ -59,6 +71,8 @@ class StreamingKappaSigma {
     std::vector<int> missing;  // prefixes needed but not counted exactly, in the order needed
   };
   Outcome simulate() const;
+  // The value of a prefix's smallest key (the coarse sums' shift), 0 for a non-finite prefix.
+  static double prefix_low(int prefix);
 
   double kappa_;
   int max_iters_;
@@ -67,11 +81,9 @@ class StreamingKappaSigma {
   bool coarse_pass_ = true;
   int passes_ = 0;
   int64_t valid_ = 0;
-  std::vector<double> prefix_low_;  // value of each prefix's smallest key (the sums' shift)
-  std::vector<uint64_t> count_;
-  std::vector<double> sum_, squares_;
+  std::vector<Bin> bins_;  // the coarse pass's, per prefix (empty until merged)
   std::map<int, std::vector<std::pair<double, uint64_t>>> exact_;  // prefix -> its values (ascending), counts
-  std::vector<uint64_t> pending_exact_;     // the current refinement pass: slots x kBins counts
+  PrefixValueCounts pending_exact_;         // the current refinement pass's, per slot
   std::vector<int> pass_prefixes_;          // prefixes the current refinement pass counts
   std::vector<int16_t> slot_of_;            // prefix -> slot in the current pass, -1 none
   BackgroundStats result_;

@@ -124,7 +124,8 @@ def main():
         bench = json.loads(path.read_text())
         if "points" not in bench:
             continue
-        records += [point_record(path.stem, bench, point) for point in bench["points"]]
+        # Only `imflow bench` points: other tools' files (mri-io-levels.json) have points of their own.
+        records += [point_record(path.stem, bench, point) for point in bench["points"] if "images_per_second" in point]
     peers += sep_records(folder)
     machine = json.loads((folder / "machine.json").read_text()) if (folder / "machine.json").exists() else {}
     (folder / "suite.json").write_text(json.dumps({"machine": machine, "points": records,

@@ -1,9 +1,9 @@
 // Kappa-sigma clipping by sorting once: the pixels' order-preserving keys are radix-sorted (CUB),
-// so every iteration's kept set (lo, hi) is one contiguous range of the sorted keys, found by a
-// k-ary search; its median is read directly and its moments reduced in float64 by one
-// cooperative kernel that takes every decision on the device.
-#include <cooperative_groups.h>
-
+// so every iteration's kept set (lo, hi) is one contiguous range of the sorted keys. The sorted
+// keys are cut into at most kMaxChunks chunks whose sums (about each chunk's first value) are
+// reduced once by the whole grid; one block then runs every iteration from those chunks: its
+// bounds are two searches, its median two reads, its float64 moments the chunk sums inside the
+// range plus the keys of the two partial chunks at its ends. The host never waits.
 #include <cmath>
 #include <cub/cub.cuh>
 
@@ -13,16 +13,19 @@
 namespace imflow::cuda {
 namespace {
 
-namespace cg = cooperative_groups;
 using detail::float_key;
 using detail::key_float;
 
-constexpr int kThreads = 512;
+constexpr int kKeyThreads = 512;
+constexpr int kChunkThreads = 256;
+constexpr int kClipThreads = 1024;
+constexpr int64_t kMaxChunks = 2048;             // 20 bytes each in the clip block's shared memory
+constexpr int64_t kMinChunk = 1024;
 constexpr uint32_t kInvalidKey = 0xFFFFFFFFu;  // NaN/Inf: sorts after every finite value
 
 // keys[i] = order-preserving key of image[i]; non-finite pixels get kInvalidKey.
-__global__ void __launch_bounds__(kThreads) keys_kernel(const float* __restrict__ image, int64_t n,
-                                                        uint32_t* __restrict__ keys) {
+__global__ void __launch_bounds__(kKeyThreads) keys_kernel(const float* __restrict__ image, int64_t n,
+                                                           uint32_t* __restrict__ keys) {
   const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
   for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride) {
     const float v = image[i];
@@ -30,57 +33,114 @@ __global__ void __launch_bounds__(kThreads) keys_kernel(const float* __restrict_
   }
 }
 
-// The first index in [begin, end) whose key satisfies `pred` (false...false true...true), or
-// `end`. Every thread of the block takes part and gets the same answer: each round, the block
-// samples kThreads evenly spaced keys and keeps the gap where pred turns true.
-template <typename Pred>
-__device__ int64_t block_partition_point(const uint32_t* __restrict__ keys, int64_t begin, int64_t end, Pred pred) {
-  while (end - begin > kThreads) {
-    const int64_t step = (end - begin + kThreads - 1) / kThreads;
-    const int64_t i = begin + static_cast<int64_t>(threadIdx.x) * step;
-    const int falses = __syncthreads_count(i < end && !pred(__ldcg(keys + i)));
-    if (falses == 0) return begin;  // keys[begin] already satisfies pred
-    const int64_t last_false = begin + static_cast<int64_t>(falses - 1) * step;
-    const int64_t next_sample = begin + static_cast<int64_t>(falses) * step;
-    begin = last_false + 1;
-    end = next_sample < end ? next_sample : end;
+// Per chunk of `chunk` sorted keys: its first key and, over its finite values v, the sums of
+// (v - first) and (v - first)^2. Sorted, a chunk's values are close to its first one, so these
+// sums carry the chunk's spread at full precision and combine exactly about any other centre.
+struct Chunks {
+  uint32_t* first;
+  double* s1;
+  double* s2;
+};
+
+__global__ void __launch_bounds__(kChunkThreads) chunk_sums_kernel(const uint32_t* __restrict__ keys, int64_t n,
+                                                                   int64_t chunk, Chunks chunks) {
+  using Reduce = cub::BlockReduce<double, kChunkThreads>;
+  __shared__ typename Reduce::TempStorage storage;
+  const int64_t begin = static_cast<int64_t>(blockIdx.x) * chunk;
+  const int64_t end = begin + chunk < n ? begin + chunk : n;
+  const uint32_t first = keys[begin];
+  const double centre = first == kInvalidKey ? 0.0 : static_cast<double>(key_float(first));
+  double s1 = 0.0, s2 = 0.0;
+  for (int64_t i = begin + threadIdx.x; i < end; i += kChunkThreads) {
+    const uint32_t k = keys[i];
+    if (k == kInvalidKey) break;
+    const double t = static_cast<double>(key_float(k)) - centre;
+    s1 += t;
+    s2 += t * t;
   }
-  const int64_t i = begin + threadIdx.x;
-  return begin + __syncthreads_count(i < end && !pred(__ldcg(keys + i)));
+  s1 = Reduce(storage).Sum(s1);
+  __syncthreads();
+  s2 = Reduce(storage).Sum(s2);
+  if (threadIdx.x == 0) {
+    chunks.first[blockIdx.x] = first;
+    chunks.s1[blockIdx.x] = s1;
+    chunks.s2[blockIdx.x] = s2;
+  }
 }
 
-using BlockReduceD = cub::BlockReduce<double, kThreads>;
-
-struct Params {
+struct ClipParams {
   const uint32_t* keys;  // sorted
   int64_t n;
+  int64_t chunk;
+  int nchunks;
+  Chunks chunks;
   double kappa;
   int max_iters;
-  double* partials;  // [2 parities][2 sums][gridDim.x]
   DeviceResults* results;
 };
 
-// Sum of the per-block partials, in the same order in every block (identical results).
-__device__ double sum_partials(const double* part, typename BlockReduceD::TempStorage& storage, double* shared) {
-  double s = 0.0;
-  for (int b = threadIdx.x; b < static_cast<int>(gridDim.x); b += kThreads) s += __ldcg(part + b);
-  s = BlockReduceD(storage).Sum(s);
-  if (threadIdx.x == 0) *shared = s;
+// The sum over the block of every thread's `value`; every thread gets it.
+__device__ uint64_t block_sum(uint64_t value) {
+  using Reduce = cub::BlockReduce<unsigned long long, kClipThreads>;
+  __shared__ typename Reduce::TempStorage storage;
+  __shared__ unsigned long long total;
+  const unsigned long long sum = Reduce(storage).Sum(static_cast<unsigned long long>(value));
+  if (threadIdx.x == 0) total = sum;
   __syncthreads();
-  s = *shared;
+  const uint64_t result = total;
   __syncthreads();
-  return s;
+  return result;
 }
 
-__global__ void __launch_bounds__(kThreads) clip_kernel(Params p) {
-  cg::grid_group grid = cg::this_grid();
-  __shared__ typename BlockReduceD::TempStorage storage;
-  __shared__ double shared_sum;
-  const bool writer = blockIdx.x == 0 && threadIdx.x == 0;
-  const int max_iters = p.max_iters < 1 ? 1 : p.max_iters;
-  const uint32_t* keys = p.keys;
+// For two predicates over the sorted keys (false...false true...true), the first index in
+// [0, limit) where each turns true (or `limit`), found together; every thread gets both. The
+// chunks' first keys (in shared memory) give each one's chunk, one pass over it the index.
+// Counts travel packed in one 64-bit sum: the first predicate's in the low half.
+template <typename PredA, typename PredB>
+__device__ void partition_points(const ClipParams& p, const uint32_t* first, int64_t limit, PredA a, PredB b,
+                                 int64_t& point_a, int64_t& point_b) {
+  constexpr uint64_t kLow = 0xFFFFFFFFull;
+  const int chunks_in = static_cast<int>((limit + p.chunk - 1) / p.chunk);
+  uint64_t falses = 0;
+  for (int j = threadIdx.x; j < chunks_in; j += kClipThreads)
+    falses += static_cast<uint64_t>(!a(first[j])) + (static_cast<uint64_t>(!b(first[j])) << 32);
+  falses = block_sum(falses);
+  const int64_t fa = static_cast<int64_t>(falses & kLow), fb = static_cast<int64_t>(falses >> 32);
+  const int64_t begin_a = fa > 0 ? (fa - 1) * p.chunk : 0, begin_b = fb > 0 ? (fb - 1) * p.chunk : 0;
+  const int64_t end_a = fa > 0 ? min(begin_a + p.chunk, limit) : 0, end_b = fb > 0 ? min(begin_b + p.chunk, limit) : 0;
+  uint64_t counts = 0;
+  for (int64_t i = begin_a + threadIdx.x; i < end_a; i += kClipThreads) counts += !a(__ldcg(p.keys + i));
+  for (int64_t i = begin_b + threadIdx.x; i < end_b; i += kClipThreads)
+    counts += static_cast<uint64_t>(!b(__ldcg(p.keys + i))) << 32;
+  counts = block_sum(counts);
+  point_a = begin_a + static_cast<int64_t>(counts & kLow);
+  point_b = begin_b + static_cast<int64_t>(counts >> 32);
+}
 
-  const int64_t valid = block_partition_point(keys, 0, p.n, [](uint32_t k) { return k == kInvalidKey; });
+struct Sums {
+  double s1, s2;
+};
+
+__global__ void __launch_bounds__(kClipThreads) clip_kernel(ClipParams p) {
+  using Reduce = cub::BlockReduce<Sums, kClipThreads>;
+  __shared__ typename Reduce::TempStorage storage;
+  __shared__ Sums shared_sums;
+  extern __shared__ unsigned char chunk_memory[];
+  double* s1s = reinterpret_cast<double*>(chunk_memory);
+  double* s2s = s1s + p.nchunks;
+  uint32_t* first = reinterpret_cast<uint32_t*>(s2s + p.nchunks);
+  for (int j = threadIdx.x; j < p.nchunks; j += kClipThreads) {
+    first[j] = p.chunks.first[j];
+    s1s[j] = p.chunks.s1[j];
+    s2s[j] = p.chunks.s2[j];
+  }
+  __syncthreads();
+  const bool writer = threadIdx.x == 0;
+  const int max_iters = p.max_iters < 1 ? 1 : p.max_iters;
+
+  int64_t valid = 0, unused = 0;
+  partition_points(p, first, p.n, [](uint32_t k) { return k == kInvalidKey; }, [](uint32_t) { return true; }, valid,
+                   unused);
   if (writer) {
     p.results->valid = static_cast<long long>(valid);
     p.results->median = NAN;
@@ -95,41 +155,49 @@ __global__ void __launch_bounds__(kThreads) clip_kernel(Params p) {
     if (iter > 0) {
       // The bounds only narrow, so the new range lies inside the previous one.
       const double l = lo, h = hi;
-      begin = block_partition_point(keys, begin, end, [l](uint32_t k) { return static_cast<double>(key_float(k)) > l; });
-      end = block_partition_point(keys, begin, end, [h](uint32_t k) { return static_cast<double>(key_float(k)) >= h; });
+      partition_points(
+          p, first, valid, [l](uint32_t k) { return static_cast<double>(key_float(k)) > l; },
+          [h](uint32_t k) { return static_cast<double>(key_float(k)) >= h; }, begin, end);
     }
     const int64_t n = end - begin;
     if (n == 0 || n == n_prev) break;  // everything clipped (or nothing finite) / nothing clipped
 
-    const float v0 = key_float(__ldcg(keys + begin + (n - 1) / 2));
+    const float v0 = key_float(__ldcg(p.keys + begin + (n - 1) / 2));
+    const double centre = static_cast<double>(v0);
     const double median =
-        n % 2 == 1 ? static_cast<double>(v0)
-                   : (static_cast<double>(v0) + static_cast<double>(key_float(__ldcg(keys + begin + n / 2)))) / 2.0;
-    // Moments shifted by v0 (|mean - median| <= std): the float64 sums keep full precision.
-    double s1 = 0.0, s2 = 0.0;
-    const int64_t stride = static_cast<int64_t>(gridDim.x) * kThreads;
-    for (int64_t i = begin + static_cast<int64_t>(blockIdx.x) * kThreads + threadIdx.x; i < end; i += stride) {
-      const double t = static_cast<double>(key_float(__ldcg(keys + i))) - static_cast<double>(v0);
-      s1 += t;
-      s2 += t * t;
+        n % 2 == 1 ? centre : (centre + static_cast<double>(key_float(__ldcg(p.keys + begin + n / 2)))) / 2.0;
+    // Moments about v0 (|mean - median| <= std): whole chunks inside [begin, end) from their
+    // sums about their first value, the keys of the partial chunks at both ends one by one.
+    const int64_t whole_begin = (begin + p.chunk - 1) / p.chunk, whole_end = end / p.chunk;
+    Sums sums{0.0, 0.0};
+    auto add_keys = [&](int64_t from, int64_t to) {
+      for (int64_t i = from + threadIdx.x; i < to; i += kClipThreads) {
+        const double t = static_cast<double>(key_float(__ldcg(p.keys + i))) - centre;
+        sums.s1 += t;
+        sums.s2 += t * t;
+      }
+    };
+    if (whole_begin < whole_end) {
+      for (int64_t j = whole_begin + threadIdx.x; j < whole_end; j += kClipThreads) {
+        const double d = static_cast<double>(key_float(first[j])) - centre;
+        const double count = static_cast<double>(p.chunk);
+        sums.s1 += s1s[j] + count * d;
+        sums.s2 += s2s[j] + 2.0 * d * s1s[j] + count * d * d;
+      }
+      add_keys(begin, whole_begin * p.chunk);
+      add_keys(whole_end * p.chunk, end);
+    } else {
+      add_keys(begin, end);
     }
-    s1 = BlockReduceD(storage).Sum(s1);
+    sums = Reduce(storage).Reduce(sums, [](const Sums& x, const Sums& y) { return Sums{x.s1 + y.s1, x.s2 + y.s2}; });
+    if (writer) shared_sums = sums;
     __syncthreads();
-    s2 = BlockReduceD(storage).Sum(s2);
-    // Partials alternate parity: a block writing iteration i+2's partials has passed the grid
-    // sync of iteration i+1, which every block reaches only after reading iteration i's.
-    double* part = p.partials + (iter & 1) * 2 * gridDim.x;
-    if (threadIdx.x == 0) {
-      part[blockIdx.x] = s1;
-      part[gridDim.x + blockIdx.x] = s2;
-    }
-    grid.sync();
-    s1 = sum_partials(part, storage, &shared_sum);
-    s2 = sum_partials(part + gridDim.x, storage, &shared_sum);
+    sums = shared_sums;
+    __syncthreads();
 
     const double count = static_cast<double>(n);
-    const double mean_offset = s1 / count;
-    double variance = s2 / count - mean_offset * mean_offset;
+    const double mean_offset = sums.s1 / count;
+    double variance = sums.s2 / count - mean_offset * mean_offset;
     if (variance < 0.0) variance = 0.0;
     const double std = sqrt(variance);
     if (writer) {
@@ -147,13 +215,6 @@ __global__ void __launch_bounds__(kThreads) clip_kernel(Params p) {
   }
 }
 
-int cooperative_grid(const GpuContext& gpu) {
-  int per_sm = 0;
-  IMFLOW_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, clip_kernel, kThreads, 0));
-  if (per_sm < 1) throw CudaError("background: kernel cannot be resident", cudaErrorLaunchOutOfResources);
-  return gpu.sm_count * (per_sm < 2 ? per_sm : 2);  // at most 2 per SM: other slots' kernels find room
-}
-
 size_t align_up(size_t bytes) { return (bytes + 255) / 256 * 256; }
 
 }  // namespace
@@ -166,35 +227,45 @@ void background(GpuContext& gpu, double kappa, int max_iters) {
 void background_of(GpuContext& gpu, double kappa, int max_iters, const float* source, DeviceResults* results) {
   DeviceGuard guard(gpu.device);
   const int64_t n = gpu.size();
-  const int grid = cooperative_grid(gpu);
+  // Chunks: a multiple of kMinChunk keys, at most kMaxChunks of them.
+  const int64_t per_chunk = (n + kMaxChunks - 1) / kMaxChunks;
+  const int64_t chunk = (per_chunk + kMinChunk - 1) / kMinChunk * kMinChunk;
+  const int nchunks = static_cast<int>(n > 0 ? (n + chunk - 1) / chunk : 0);
 
-  // background_work: [keys A | keys B | partials]; CUB's temporary storage in gpu.scratch.
+  // background_work: [keys A | keys B | chunk sums s1 | s2 | first keys]; CUB's temporary
+  // storage in gpu.scratch.
   const size_t key_bytes = align_up(static_cast<size_t>(n > 0 ? n : 1) * sizeof(uint32_t));
-  const size_t part_bytes = static_cast<size_t>(grid) * 4 * sizeof(double);
-  gpu.background_work.reserve(2 * key_bytes + part_bytes);
+  const size_t sum_bytes = align_up(static_cast<size_t>(nchunks > 0 ? nchunks : 1) * sizeof(double));
+  gpu.background_work.reserve(2 * key_bytes + 3 * sum_bytes);
   unsigned char* base = gpu.background_work.data();
   cub::DoubleBuffer<uint32_t> keys(reinterpret_cast<uint32_t*>(base), reinterpret_cast<uint32_t*>(base + key_bytes));
+  Chunks chunks{reinterpret_cast<uint32_t*>(base + 2 * key_bytes + 2 * sum_bytes),
+                reinterpret_cast<double*>(base + 2 * key_bytes), reinterpret_cast<double*>(base + 2 * key_bytes + sum_bytes)};
 
   if (n > 0) {
-    keys_kernel<<<detail::blocks_for(n, kThreads, static_cast<int64_t>(gpu.sm_count) * 8), kThreads, 0, gpu.stream>>>(
-        source, n, keys.Current());
+    keys_kernel<<<detail::blocks_for(n, kKeyThreads, static_cast<int64_t>(gpu.sm_count) * 8), kKeyThreads, 0,
+                  gpu.stream>>>(source, n, keys.Current());
     IMFLOW_CUDA_CHECK_LAUNCH();
     size_t temp_bytes = 0;
     IMFLOW_CUDA_CHECK(cub::DeviceRadixSort::SortKeys(nullptr, temp_bytes, keys, n, 0, 32, gpu.stream));
     gpu.scratch.reserve(temp_bytes);
     IMFLOW_CUDA_CHECK(cub::DeviceRadixSort::SortKeys(gpu.scratch.data(), temp_bytes, keys, n, 0, 32, gpu.stream));
+    chunk_sums_kernel<<<nchunks, kChunkThreads, 0, gpu.stream>>>(keys.Current(), n, chunk, chunks);
+    IMFLOW_CUDA_CHECK_LAUNCH();
   }
 
-  Params p{};
+  ClipParams p{};
   p.keys = keys.Current();
   p.n = n;
+  p.chunk = chunk > 0 ? chunk : 1;
+  p.nchunks = nchunks;
+  p.chunks = chunks;
   p.kappa = kappa;
   p.max_iters = max_iters;
-  p.partials = reinterpret_cast<double*>(base + 2 * key_bytes);
   p.results = results;
-  void* args[] = {&p};
-  IMFLOW_CUDA_CHECK(cudaLaunchCooperativeKernel(reinterpret_cast<const void*>(clip_kernel), dim3(grid),
-                                                dim3(kThreads), args, 0, gpu.stream));
+  const size_t shared = static_cast<size_t>(nchunks) * (2 * sizeof(double) + sizeof(uint32_t));
+  clip_kernel<<<1, kClipThreads, shared, gpu.stream>>>(p);
+  IMFLOW_CUDA_CHECK_LAUNCH();
 }
 
 }  // namespace imflow::cuda

@@ -5,10 +5,10 @@
 namespace imflow::cuda {
 
 // Median, std, iterations, kept and valid of the detection image (gpu.detection after a
-// convolve, else gpu.image) into the device results, with the
-// semantics of kernels::kappa_sigma_clip (same median exactly, std to ~1e-15 relative, same
-// iterations). The keys are sorted once (CUB radix sort); one cooperative kernel then runs every
-// iteration on the sorted keys; the host never waits.
+// convolve, else gpu.image) into the device results, with the semantics of
+// kernels::kappa_sigma_clip (same median exactly, std to ~1e-15 relative, same iterations). The
+// keys are sorted once (CUB radix sort) and summed by chunks; one block then runs every
+// iteration from the chunk sums; the host never waits.
 void background(GpuContext& gpu, double kappa, int max_iters);
 
 // The same of the gpu.size() pixels at `source` into `results`, leaving the context's flags

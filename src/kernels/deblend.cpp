@@ -1,7 +1,7 @@
 // The deblending kernel's driver (kernels/deblend.hpp): the segments in SEP's scan order, each
 // split and allocated independently (in parallel; SEP's rand_r stream is cut between segments
 // by jumping the generator ahead over the draws of the segments before), then CLEAN over the
-// whole list and the new label map.
+// whole list (SEP's, or SExtractor's with its merges) and the new label map.
 #include "imflow/kernels/deblend.hpp"
 
 #include <tbb/blocked_range.h>
@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <limits>
 #include <stdexcept>
+#include <utility>
 
 #include "deblend_internal.hpp"
 
@@ -30,6 +31,17 @@ struct SegmentWork {
   SegmentObjects objects;
   uint32_t seed = 1;
 };
+
+// SEP's edge flag of object o of a segment: its branch (its first branch_sizes[o] pixels, all
+// of them when the segment was not split) touches the image edge.
+bool branch_truncated(const SegmentPixels& s, const SegmentObjects& objects, size_t o, int64_t width, int64_t height) {
+  const auto& px = objects.pixels[o];
+  for (size_t i = 0; i < objects.branch_sizes[o]; ++i) {
+    const int64_t x = s.x0 + s.x[static_cast<size_t>(px[i])], y = s.y0 + s.y[static_cast<size_t>(px[i])];
+    if (x == 0 || y == 0 || x == width - 1 || y == height - 1) return true;
+  }
+  return false;
+}
 
 template <typename Body>
 void for_each_segment(size_t count, Body body) {
@@ -107,13 +119,39 @@ DeblendResult deblend_sources(const DeblendInput& input, const DeblendParams& pa
     for (const SepObject& o : w.objects.measured) all.push_back(&o);
   }
   std::vector<uint8_t> survives(all.size(), 1);
-  if (params.clean) sep_clean(all, params.clean_param, survives);
+  // SExtractor's CLEAN: eaten_by[i] the object i was merged into; owner[i] the survivor at the
+  // end of that chain (an earlier object in the list, or a later newcomer that ate it).
+  std::vector<int32_t> eaten_by, owner;
+  std::vector<float> merged_flux;
+  if (params.clean && params.clean_style == DeblendCleanStyle::sextractor) {
+    std::vector<SextractorCleanObject> listed;
+    listed.reserve(all.size());
+    for (const SegmentWork& w : work) {
+      const int64_t last_row = w.pixels.y0 + w.pixels.height - 1;
+      for (const SepObject& o : w.objects.measured)
+        listed.push_back({&o, w.pixels.y0 + o.ymin, w.pixels.y0 + o.ymax, last_row});
+    }
+    sextractor_clean(listed, height, params.clean_param, eaten_by, merged_flux);
+    owner.resize(all.size());
+    for (size_t i = 0; i < all.size(); ++i) {
+      int32_t r = static_cast<int32_t>(i);
+      while (eaten_by[static_cast<size_t>(r)] >= 0) r = eaten_by[static_cast<size_t>(r)];
+      owner[i] = r;
+      survives[i] = r == static_cast<int32_t>(i) ? 1 : 0;
+    }
+  } else if (params.clean) {
+    sep_clean(all, params.clean_param, survives);
+  }
 
   std::fill(labels_out, labels_out + width * height, 0);
+  std::vector<int32_t> ids(all.size(), 0);  // the label of a surviving object
+  std::vector<std::pair<const SegmentWork*, size_t>> where;
+  if (!owner.empty()) where.reserve(all.size());
   size_t index = 0;
   for (const SegmentWork& w : work) {
     const SegmentPixels& s = w.pixels;
     for (size_t o = 0; o < w.objects.pixels.size(); ++o, ++index) {
+      if (!owner.empty()) where.emplace_back(&w, o);
       if (!survives[index]) {
         ++result.objects_cleaned;
         continue;
@@ -121,6 +159,7 @@ DeblendResult deblend_sources(const DeblendInput& input, const DeblendParams& pa
       if (result.objects.size() >= static_cast<size_t>(std::numeric_limits<int32_t>::max()))
         throw std::overflow_error("deblend: more than 2^31-1 objects");
       const int32_t id = static_cast<int32_t>(result.objects.size()) + 1;
+      ids[index] = id;
       const SepObject& m = w.objects.measured[o];
       DeblendObject object;
       object.segment = s.label;
@@ -129,17 +168,26 @@ DeblendResult deblend_sources(const DeblendInput& input, const DeblendParams& pa
       object.y = m.my;
       object.thresh = s.thresh0;
       object.npix = static_cast<int64_t>(w.objects.pixels[o].size());
-      const auto& px = w.objects.pixels[o];
-      for (size_t i = 0; i < w.objects.branch_sizes[o] && !object.truncated; ++i) {
-        const int64_t x = s.x0 + s.x[static_cast<size_t>(px[i])], y = s.y0 + s.y[static_cast<size_t>(px[i])];
-        object.truncated = x == 0 || y == 0 || x == width - 1 || y == height - 1;
-      }
-      object.flux = m.fdflux;
+      object.truncated = branch_truncated(s, w.objects, o, width, height);
+      object.flux = owner.empty() ? m.fdflux : merged_flux[index];
       object.singular = m.singular;
       result.objects.push_back(object);
       for (const int32_t p : w.objects.pixels[o])
         labels_out[(s.y0 + s.y[static_cast<size_t>(p)]) * width + s.x0 + s.x[static_cast<size_t>(p)]] = id;
     }
+  }
+  // A merged object's pixels take its survivor's label; the survivor's count and flags grow.
+  for (size_t i = 0; i < owner.size(); ++i) {
+    if (survives[i]) continue;
+    const auto [w, o] = where[i];
+    const SegmentPixels& s = w->pixels;
+    const int32_t id = ids[static_cast<size_t>(owner[i])];
+    DeblendObject& survivor = result.objects[static_cast<size_t>(id) - 1];
+    survivor.merged = true;
+    survivor.npix += static_cast<int64_t>(w->objects.pixels[o].size());
+    survivor.truncated = survivor.truncated || branch_truncated(s, w->objects, o, width, height);
+    for (const int32_t p : w->objects.pixels[o])
+      labels_out[(s.y0 + s.y[static_cast<size_t>(p)]) * width + s.x0 + s.x[static_cast<size_t>(p)]] = id;
   }
   return result;
 }

@@ -3,6 +3,7 @@
 // analyse, the CLEAN threshold) with SEP's float32/float64 arithmetic, the per-segment split and
 // the allocation of the remaining pixels.
 #pragma once
+#include <cmath>
 #include <cstdint>
 #include <vector>
 
@@ -100,7 +101,40 @@ struct SegmentObjects {
 void allocate_segment(const SegmentPixels& s, SegmentSplit& split, const GatherModel& model, DeblendAllocation mode,
                       uint32_t seed, SegmentObjects& objects);
 
+// ---- CLEAN's test, the same in SEP's extract.c and SExtractor's clean.c: the brighter object
+// as a Moffat profile of beta = clean_param, its amplitude and alpha ...
+constexpr double kCleanZone = 10.0;
+inline void clean_moffat(const SepObject& o, double beta, float fdflux, int64_t fdnpix, double& amp, double& alpha) {
+  const double unitarea = 3.14159265358979323846 * o.a * o.b;
+  amp = fdflux / (2 * unitarea * o.abcor);
+  alpha = (std::pow(amp / o.thresh, 1.0 / beta) - 1) * unitarea / static_cast<double>(fdnpix);
+}
+// ... and whether the profile (amp, alpha) of `big` at offset (dx, dy) exceeds small's mthresh.
+inline bool clean_eats(const SepObject& big, double amp, double alpha, double beta, float dx, float dy,
+                       const SepObject& small) {
+  const double val = 1 + alpha * (big.cxx * dx * dx + big.cyy * dy * dy + big.cxy * dx * dy);
+  return val > 1.0 && static_cast<float>(val < 1e10 ? amp * std::pow(val, -beta) : 0.0) > small.mthresh;
+}
+
+// The pairs CLEAN may compare: for each i, the j > i (ascending) whose squares of half-side
+// 10 a + 1 around their centres overlap i's, a superset of the pairs within 10 (a_i + a_j); an
+// object with a non-finite a or centre meets everyone (SEP's and SExtractor's test never skip
+// it). later[offsets[i] .. offsets[i + 1]).
+void clean_candidates(const std::vector<const SepObject*>& objects, std::vector<int64_t>& offsets,
+                      std::vector<uint32_t>& later);
+
 // ---- CLEAN over the final list (extract.c's clean): survives[i] = 0 for cleaned objects.
 void sep_clean(const std::vector<const SepObject*>& objects, double clean_param, std::vector<uint8_t>& survives);
+
+// ---- SExtractor's CLEAN (clean.c, scan.c), objects in SEP's catalog order (= the order
+// SExtractor's scan completes them): ymin, ymax the object's rows and last_row its segment's
+// last row (image coordinates). eaten_by[i]: the object i was merged into (-1: none; follow the
+// chain to the survivor); fdflux[i]: its flux after the merges (SExtractor's running fdflux).
+struct SextractorCleanObject {
+  const SepObject* object = nullptr;
+  int64_t ymin = 0, ymax = 0, last_row = 0;
+};
+void sextractor_clean(const std::vector<SextractorCleanObject>& objects, int64_t image_height, double clean_param,
+                      std::vector<int32_t>& eaten_by, std::vector<float>& fdflux);
 
 }  // namespace imflow::kernels::deblend_detail

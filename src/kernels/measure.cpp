@@ -117,10 +117,12 @@ Catalog measure_deblended(ConstImageView image, const int32_t* labels, int32_t n
   const std::vector<SourceSums> sums = accumulate_sources(image, labels, nlabels, 0, 0, background);
   Catalog catalog = finish_sources(sums, image.width, image.height);
   for (size_t k = 0; k < objects.size(); ++k) {
-    if (objects[k].blended) {
+    if (objects[k].blended || objects[k].merged) {
       catalog[k] =
           sums[k].finish_about(static_cast<int32_t>(k + 1), image.width, image.height, objects[k].x, objects[k].y);
-      catalog[k].flags = (catalog[k].flags & ~kFlagEdge) | (objects[k].truncated ? kFlagEdge : 0);
+      const int32_t deblended = objects[k].blended ? kFlagDeblended : 0;
+      catalog[k].flags =
+          (catalog[k].flags & ~(kFlagEdge | kFlagDeblended)) | deblended | (objects[k].truncated ? kFlagEdge : 0);
     }
     catalog[k].flags = (catalog[k].flags & ~kFlagSingular) | (objects[k].singular ? kFlagSingular : 0);
   }

@@ -7,8 +7,9 @@ object/pixel stacks the image needs, starting at SExtractor's defaults, and warm
 --deblend adds SExtractor's default deblending on top of peers.sex (DEBLEND_OPTIONS: DETECT_MINAREA 5,
 DEBLEND_NTHRESH 32, DEBLEND_MINCONT 0.005, CLEAN Y, CLEAN_PARAM 1.0); --weight-type NONE thresholds
 against the global rms (default.sex's choice) instead of the rms map.
---no-clean turns CLEAN off (with --deblend).
-Usage: sex_run.py --images DIR --out DIR [--nsigma 5] [--weight-type BACKGROUND|NONE] [--deblend [--no-clean]]"""
+--no-clean turns CLEAN off (with --deblend); --mincont M sets DEBLEND_MINCONT (1: no split).
+Usage: sex_run.py --images DIR --out DIR [--nsigma 5] [--weight-type BACKGROUND|NONE]
+       [--deblend [--no-clean] [--mincont 0.005]]"""
 import argparse
 import os
 import shutil
@@ -42,7 +43,8 @@ def command_line(binary, image, catalog, args, stacks):
            "-BACK_SIZE", str(args.mesh), "-BACK_FILTERSIZE", str(args.filter),
            "-MEMORY_OBJSTACK", str(stacks[0]), "-MEMORY_PIXSTACK", str(stacks[1])]
     if args.deblend:
-        options = dict(DEBLEND_OPTIONS, **({"CLEAN": "N"} if args.no_clean else {}))
+        options = dict(DEBLEND_OPTIONS, **({"CLEAN": "N"} if args.no_clean else {}),
+                       DEBLEND_MINCONT=repr(args.mincont))
         cmd += [arg for key, value in options.items() for arg in ("-" + key, value)]
     if args.background == "mesh":
         cmd += ["-DETECT_THRESH", str(args.nsigma), "-ANALYSIS_THRESH", str(args.nsigma),
@@ -93,6 +95,7 @@ def main():
                         help="mesh mode: threshold x the rms map (BACKGROUND) or the global rms")
     parser.add_argument("--deblend", action="store_true", help="SExtractor's default deblending")
     parser.add_argument("--no-clean", action="store_true", help="with --deblend: CLEAN N")
+    parser.add_argument("--mincont", type=float, default=0.005, help="with --deblend: DEBLEND_MINCONT")
     args = parser.parse_args()
     os.makedirs(args.out, exist_ok=True)
     binary = sextractor_binary()
@@ -103,7 +106,7 @@ def main():
                 "minarea": 1, "filter_kernel": None, "deblend_mincont": 1.0, "clean": False,
                 "weight_type": args.weight_type if args.background == "mesh" else "NONE"}
     if args.deblend:
-        settings.update({"minarea": 5, "deblend_mincont": 0.005, "clean": not args.no_clean,
+        settings.update({"minarea": 5, "deblend_mincont": args.mincont, "clean": not args.no_clean,
                          "clean_param": 1.0})
     timing = common.Timing("sextractor", version, settings,
                            "whole source-extractor process per image (start, read, "

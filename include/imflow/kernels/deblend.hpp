@@ -9,8 +9,9 @@
 //   3. the pixels below the split levels allocated to the kept branches (a Gaussian model per
 //      branch);
 //   4. SEP's measurements of the resulting objects (analyse: barycentre, ellipse, abcor).
-// Then CLEAN runs once over all objects in SEP's catalog order and the surviving objects are
-// written as a new label map, numbered in that order. No fixed limit on objects, pixels,
+// Then CLEAN runs once over all objects in SEP's catalog order (or, clean_style sextractor, as
+// SExtractor's scan meets them, merging each cleaned object into its survivor) and the surviving
+// objects are written as a new label map, numbered in that order. No fixed limit on objects, pixels,
 // branches or levels (SEP stops at 1024 branches per level and 300000 pixels).
 #pragma once
 #include <cstdint>
@@ -35,6 +36,19 @@ enum class DeblendAllocation {
   most_probable,
 };
 
+// How CLEAN treats an object that a brighter neighbour's modelled wings explain.
+enum class DeblendCleanStyle {
+  // SEP's clean(): once over the final list in catalog order; a cleaned object is dropped (its
+  // pixels become background, its flux is lost).
+  sep,
+  // SExtractor 2.25's clean.c: each object is tested as the scan completes it against the
+  // objects still in its CLEAN list, and a cleaned object is merged into the one that explains
+  // it (pixels, flux, peak, box, flags); the survivor's grown flux enters its later tests.
+  // Objects leave the list as SExtractor's scan (MEMORY_BUFSIZE 1024 lines, MEMORY_OBJSTACK
+  // 3000 objects, no filter) releases them.
+  sextractor,
+};
+
 struct DeblendParams {
   int nthresh = 32;          // DEBLEND_NTHRESH: levels between the threshold and the peak (1: no deblending)
   double mincont = 0.005;    // DEBLEND_MINCONT: a branch counts when its flux above its level > mincont x the segment's flux
@@ -42,6 +56,7 @@ struct DeblendParams {
   double clean_param = 1.0;  // CLEAN_PARAM: the Moffat beta of the brighter object's profile
   int minarea = 5;           // DETECT_MINAREA: smaller segments are dropped; CLEAN's mthresh is the minarea-th brightest pixel
   DeblendAllocation allocation = DeblendAllocation::sep_random;
+  DeblendCleanStyle clean_style = DeblendCleanStyle::sep;
 };
 
 // What sep.extract sees. All arrays are laid out like `detection` (row-major, width x height).
@@ -77,9 +92,13 @@ struct DeblendObject {
   // SEP's OBJ_SINGU (flag 8): singular moments in SEP's analyse of the object, either of its
   // branch (a blended object's pixels above its split level) or of all its pixels.
   bool singular = false;
+  // clean_style sextractor: CLEAN merged other objects into this one (their pixels carry its
+  // label). x, y stay its own centre (SExtractor's X_IMAGE: mergeobject keeps the survivor's
+  // barycentre), and truncated is or-ed over the merged objects, as SExtractor's flags.
+  bool merged = false;
   float thresh = 0.0f;    // SEP's thresh: the mean of the segment's pixel thresholds
   int64_t npix = 0;       // its pixels in the output map
-  float flux = 0.0f;      // SEP's cflux: sum of the detection values, float32 as SEP stores it
+  float flux = 0.0f;      // SEP's cflux: sum of the detection values, float32 as SEP stores it (merged: SExtractor's running sum)
 };
 
 struct DeblendResult {
@@ -87,7 +106,7 @@ struct DeblendResult {
   std::vector<DeblendObject> objects;
   int64_t segments = 0;          // segments of at least minarea pixels
   int64_t segments_split = 0;    // of them, split into two or more objects
-  int64_t objects_cleaned = 0;   // objects CLEAN removed (their pixels are 0 in the output, as in SEP)
+  int64_t objects_cleaned = 0;   // objects CLEAN removed (sep: their pixels are 0 in the output; sextractor: merged)
   int64_t random_draws = 0;      // rand_r calls SEP makes for this image (sep_random)
 };
 

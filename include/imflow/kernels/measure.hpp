@@ -52,7 +52,9 @@ struct DeblendResult;  // include/imflow/kernels/deblend.hpp
 // measure_sources for the objects `deblend` made (labels 1..objects.size()): the children of a
 // blend are measured as SEP's analyse does, x, y its centre (DeblendObject::x, y) with the
 // moments and their errors about it (SourceSums::finish_about), flagged kFlagDeblended, and
-// kFlagEdge when its branch touches the edge (DeblendObject::truncated). Throws
+// kFlagEdge when its branch touches the edge (DeblendObject::truncated); an object into which
+// SExtractor's CLEAN merged others (DeblendObject::merged) keeps its own centre likewise, its
+// other columns over all its pixels, merged ones included. Throws
 // std::runtime_error when nlabels is not the number of objects.
 Catalog measure_deblended(ConstImageView image, const int32_t* labels, int32_t nlabels, const DeblendResult& deblend,
                           MeasureBackground background = {});

@@ -1,0 +1,161 @@
+// deblend's clean_style: sextractor (SExtractor 2.25's CLEAN, src/kernels/deblend_clean_sextractor.cpp)
+// against SEP's: hand-made objects where the two differ (a merged object's flux and pixels make
+// its survivor eat another; an object released from SExtractor's CLEAN list before a later
+// newcomer meets it), and a field through deblend_sources and measure (one label, the survivor's
+// centre, the merged flux).
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <vector>
+
+#include "imflow/kernels/deblend.hpp"
+#include "imflow/kernels/label.hpp"
+#include "imflow/kernels/measure.hpp"
+#include "kernels/deblend_internal.hpp"
+
+using namespace imflow;
+using namespace imflow::kernels;
+using namespace imflow::kernels::deblend_detail;
+
+namespace {
+constexpr double kPi = 3.14159265358979323846;
+
+// A round object of radius a at (x, y): flux, pixel count and CLEAN's threshold of its
+// minarea-th pixel; the detection threshold 1.
+SepObject round_object(double x, double y, float a, float flux, int64_t npix, float mthresh) {
+  SepObject o;
+  o.mx = x;
+  o.my = y;
+  o.a = o.b = a;
+  o.cxx = o.cyy = 1.0f / (a * a);
+  o.cxy = 0.0f;
+  o.abcor = 1.0f;
+  o.thresh = 1.0f;
+  o.fdflux = flux;
+  o.fdnpix = npix;
+  o.mthresh = mthresh;
+  return o;
+}
+
+// The Moffat profile (beta 1) of o at distance r, as CLEAN models it.
+double profile(const SepObject& o, float flux, int64_t npix, double r) {
+  double amp, alpha;
+  clean_moffat(o, 1.0, flux, npix, amp, alpha);
+  return amp / (1 + alpha * o.cxx * r * r);
+}
+
+std::vector<SextractorCleanObject> listed(const std::vector<SepObject>& objects, int64_t rows) {
+  std::vector<SextractorCleanObject> out;
+  for (const SepObject& o : objects) {
+    const int64_t y = static_cast<int64_t>(o.my);
+    out.push_back({&o, y - rows, y + rows, y + rows});
+  }
+  return out;
+}
+}  // namespace
+
+TEST_CASE("SExtractor's CLEAN: a merged object's flux makes its survivor eat a farther one", "[deblend]") {
+  // A bright star A, a companion B 8 px away that A explains, and C 20 px away that A alone does
+  // not explain but A with B merged into it (more flux and pixels) does.
+  std::vector<SepObject> objects = {round_object(50.0, 50.0, 2.0f, 2513.0f, 50, 0.2f),
+                                    round_object(58.0, 50.0, 2.0f, 1000.0f, 20, 0.2f),
+                                    round_object(50.0, 70.0, 2.0f, 500.0f, 10, 0.0f)};
+  const double alone = profile(objects[0], 2513.0f, 50, 20.0), grown = profile(objects[0], 3513.0f, 70, 20.0);
+  REQUIRE(profile(objects[0], 2513.0f, 50, 8.0) > 0.2);
+  REQUIRE(alone < grown);
+  objects[2].mthresh = static_cast<float>(0.5 * (alone + grown));
+
+  std::vector<const SepObject*> pointers = {&objects[0], &objects[1], &objects[2]};
+  std::vector<uint8_t> survives;
+  sep_clean(pointers, 1.0, survives);
+  CHECK(survives == std::vector<uint8_t>{1, 0, 1});  // SEP drops B; A's own flux leaves C
+
+  std::vector<int32_t> eaten_by;
+  std::vector<float> flux;
+  sextractor_clean(listed(objects, 3), 100, 1.0, eaten_by, flux);
+  CHECK(eaten_by == std::vector<int32_t>{-1, 0, 0});  // B, then C, merged into A
+  CHECK(flux[0] == 2513.0f + 1000.0f + 500.0f);
+
+  // Newcomers eat the objects listed before them: C first, then B, then A, the brightest last.
+  std::vector<SepObject> reversed = {objects[2], objects[1], objects[0]};
+  sextractor_clean(listed(reversed, 3), 100, 1.0, eaten_by, flux);
+  CHECK(eaten_by[2] == -1);
+  CHECK(eaten_by[1] == 2);  // B on A's menu; C was not (A's own flux), so C survives
+  CHECK(eaten_by[0] == -1);
+  CHECK(flux[2] == 2513.0f + 1000.0f);
+}
+
+TEST_CASE("SExtractor's CLEAN: objects leave the list as the scan moves 1022 lines below them", "[deblend]") {
+  // A huge object near the top and a faint one 1090 rows below it, within CLEAN's zone of
+  // 10 (a1 + a2) and under A's modelled wing: SEP eats it, SExtractor has released A by then
+  // when the image is taller than its 1024-line buffer (A's margin: 2 x 69 + 4 px).
+  const std::vector<SepObject> objects = {round_object(100.0, 10.0, 120.0f, 1e9f, 100000, 0.0f),
+                                          round_object(100.0, 1100.0, 2.0f, 50.0f, 10, 1e-7f)};
+  REQUIRE(profile(objects[0], 1e9f, 100000, 1090.0) > 1e-7);
+  std::vector<const SepObject*> pointers = {&objects[0], &objects[1]};
+  std::vector<uint8_t> survives;
+  sep_clean(pointers, 1.0, survives);
+  CHECK(survives == std::vector<uint8_t>{1, 0});
+
+  std::vector<SextractorCleanObject> list = {{&objects[0], 0, 20, 20}, {&objects[1], 1098, 1102, 1102}};
+  std::vector<int32_t> eaten_by;
+  std::vector<float> flux;
+  sextractor_clean(list, 3000, 1.0, eaten_by, flux);
+  CHECK(eaten_by == std::vector<int32_t>{-1, -1});
+  // Completed before the buffer slides (last row 1020, released after line 1022): eaten.
+  list[1] = {&objects[1], 1016, 1020, 1020};
+  sextractor_clean(list, 3000, 1.0, eaten_by, flux);
+  CHECK(eaten_by == std::vector<int32_t>{-1, 0});
+}
+
+TEST_CASE("deblend clean_style sextractor: the cleaned object's pixels join its survivor's label", "[deblend]") {
+  // The field of "CLEAN removes a detection in a bright star's wing": a faint star in a bright
+  // one's wing, its own segment.
+  const int64_t w = 80, h = 60;
+  std::vector<float> image(static_cast<size_t>(w * h));
+  for (int64_t y = 0; y < h; ++y)
+    for (int64_t x = 0; x < w; ++x) {
+      auto g = [&](double cx, double cy, double amp, double s) {
+        return amp * std::exp(-((x - cx) * (x - cx) + (y - cy) * (y - cy)) / (2 * s * s));
+      };
+      image[static_cast<size_t>(y * w + x)] = static_cast<float>(g(30, 30, 5000, 2) + g(42, 30, 4, 1));
+    }
+  std::vector<uint8_t> mask(image.size());
+  for (size_t i = 0; i < image.size(); ++i) mask[i] = image[i] > 2.0f;
+  std::vector<int32_t> labels(image.size()), sep_map(image.size()), sex_map(image.size());
+  const int32_t nlabels = label_components({mask.data(), w, h}, 8, labels.data());
+  REQUIRE(nlabels == 2);
+  DeblendInput input;
+  input.detection = {image.data(), w, h};
+  input.threshold = 2.0f;
+  input.labels = labels.data();
+  input.nlabels = nlabels;
+  DeblendParams params;
+  const DeblendResult sep = deblend_sources(input, params, sep_map.data());
+  params.clean_style = DeblendCleanStyle::sextractor;
+  const DeblendResult sex = deblend_sources(input, params, sex_map.data());
+  REQUIRE(sep.objects.size() == 1);
+  REQUIRE(sex.objects.size() == 1);
+  CHECK(sex.objects_cleaned == 1);
+  CHECK_FALSE(sep.objects[0].merged);
+  CHECK(sex.objects[0].merged);
+  CHECK(sex.objects[0].x == sep.objects[0].x);  // the survivor's own centre
+  int64_t all = 0;
+  double flux = 0.0;
+  for (size_t i = 0; i < image.size(); ++i) {
+    CHECK(sex_map[i] == (labels[i] != 0 ? 1 : 0));  // both segments, one label
+    all += labels[i] != 0;
+    if (labels[i] != 0) flux += image[i];
+  }
+  CHECK(sex.objects[0].npix == all);
+  CHECK(sex.objects[0].npix > sep.objects[0].npix);
+  CHECK(sex.objects[0].flux == Approx(flux).epsilon(1e-6));
+
+  // measure: the merged flux over all the pixels, at the survivor's centre, not flagged as blended.
+  const Catalog catalog = measure_deblended({image.data(), w, h}, sex_map.data(), 1, sex);
+  REQUIRE(catalog.size() == 1);
+  CHECK(catalog[0].x == sex.objects[0].x);
+  CHECK(catalog[0].npix == all);
+  CHECK(catalog[0].flux == Approx(flux).epsilon(1e-9));
+  CHECK((catalog[0].flags & kFlagDeblended) == 0);
+}

@@ -137,6 +137,7 @@ void deblend(const DeblendDeviceInput& in, const kernels::DeblendParams& params,
   p.mincont = params.mincont;
   p.beta = params.clean_param;
   p.clean = params.clean;
+  p.clean_style = params.clean_style == kernels::DeblendCleanStyle::sextractor ? 1 : 0;
   p.counters = B.counters.data();
   p.label_npix = B.label_npix.data();
   p.label_first = B.label_first.data();
@@ -276,6 +277,15 @@ void deblend(const DeblendDeviceInput& in, const kernels::DeblendParams& params,
   c.edge_capacity = B.edge_capacity;
   c.survives = B.survives.data();
   c.new_id = B.new_id.data();
+  c.merging = params.clean && params.clean_style == kernels::DeblendCleanStyle::sextractor;
+  if (c.merging) {
+    B.sex_state.reserve(O1);
+    B.sex_list.reserve(O1);
+    B.sex_owner.reserve(O1);
+    c.state = B.sex_state.data();
+    c.list = B.sex_list.data();
+    c.owner = B.sex_owner.data();
+  }
 
   auto sort_order = [&](void* t, size_t& bytes) {
     return cub::DeviceRadixSort::SortPairsDescending(t, bytes, B.keys_a.data(), B.keys_b.data(), free_values,

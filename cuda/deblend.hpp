@@ -38,6 +38,7 @@ struct DeblendRecord {
   int32_t blended;
   int32_t truncated;
   int32_t singular;
+  int32_t merged;  // clean_style sextractor: other objects merged into it (kernels::DeblendObject::merged)
 };
 
 // One slot's deblending buffers (device memory and mapped pinned memory for the results): they

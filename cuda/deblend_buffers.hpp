@@ -29,6 +29,9 @@ struct DeblendBuffers {
   DeviceBuffer<int32_t> obj_cell, cell_count, cell_off, cell_fill, cell_items, big_list, edge_count, edge_off, edges,
       survives, new_id;
   DeviceBuffer<uint8_t> big_flag;
+  DeviceBuffer<deblend_detail::SextractorState> sex_state;  // clean_style sextractor
+  DeviceBuffer<deblend_detail::SextractorEntry> sex_list;
+  DeviceBuffer<int32_t> sex_owner;
   DeviceBuffer<DeblendCounters> counters;
   DeviceBuffer<unsigned char> temp;  // CUB's temporary storage
   PinnedBuffer<DeblendCounters> census;

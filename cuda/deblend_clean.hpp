@@ -10,6 +10,8 @@
 //     buffer is found again by the resolution, so no limit: the buffer grows for the next call);
 //   - one thread walks the objects in order, as SEP does, over the stored pairs: O(objects + pairs).
 // Then the survivors are numbered in order and painted, and their records written.
+// clean_style sextractor stores instead each i's earlier j within SExtractor's zone, and one
+// thread walks SExtractor's CLEAN list (cuda/deblend_clean_sextractor.hpp).
 #pragma once
 #include <cmath>
 #include <cstdint>
@@ -30,6 +32,21 @@ struct DeblendSummary {
   long long draws, edges;  // rand_r calls; CLEAN's pairs with an outcome
 };
 
+// SExtractor's CLEAN (clean_style sextractor, cuda/deblend_clean_sextractor.hpp): per object its
+// running sums after merges, and the CLEAN list's entries.
+struct SextractorState {
+  float fdflux;
+  long long fdnpix;
+  int32_t ymin, ymax;
+  int32_t eaten_by;  // the object it was merged into, -1: none
+  int32_t position;  // its place in the list, -1: not in it
+  int32_t merged, truncated;  // a survivor: others merged into it, one of them touches the edge
+};
+struct SextractorEntry {
+  int32_t index;
+  long long ycmin, ycmax;
+};
+
 struct CleanPlan {
   int32_t ncx = 1, ncy = 1;                  // the cell grid
   int32_t* obj_cell = nullptr;               // per object: its cell, or -1 (compared with everyone)
@@ -40,6 +57,11 @@ struct CleanPlan {
   int32_t* edges = nullptr;                  // (j << 1) | (j removes i)
   long long edge_capacity = 0;
   int32_t *survives = nullptr, *new_id = nullptr;  // objects + 1 entries (scan)
+  // clean_style sextractor (merging): per object its state and survivor, and the list
+  bool merging = false;
+  SextractorState* state = nullptr;
+  SextractorEntry* list = nullptr;
+  int32_t* owner = nullptr;
 };
 
 IMFLOW_HOST_DEVICE inline double clean_reach(const CleanObject& o) { return 10.0 * o.a + 1.0; }
@@ -70,20 +92,16 @@ IMFLOW_HOST_DEVICE inline void clean_fill_job(const DeblendPlan&, const CleanPla
   if (cell >= 0) c.cell_items[c.cell_off[cell] + atomic_add(c.cell_fill + cell, 1)] = o;
 }
 
-// Calls f(j, outcome) for every j > i whose pair with i has an outcome (clean_outcome != 0).
-template <class F>
-IMFLOW_HOST_DEVICE void clean_pairs(const DeblendPlan& p, const CleanPlan& c, int32_t i, F&& f) {
+// Calls visit(j) for every j > i (kEarlier: j < i) whose pair with i may lie within CLEAN's zone.
+template <bool kEarlier, class F>
+IMFLOW_HOST_DEVICE void clean_neighbours(const DeblendPlan& p, const CleanPlan& c, int32_t i, F&& visit) {
   const int32_t n = p.counters->objects;
   const CleanObject& oi = p.objects[i];
-  auto visit = [&](int32_t j) {
-    const int outcome = clean_outcome(oi, p.objects[j], p.beta);
-    if (outcome != 0) f(j, outcome);
-  };
   if (c.obj_cell[i] < 0) {
-    for (int32_t j = i + 1; j < n; ++j) visit(j);
+    for (int32_t j = kEarlier ? 0 : i + 1; j < (kEarlier ? i : n); ++j) visit(j);
     return;
   }
-  // Later objects compared with everyone: the part of big_list after i.
+  // Objects compared with everyone: the part of big_list after i (kEarlier: before it).
   const int32_t nbig = p.counters->big;
   int32_t lo = 0, hi = nbig;
   while (lo < hi) {
@@ -91,7 +109,8 @@ IMFLOW_HOST_DEVICE void clean_pairs(const DeblendPlan& p, const CleanPlan& c, in
     if (c.big_list[mid] <= i) lo = mid + 1;
     else hi = mid;
   }
-  for (int32_t k = lo; k < nbig; ++k) visit(c.big_list[k]);
+  for (int32_t k = kEarlier ? 0 : lo; k < (kEarlier ? lo : nbig); ++k)
+    if (c.big_list[k] != i) visit(c.big_list[k]);
   // Small ones: a pair within reach_i + reach_j <= reach_i + 64 px lies at most
   // floor(that / cell) + 1 cells apart (clamping the cells only brings them closer).
   const int32_t range = static_cast<int32_t>(floor((clean_reach(oi) + kCleanSmallReach) / kCleanCell)) + 1;
@@ -103,22 +122,55 @@ IMFLOW_HOST_DEVICE void clean_pairs(const DeblendPlan& p, const CleanPlan& c, in
       const int32_t cell = y * c.ncx + x;
       for (int32_t k = c.cell_off[cell], end = c.cell_off[cell + 1]; k < end; ++k) {
         const int32_t j = c.cell_items[k];
-        if (j > i) visit(j);
+        if (kEarlier ? j < i : j > i) visit(j);
       }
     }
   }
 }
 
+// Calls f(j, outcome) for every j > i whose pair with i has an outcome (clean_outcome != 0).
+template <class F>
+IMFLOW_HOST_DEVICE void clean_pairs(const DeblendPlan& p, const CleanPlan& c, int32_t i, F&& f) {
+  const CleanObject& oi = p.objects[i];
+  clean_neighbours<false>(p, c, i, [&](int32_t j) {
+    const int outcome = clean_outcome(oi, p.objects[j], p.beta);
+    if (outcome != 0) f(j, outcome);
+  });
+}
+
+// SExtractor's zone test of newcomer `in` against the listed object o (clean.c: strictly inside).
+IMFLOW_HOST_DEVICE inline bool sextractor_zone(const CleanObject& in, const CleanObject& o, float& dx, float& dy) {
+  constexpr double kCleanZone = 10.0;
+  dx = static_cast<float>(in.mx - o.mx);
+  dy = static_cast<float>(in.my - o.my);
+  float rlim = in.a + o.a;
+  rlim *= rlim;
+  return dx * dx + dy * dy < rlim * kCleanZone * kCleanZone;
+}
+
+// Calls f(j) for every earlier j within SExtractor's zone of i (the candidates of newcomer i).
+template <class F>
+IMFLOW_HOST_DEVICE void sextractor_pairs(const DeblendPlan& p, const CleanPlan& c, int32_t i, F&& f) {
+  const CleanObject& oi = p.objects[i];
+  clean_neighbours<true>(p, c, i, [&](int32_t j) {
+    float dx, dy;
+    if (sextractor_zone(oi, p.objects[j], dx, dy)) f(j);
+  });
+}
+
 IMFLOW_HOST_DEVICE inline void clean_count_job(const DeblendPlan& p, const CleanPlan& c, int32_t i) {
   int32_t count = 0;
-  clean_pairs(p, c, i, [&](int32_t, int) { ++count; });
+  if (c.merging) sextractor_pairs(p, c, i, [&](int32_t) { ++count; });
+  else clean_pairs(p, c, i, [&](int32_t, int) { ++count; });
   c.edge_count[i] = count;
 }
 
+// SEP: (j << 1) | (j removes i) for j > i; SExtractor: the earlier j within the zone.
 IMFLOW_HOST_DEVICE inline void clean_store_job(const DeblendPlan& p, const CleanPlan& c, int32_t i) {
   if (c.edge_off[i + 1] > c.edge_capacity) return;  // found again by clean_resolve
   int32_t k = c.edge_off[i];
-  clean_pairs(p, c, i, [&](int32_t j, int outcome) { c.edges[k++] = (j << 1) | (outcome == 2 ? 1 : 0); });
+  if (c.merging) sextractor_pairs(p, c, i, [&](int32_t j) { c.edges[k++] = j; });
+  else clean_pairs(p, c, i, [&](int32_t j, int outcome) { c.edges[k++] = (j << 1) | (outcome == 2 ? 1 : 0); });
 }
 
 // SEP's loop over the objects in order (one thread).
@@ -143,7 +195,8 @@ IMFLOW_HOST_DEVICE inline void clean_resolve(const DeblendPlan& p, const CleanPl
 // Chain position t: its object's new label (new_id: exclusive scan of survives), 0 if cleaned.
 IMFLOW_HOST_DEVICE inline void paint_job(const DeblendPlan& p, const CleanPlan& c, int32_t* labels_out, int32_t t) {
   const int32_t r = segment_of(p, t);
-  const int32_t o = p.obj_off[r] + (p.seg_branches[r] > 0 ? p.owner[t] : 0);
+  int32_t o = p.obj_off[r] + (p.seg_branches[r] > 0 ? p.owner[t] : 0);
+  if (c.merging) o = c.owner[o];  // a merged object's pixels take its survivor's label
   if (c.survives[o]) labels_out[p.chain[t]] = c.new_id[o] + 1;
 }
 
@@ -180,6 +233,14 @@ IMFLOW_HOST_DEVICE inline void record_job(const DeblendPlan& p, const CleanPlan&
   rec.blended = p.seg_branches[r] > 0 ? 1 : 0;
   rec.truncated = touches_edge(p, o) ? 1 : 0;
   rec.singular = obj.singular ? 1 : 0;
+  rec.merged = 0;
+  if (c.merging) {  // SExtractor's running sums and or-ed flags
+    const SextractorState& s = c.state[o];
+    rec.npix = s.fdnpix;
+    rec.flux = s.fdflux;
+    rec.merged = s.merged;
+    rec.truncated = rec.truncated != 0 || s.truncated != 0 ? 1 : 0;
+  }
   records[c.new_id[o]] = rec;
 }
 

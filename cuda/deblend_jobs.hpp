@@ -46,6 +46,7 @@ struct DeblendPlan {
   int nthresh = 32, minarea = 5, min_pixels = 3, mode = 0;  // mode 0: SEP's draws, 1: most probable
   double mincont = 0.005, beta = 1.0;
   bool clean = true;
+  int clean_style = 0;  // 0: SEP's clean(), 1: SExtractor's (cuda/deblend_clean_sextractor.hpp)
   DeblendCounters* counters = nullptr;
   // per label
   int32_t *label_npix = nullptr, *label_first = nullptr, *label_last = nullptr, *label_xmin = nullptr,
@@ -343,6 +344,9 @@ IMFLOW_HOST_DEVICE void measure_job(const TeamT& team, const DeblendPlan& p, int
   c.thresh = so.thresh;
   c.mthresh = mthresh;
   c.fdnpix = so.fdnpix;
+  c.ymin = static_cast<int32_t>(so.ymin);
+  c.ymax = static_cast<int32_t>(so.ymax);
+  c.last_row = p.label_last[p.seg_label[r]] / p.width;
   c.singular = so.singular;
   if (team.lane == 0) p.objects[o] = c;
 }

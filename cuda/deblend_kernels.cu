@@ -3,6 +3,7 @@
 // without FMA contraction (cuda/CMakeLists.txt): SEP's float/double arithmetic rounds as on the
 // CPU.
 #include "cuda/cuda_check.hpp"
+#include "cuda/deblend_clean_sextractor.hpp"
 #include "cuda/deblend_kernels.hpp"
 #include "cuda/device_common.cuh"
 
@@ -102,7 +103,8 @@ IMFLOW_DEBLEND_KERNEL(clean_store_kernel, at_most(n, p.counters->objects), clean
 
 __global__ void clean_resolve_kernel(DeblendPlan p, CleanPlan c) {
   p.counters->edges = c.edge_off[p.counters->objects];
-  clean_resolve(p, c);
+  if (c.merging) sextractor_resolve(p, c);
+  else clean_resolve(p, c);
 }
 
 IMFLOW_DEBLEND_KERNEL(survive_all_kernel, at_most(n, p.counters->objects), c.survives[k] = 1, DeblendPlan p,

@@ -33,7 +33,8 @@ void launch_alloc_keys(const DeblendPlan& p, uint32_t* keys, int32_t* values, ui
 void launch_npix(const DeblendPlan& p, int64_t n, cudaStream_t stream);
 void launch_measure(const DeblendPlan& p, int64_t n, cudaStream_t stream);
 // CLEAN: cells (and iota over all n objects, big_flag 0 past the count), cell lists, pair
-// counts, counters->edges, stored pairs, SEP's loop; or every object surviving.
+// counts, counters->edges, stored pairs, SEP's loop (c.merging: SExtractor's walk); or every
+// object surviving.
 void launch_clean_cells(const DeblendPlan& p, const CleanPlan& c, int32_t* iota, int64_t n, cudaStream_t stream);
 void launch_clean_fill(const DeblendPlan& p, const CleanPlan& c, int64_t n, cudaStream_t stream);
 void launch_clean_count(const DeblendPlan& p, const CleanPlan& c, int64_t n, cudaStream_t stream);

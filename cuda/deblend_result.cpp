@@ -45,6 +45,7 @@ kernels::DeblendResult DeblendWorkspace::result() const {
     o.blended = r.blended != 0;
     o.truncated = r.truncated != 0;
     o.singular = r.singular != 0;
+    o.merged = r.merged != 0;
     o.x = r.x;
     o.y = r.y;
     o.thresh = r.thresh;

@@ -139,6 +139,7 @@ struct SepObject {
   float a = 0.0f, b = 0.0f, cxx = 0.0f, cyy = 0.0f, cxy = 0.0f, abcor = 0.0f;
   float fdflux = 0.0f, fdpeak = 0.0f;
   int64_t fdnpix = 0;
+  int64_t ymin = 0, ymax = 0;  // its rows (image coordinates)
   bool merged = false;
   bool singular = false;  // SEP's OBJ_SINGU: some analyse of it found singular moments (or-ed)
 };
@@ -191,6 +192,8 @@ IMFLOW_HOST_DEVICE void sep_analyse(const TeamT& team, const Pixels& im, const P
   o.fdnpix = n;
   o.fdflux = static_cast<float>(rv);
   o.fdpeak = cpeak;
+  o.ymin = ymin;
+  o.ymax = ymax;
   // analyse
   int64_t dnpix = 0, area2 = 0;
   double mx = 0.0, my = 0.0, mx2 = 0.0, my2 = 0.0, mxy = 0.0;
@@ -349,6 +352,7 @@ struct CleanObject {
   float a = 0.0f, b = 0.0f, cxx = 0.0f, cyy = 0.0f, cxy = 0.0f, abcor = 0.0f, fdflux = 0.0f, thresh = 0.0f,
         mthresh = 0.0f;
   int64_t fdnpix = 0;
+  int32_t ymin = 0, ymax = 0, last_row = 0;  // its rows and its segment's last row (SExtractor's CLEAN)
   bool singular = false;
 };
 

@@ -239,7 +239,8 @@ __global__ void __launch_bounds__(kThreads)
 }
 
 // records (null: none): deblend's objects; a blend's child gets SEP's centre, its moments about
-// it, kFlagDeblended, and the edge flag of its branch (kernels::measure_deblended's rows).
+// it, kFlagDeblended, and the edge flag of its branch, an object SExtractor's CLEAN merged
+// others into its own centre (kernels::measure_deblended's rows).
 __global__ void rows_kernel(Accumulators a, const DeviceResults* results, int64_t width, int64_t height, bool wide,
                             const DeblendRecord* records, DeviceSource* out) {
   const int64_t rows = valid_rows(results, a.capacity);
@@ -265,7 +266,7 @@ __global__ void rows_kernel(Accumulators a, const DeviceResults* results, int64_
     s.ymax = a.ymax[r];
     kernels::set_shape_columns(s, a.weights.at(r), a.variances.at(r));
     if (s.npix > 0 && (s.xmin == 0 || s.ymin == 0 || s.xmax == width - 1 || s.ymax == height - 1)) s.flags |= kFlagEdge;
-    if (records != nullptr && records[r].blended != 0) {
+    if (records != nullptr && (records[r].blended != 0 || records[r].merged != 0)) {
       const DeblendRecord& object = records[r];
       const int64_t first = static_cast<int64_t>(a.first[r]);
       const int64_t ref_y = first / width, ref_x = first - ref_y * width;
@@ -273,7 +274,8 @@ __global__ void rows_kernel(Accumulators a, const DeviceResults* results, int64_
       s.y = object.y;
       kernels::set_shape_columns_about(s, a.weights.at(r), a.variances.at(r), object.x - static_cast<double>(ref_x),
                                        object.y - static_cast<double>(ref_y));
-      s.flags = (s.flags & ~kFlagEdge) | kFlagDeblended | (object.truncated != 0 ? kFlagEdge : 0);
+      s.flags = (s.flags & ~(kFlagEdge | kFlagDeblended)) | (object.blended != 0 ? kFlagDeblended : 0) |
+                (object.truncated != 0 ? kFlagEdge : 0);
     }
     if (records != nullptr) s.flags = (s.flags & ~kFlagSingular) | (records[r].singular != 0 ? kFlagSingular : 0);
     out[r] = s;

@@ -23,6 +23,7 @@
 namespace deblend_test {
 
 using imflow::kernels::DeblendAllocation;
+using imflow::kernels::DeblendCleanStyle;
 using imflow::kernels::DeblendParams;
 using imflow::kernels::DeblendResult;
 
@@ -217,7 +218,8 @@ inline void check(const char* name, const Field& f, const DeblendParams& params,
   size_t first_object = SIZE_MAX;
   for (size_t i = 0; i < std::min(cpu.objects.size(), gpu.objects.size()) && first_object == SIZE_MAX; ++i) {
     const auto &c = cpu.objects[i], &g = gpu.objects[i];
-    if (c.segment != g.segment || c.blended != g.blended || c.truncated != g.truncated || std::memcmp(&c.x, &g.x, sizeof c.x) != 0 ||
+    if (c.segment != g.segment || c.blended != g.blended || c.truncated != g.truncated || c.merged != g.merged ||
+        std::memcmp(&c.x, &g.x, sizeof c.x) != 0 ||
         std::memcmp(&c.y, &g.y, sizeof c.y) != 0 || std::memcmp(&c.thresh, &g.thresh, sizeof c.thresh) != 0 ||
         c.npix != g.npix || std::memcmp(&c.flux, &g.flux, sizeof c.flux) != 0)
       first_object = i;

@@ -1,4 +1,5 @@
-// cuda::deblend against kernels::deblend_sources (SEP's deblending and CLEAN): identical label
+// cuda::deblend against kernels::deblend_sources (SEP's deblending and CLEAN, and SExtractor's
+// merging CLEAN): identical label
 // maps, object records and counts on the committed sample images, crowded synthetic fields
 // (pairs 2-8 px apart, flux ratios 1 to 100, a varying threshold, a filtered detection image
 // with the unfiltered values beside it), a segment of more than 10^6 pixels, a segment of more
@@ -23,13 +24,14 @@ namespace fs = std::filesystem;
 namespace {
 
 std::vector<DeblendParams> parameter_sets() {
-  std::vector<DeblendParams> sets(5);
+  std::vector<DeblendParams> sets(6);
   sets[1].clean = false;
   sets[2].allocation = DeblendAllocation::most_probable;
   sets[3].nthresh = 64;
   sets[3].mincont = 1e-4;
   sets[3].clean_param = 2.0;
   sets[4].minarea = 1;
+  sets[5].clean_style = DeblendCleanStyle::sextractor;  // SExtractor's CLEAN, merging
   return sets;
 }
 

@@ -47,6 +47,7 @@ void check_objects(const imflow::kernels::DeblendResult& gpu, const imflow::kern
     CHECK(g.segment == c.segment);
     CHECK(g.blended == c.blended);
     CHECK(g.truncated == c.truncated);
+    CHECK(g.merged == c.merged);
     CHECK(std::memcmp(&g.x, &c.x, sizeof g.x) == 0);
     CHECK(std::memcmp(&g.y, &c.y, sizeof g.y) == 0);
     CHECK(g.npix == c.npix);
@@ -109,6 +110,9 @@ const char* kMesh = "[{background: {method: mesh, size: 64, filter_size: 3}}, "
 const char* kMeshRms = "[{background: {method: mesh, size: 32, filter_size: 3}}, "
                        "{segment: {nsigma: 2, relative_to: rms_map, compare: float32}}, {label: {connectivity: 8}}, "
                        "{deblend: {nthresh: 16, mincont: 0.01, clean: false, minarea: 3}}, measure]";
+const char* kMeshSextractor = "[{background: {method: mesh, size: 64, filter_size: 3}}, "
+                             "{segment: {nsigma: 1.5, relative_to: background, compare: float32}}, "
+                             "{label: {connectivity: 8}}, {deblend: {clean_style: sextractor}}, measure]";
 const char* kGlobal = "[background, {segment: {nsigma: 2, compare: float32}}, {label: {connectivity: 8}}, "
                       "{deblend: {clean_param: 1.5}}, measure]";
 
@@ -124,7 +128,7 @@ TEST_CASE("GPU segment (float32), label, deblend, measure equal the CPU steps", 
   for (const Case c : {Case{600, 450, 300}, Case{1024, 1024, 1500}, Case{317, 700, 200}, Case{2048, 2048, 5000}}) {
     WorkItem item;
     fill_crowded(item, c.w, c.h, seed + static_cast<uint32_t>(c.w), c.stars);
-    for (const char* steps : {kMesh, kMeshRms, kGlobal}) {
+    for (const char* steps : {kMesh, kMeshRms, kGlobal, kMeshSextractor}) {
       INFO(c.w << "x" << c.h << " seed " << seed + static_cast<uint32_t>(c.w) << " steps " << steps);
       check_steps(slot, item, steps);
     }

@@ -205,6 +205,9 @@ TEST_CASE("sanitize set: deblending (split, allocation, CLEAN) on small fields",
   crowd.threshold = 3.0f;
   params.mincont = 1e-4;
   deblend_test::check("small crowd", crowd, params, workspace, stream, {true, true});
+  params.clean_style = deblend_test::DeblendCleanStyle::sextractor;
+  deblend_test::check("small crowd, SExtractor's CLEAN", crowd, params, workspace, stream);
+  params.clean_style = deblend_test::DeblendCleanStyle::sep;
   params.clean = false;
   params.allocation = deblend_test::DeblendAllocation::most_probable;
   deblend_test::check("small crowd, no CLEAN", crowd, params, workspace, stream);

@@ -62,17 +62,20 @@ for candidate in python3 /usr/bin/python3; do
 done
 [ -n "$py" ] || { echo "bench-suite.sh: no python3 with NumPy (pip install numpy, or apt-get install python3-numpy)" >&2; exit 1; }
 log() { echo "== bench-suite: $* ($(date -u +%H:%M:%S))"; }
-machine_json() {
-  $py - "$out/machine.json" "$kind" "$gpus" "$("$imflow" --version 2>&1 | head -1)" "${IMFLOW_COMMIT:-$(git rev-parse --short HEAD 2>/dev/null || echo unknown)}" <<'PY'
+machine_json() {  # machine.json: this machine, and per part the commit that measured it
+  $py - "$out/machine.json" "$kind" "$gpus" "$("$imflow" --version 2>&1 | head -1)" "${IMFLOW_COMMIT:-$(git rev-parse --short HEAD 2>/dev/null || echo unknown)}" "$parts" <<'PY'
 import json, os, platform, subprocess, sys
-path, kind, gpus, version, commit = sys.argv[1:]
+path, kind, gpus, version, commit, parts = sys.argv[1:]
 cpu = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), "")
 names = []
 if int(gpus):
     names = subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version,memory.total", "--format=csv,noheader"],
                            capture_output=True, text=True).stdout.strip().splitlines()
+old = json.load(open(path)) if os.path.exists(path) else {}
+commits = old.get("commits", {part: old["commit"] for part in ("astro-2048", "mosaic-32k", "mri", "peers") if "commit" in old})
+commits.update({part: commit for part in parts.split()})
 json.dump({"kind": kind, "cpu": cpu, "cores": os.cpu_count(), "gpus": names, "kernel": platform.release(),
-           "imflow": version, "commit": commit}, open(path, "w"), indent=1)
+           "imflow": version, "commit": commit, "commits": commits}, open(path, "w"), indent=1)
 PY
 }
 

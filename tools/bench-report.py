@@ -44,6 +44,10 @@ def point_record(name, bench, point):
         "spread_percent": round(100 * (rate["max"] - rate["min"]) / rate["median"], 1) if rate["median"] else None,
         "megabytes_per_second": round(point["megabytes_per_second"]["median"], 0),
         "wall_seconds": significant(point["wall_seconds"]["median"]),
+        # The whole `imflow run` as a user waits for it (listing, pinned buffers, and the summary and
+        # merged catalog after the last item); absent from benches made before it was recorded.
+        "end_to_end_images_per_second": (significant(point["end_to_end_images_per_second"]["median"])
+                                         if "end_to_end_images_per_second" in point else None),
         "bottleneck": point["bottleneck"]["stage"] if point.get("bottleneck") else None,
         "copy_overlap": None if point.get("copy_overlap_fraction") is None else round(point["copy_overlap_fraction"], 2),
         "stage_ms_per_item": {k: round(1e3 * v / items, 3) for k, v in sorted(point["stage_busy_seconds"].items())},
@@ -94,12 +98,13 @@ def sep_records(folder):
 
 
 def markdown(records, peers):
-    lines = ["| workload | point | device | images/s median (min..max) | spread | MB/s | Mpix/s | overlap | bottleneck | ms per item by stage |",
-             "| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | --- | --- |"]
+    lines = ["| workload | point | device | images/s median (min..max) | spread | end to end images/s | MB/s | Mpix/s | overlap | bottleneck | ms per item by stage |",
+             "| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | --- | --- |"]
     for r in records:
         stages = ", ".join(f"{k} {v:g}" for k, v in r["stage_ms_per_item"].items())
         lines.append(f"| {r['workload']} | {r['point']} | {r['device']} | {r['images_per_second']:g} "
                      f"({r['images_per_second_min']:g}..{r['images_per_second_max']:g}) | {r['spread_percent']}% | "
+                     f"{'' if r['end_to_end_images_per_second'] is None else format(r['end_to_end_images_per_second'], 'g')} | "
                      f"{r['megabytes_per_second']:g} | {r.get('megapixels_per_second', '')} | "
                      f"{'' if r['copy_overlap'] is None else r['copy_overlap']} | {r['bottleneck']} | {stages} |")
     for p in peers:

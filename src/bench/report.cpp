@@ -45,7 +45,10 @@ nlohmann::json aggregate_repeats(const std::vector<nlohmann::json>& runs) {
   point["repeats"] = runs.size();
   point["items"] = runs.front().at("items");
   point["input_megabytes"] = runs.front().at("input_megabytes");
-  for (const char* key : {"wall_seconds", "images_per_second", "megabytes_per_second"}) point[key] = spread_json(runs, key);
+  for (const char* key : {"wall_seconds", "images_per_second", "megabytes_per_second", "end_to_end_seconds",
+                          "end_to_end_images_per_second"}) {
+    point[key] = spread_json(runs, key);
+  }
   point["stage_busy_seconds"] = median_map(runs, "stage_busy_seconds");
   point["stage_workers"] = runs.front().at("stage_workers");
   point["token_bound"] = runs.front().at("token_bound");
@@ -134,7 +137,8 @@ void write_csv(const nlohmann::json& bench, const std::filesystem::path& path) {
   std::string csv = "point,label";
   for (const auto& k : params) csv.append(",sweep_").append(k);
   csv += ",device,threads,buffers,streams,items,repeats,wall_median,wall_min,wall_max,images_per_s_median,"
-         "images_per_s_min,images_per_s_max,mb_per_s_median,mb_per_s_min,mb_per_s_max,peak_rss_mb,peak_device_mb,"
+         "images_per_s_min,images_per_s_max,mb_per_s_median,mb_per_s_min,mb_per_s_max,end_to_end_median,"
+         "end_to_end_images_per_s_median,peak_rss_mb,peak_device_mb,"
          "copy_overlap,host_pool_util,cpu_util,bottleneck,bottleneck_util,speedup,karp_flatt";
   for (const auto& s : stages) csv.append(",busy_").append(s).append(",util_").append(s);
   csv += "\n";
@@ -148,6 +152,8 @@ void write_csv(const nlohmann::json& bench, const std::filesystem::path& path) {
     for (const char* key : {"wall_seconds", "images_per_second", "megabytes_per_second"}) {
       for (const char* stat : {"median", "min", "max"}) csv.append(",").append(num(p[key][stat]));
     }
+    csv.append(",").append(num(p["end_to_end_seconds"]["median"]));
+    csv.append(",").append(num(p["end_to_end_images_per_second"]["median"]));
     const nlohmann::json scaling = p.value("scaling", nlohmann::json::object());
     for (const nlohmann::json* v : {&p["peak_rss_megabytes"], &p["peak_device_megabytes"], &p["copy_overlap_fraction"],
                                     &p["host_pool_utilisation"], &p["cpu_utilisation"]}) {
@@ -166,14 +172,14 @@ void write_csv(const nlohmann::json& bench, const std::filesystem::path& path) {
 }
 
 std::string format_report(const nlohmann::json& bench) {
-  std::string text = fmt::format("{:<28} {:>7} {:>10} {:>19} {:>9} {:>9}  {}\n", "point", "items", "images/s",
-                                 "(min .. max)", "wall s", "speedup", "bottleneck (utilisation)");
+  std::string text = fmt::format("{:<28} {:>7} {:>10} {:>19} {:>9} {:>11} {:>9}  {}\n", "point", "items", "images/s",
+                                 "(min .. max)", "wall s", "end to end", "speedup", "bottleneck (utilisation)");
   for (const auto& p : bench["points"]) {
     const auto& ips = p["images_per_second"];
-    text += fmt::format("{:<28} {:>7} {:>10.1f} {:>8.1f} .. {:>8.1f} {:>9.3f} {:>9.2f}  {} ({:.0f}%)\n",
+    text += fmt::format("{:<28} {:>7} {:>10.1f} {:>8.1f} .. {:>8.1f} {:>9.3f} {:>9.3f} s {:>9.2f}  {} ({:.0f}%)\n",
                         p["label"].get<std::string>(), p["items"].get<int64_t>(), ips["median"].get<double>(),
                         ips["min"].get<double>(), ips["max"].get<double>(), p["wall_seconds"]["median"].get<double>(),
-                        p["scaling"]["speedup"].get<double>(), p["bottleneck"]["stage"].get<std::string>(),
+                        p["end_to_end_seconds"]["median"].get<double>(), p["scaling"]["speedup"].get<double>(), p["bottleneck"]["stage"].get<std::string>(),
                         100 * p["bottleneck"]["utilisation"].get<double>());
   }
   // The engine's own choice of pinned buffers (buffers=auto) beside the sweep's best point.

@@ -269,3 +269,15 @@ TEST_CASE("deblend: glibc's rand_r and its jump ahead", "[deblend]") {
   CHECK(glibc_rand_r_skip(77u, 0) == 77u);
 }
 
+
+TEST_CASE("deblend: glibc's rand() stream, SExtractor's draws", "[deblend]") {
+  // glibc 2.x: rand() without srand (seed 1), values 0-4 and 999995.
+  std::vector<int32_t> stream;
+  glibc_rand_stream(999996, stream);
+  CHECK(stream[0] == 1804289383);
+  CHECK(stream[1] == 846930886);
+  CHECK(stream[2] == 1681692777);
+  CHECK(stream[3] == 1714636915);
+  CHECK(stream[4] == 1957747793);
+  CHECK(stream[999995] == 908782911);
+}

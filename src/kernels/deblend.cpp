@@ -30,6 +30,7 @@ struct SegmentWork {
   GatherModel model;
   SegmentObjects objects;
   uint32_t seed = 1;
+  uint64_t first_draw = 0;
 };
 
 // SEP's edge flag of object o of a segment: its branch (its first branch_sizes[o] pixels, all
@@ -98,12 +99,17 @@ DeblendResult deblend_sources(const DeblendInput& input, const DeblendParams& pa
   uint64_t draws = 0;
   for (SegmentWork& w : work) {
     w.seed = glibc_rand_r_skip(1u, draws);
+    w.first_draw = draws;
     draws += static_cast<uint64_t>(w.model.draws);
   }
   result.random_draws = static_cast<int64_t>(draws);
+  // SExtractor's numbers: one rand() stream for the image, each segment its part in scan order.
+  std::vector<int32_t> stream;
+  if (params.allocation == DeblendAllocation::sextractor_random) glibc_rand_stream(draws, stream);
   for_each_segment(order.size(), [&](size_t i, LutzScratch&) {
     SegmentWork& w = work[i];
-    allocate_segment(w.pixels, w.split, w.model, params.allocation, w.seed, w.objects);
+    allocate_segment(w.pixels, w.split, w.model, params.allocation, w.seed,
+                     stream.empty() ? nullptr : stream.data() + w.first_draw, w.objects);
     if (params.clean) {
       for (size_t o = 0; o < w.objects.pixels.size(); ++o) {
         const auto& px = w.objects.pixels[o];

@@ -2,7 +2,8 @@
 // gatherup() does: each branch measured on its own pixels (barycentre, cxx/cyy/cxy, a, b, abcor),
 // a Gaussian of amplitude A_i = t0 exp(n_i / (2 pi abcor a_i b_i)) (at most 4x its peak), and
 // every other pixel of the segment, in SEP's chain order, given to the branch picked by the
-// cumulative weights and a rand_r draw (or to the branch of largest weight). Then every object
+// cumulative weights and a rand_r draw (SExtractor's: a rand() draw; or to the branch of largest
+// weight). Then every object
 // of the segment measured on all its pixels as sortit() does (a blended object keeps the
 // barycentre of its branch).
 #include <cmath>
@@ -73,7 +74,7 @@ void gather_model(const SegmentPixels& s, const SegmentSplit& split, GatherModel
 }
 
 void allocate_segment(const SegmentPixels& s, SegmentSplit& split, const GatherModel& model, DeblendAllocation mode,
-                      uint32_t seed, SegmentObjects& objects) {
+                      uint32_t seed, const int32_t* stream, SegmentObjects& objects) {
   const size_t nb = split.branches.size();
   objects.pixels.clear();
   objects.measured.clear();
@@ -100,8 +101,9 @@ void allocate_segment(const SegmentPixels& s, SegmentSplit& split, const GatherM
     const size_t iclst = cumulative_weights(s, model, pixel, p, &weights);
     size_t i = iclst;
     if (p[nb] > 1.0e-31) {
-      if (mode == DeblendAllocation::sep_random) {
-        const float drand = p[nb] * static_cast<float>(glibc_rand_r(seed)) / kRandMax;
+      if (mode != DeblendAllocation::most_probable) {
+        const int32_t value = mode == DeblendAllocation::sep_random ? glibc_rand_r(seed) : *stream++;
+        const float drand = p[nb] * static_cast<float>(value) / kRandMax;
         for (i = 1; i < nb + 1 && p[i] < drand; ++i) {
         }
         if (i == nb + 1) i = iclst;

@@ -170,6 +170,24 @@ int32_t glibc_rand_r(uint32_t& seed) {
   return static_cast<int32_t>(result);
 }
 
+void glibc_rand_stream(uint64_t count, std::vector<int32_t>& out) {
+  out.resize(count);
+  uint32_t r[34];
+  r[0] = 1u;  // srandom(1): r[i] = 16807 r[i - 1] mod (2^31 - 1)
+  for (int i = 1; i < 31; ++i) r[i] = static_cast<uint32_t>((16807ull * r[i - 1]) % 2147483647ull);
+  for (int i = 31; i < 34; ++i) r[i] = r[i - 31];
+  // A ring of the last 34 values: position k holds r[k mod 34].
+  uint64_t k = 34;
+  auto step = [&]() {
+    const uint32_t v = r[(k - 31) % 34] + r[(k - 3) % 34];
+    r[k % 34] = v;
+    ++k;
+    return v;
+  };
+  for (int i = 0; i < 310; ++i) step();
+  for (uint64_t i = 0; i < count; ++i) out[i] = static_cast<int32_t>(step() >> 1);
+}
+
 uint32_t glibc_rand_r_skip(uint32_t seed, uint64_t calls) {
   // s -> a s + c, three steps per call; compose by squaring (mod 2^32).
   uint32_t mul = 1u, add = 0u;           // the accumulated map

@@ -98,8 +98,9 @@ struct SegmentObjects {
 };
 // The objects of the segment (one when it was not split), measured as SEP's sortit does;
 // `seed`: the rand_r state before this segment's draws (sep_random).
+// `stream`: sextractor_random's numbers for this segment (glibc_rand_stream, from its first draw).
 void allocate_segment(const SegmentPixels& s, SegmentSplit& split, const GatherModel& model, DeblendAllocation mode,
-                      uint32_t seed, SegmentObjects& objects);
+                      uint32_t seed, const int32_t* stream, SegmentObjects& objects);
 
 // ---- CLEAN's test, the same in SEP's extract.c and SExtractor's clean.c: the brighter object
 // as a Moffat profile of beta = clean_param, its amplitude and alpha ...

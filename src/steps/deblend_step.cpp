@@ -1,6 +1,6 @@
 // Step `deblend`: SExtractor's multi-threshold deblending and CLEAN (SEP 1.4.1's, object for
-// object: kernels::deblend_sources; clean_style: sextractor cleans as SExtractor 2.25, merging)
-// of the 8-connected segments `label` found. It rebuilds the
+// object: kernels::deblend_sources; clean_style: sextractor cleans as SExtractor 2.25, merging,
+// and draws: sextractor takes its random numbers) of the 8-connected segments `label` found. It rebuilds the
 // values and thresholds `segment` detected with, in SEP's float32 arithmetic (steps/sep_detection.hpp),
 // drops segments under minarea, splits blends, and replaces the label map by the objects,
 // numbered in sep.extract's catalog order; `measure` then measures them (with SEP's centre for
@@ -41,6 +41,9 @@ class DeblendStep final : public Step {
     params_.clean_style = params.choice("clean_style", "sep", {"sep", "sextractor"}) == "sextractor"
                               ? kernels::DeblendCleanStyle::sextractor
                               : kernels::DeblendCleanStyle::sep;
+    params_.allocation = params.choice("draws", "sep", {"sep", "sextractor"}) == "sextractor"
+                             ? kernels::DeblendAllocation::sextractor_random
+                             : kernels::DeblendAllocation::sep_random;
   }
 
   // The segments must be 8-connected (SEP's and SExtractor's), found by segment in SEP's float32

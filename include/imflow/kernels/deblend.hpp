@@ -34,6 +34,11 @@ enum class DeblendAllocation {
   // blended objects' fluxes differ from SEP's by a median 0.1%, 2-15% at the 90th percentile and
   // up to 48%, and CLEAN then keeps or drops a few objects differently.
   most_probable,
+  // SExtractor 2.25's draw: glibc's rand() (random(), TYPE_3) from its default seed, one stream
+  // per image in scan order, as source-extractor run on that image alone draws them (SExtractor
+  // never seeds it). The same formula as SEP's, so with these numbers the pixels below the split
+  // levels go where SExtractor puts them.
+  sextractor_random,
 };
 
 // How CLEAN treats an object that a brighter neighbour's modelled wings explain.
@@ -124,5 +129,8 @@ std::vector<int32_t> sep_segment_order(const int32_t* labels, int64_t width, int
 // generator SEP's deblending draws from; and the seed after `calls` calls, in O(log calls).
 int32_t glibc_rand_r(uint32_t& seed);
 uint32_t glibc_rand_r_skip(uint32_t seed, uint64_t calls);
+// The first `count` values of glibc's rand() without srand (seed 1): random()'s additive
+// generator, r[i] = r[i - 31] + r[i - 3] (mod 2^32) after 310 discarded steps, each value r >> 1.
+void glibc_rand_stream(uint64_t count, std::vector<int32_t>& out);
 
 }  // namespace imflow::kernels

@@ -133,7 +133,9 @@ void deblend(const DeblendDeviceInput& in, const kernels::DeblendParams& params,
   p.nthresh = params.nthresh;
   p.minarea = params.minarea;
   p.min_pixels = std::min(params.minarea, 3);
-  p.mode = params.allocation == kernels::DeblendAllocation::sep_random ? 0 : 1;
+  p.mode = params.allocation == kernels::DeblendAllocation::sep_random         ? 0
+           : params.allocation == kernels::DeblendAllocation::most_probable    ? 1
+                                                                               : 2;
   p.mincont = params.mincont;
   p.beta = params.clean_param;
   p.clean = params.clean;
@@ -218,6 +220,7 @@ void deblend(const DeblendDeviceInput& in, const kernels::DeblendParams& params,
   B.heap.reserve(K1);
   B.draw_flag.reserve(K1);
   B.draw_index.reserve(K1);
+  if (p.mode == 2) B.rand_stream.reserve(K1);
   for (auto* b : {&B.seg_branches, &B.seg_objects, &B.obj_off, &B.seg_order}) b->reserve(S1);
   B.seg_thresh0.reserve(S1);
   for (auto* b : {&B.obj_seg, &B.obj_bstart, &B.obj_bnpix, &B.obj_alloc, &B.alloc_off, &B.obj_npix, &B.obj_pix_off,
@@ -253,6 +256,7 @@ void deblend(const DeblendDeviceInput& in, const kernels::DeblendParams& params,
   p.nearest = B.nearest.data();
   p.draw_flag = B.draw_flag.data();
   p.draw_index = B.draw_index.data();
+  p.rand_stream = B.rand_stream.data();
   p.heap = B.heap.data();
   p.obj_seg = B.obj_seg.data();
   p.obj_bstart = B.obj_bstart.data();
@@ -334,6 +338,7 @@ void deblend(const DeblendDeviceInput& in, const kernels::DeblendParams& params,
   fill_bytes(B.obj_alloc, 0, O1, stream);
   launch_weights(p, K, stream);
   cub_run(B.temp, scan_draws);
+  if (p.mode == 2) launch_rand_stream(p, stream);
   launch_allocate(p, K, stream);
 
   // ---- Each object's pixels, then SEP's measurements.

@@ -22,6 +22,7 @@ struct DeblendBuffers {
   DeviceBuffer<int32_t> chain, branch_pixels, owner, nearest, arena;
   DeviceBuffer<float> weight_total, heap;
   DeviceBuffer<uint32_t> draw_flag, draw_index;
+  DeviceBuffer<int32_t> rand_stream;  // SExtractor's draws (DeblendAllocation::sextractor_random)
   DeviceBuffer<int32_t> obj_seg, obj_bstart, obj_bnpix, obj_alloc, alloc_off, obj_npix, obj_pix_off, obj_iota;
   DeviceBuffer<float> obj_level;
   DeviceBuffer<BranchModel> model;

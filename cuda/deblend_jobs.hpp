@@ -10,7 +10,8 @@
 //               warp per blended object: its branch's Gaussian model);
 //   allocation: weights_job (per pixel in chain order: the branches' summed weight, whether SEP
 //               draws), a scan numbers the draws over the whole image in SEP's order, and
-//               allocate_job takes the draw's seed by jumping rand_r ahead to it;
+//               allocate_job takes the draw's seed by jumping rand_r ahead to it (mode 2,
+//               SExtractor's rand(): rand_stream_job, one thread, writes the image's stream first);
 //   measure:    alloc_key sorts the allocated pixels by object (chain order kept), measure_job
 //               (one warp per object: SEP's analyse over its branch's pixels then its allocated
 //               ones, and CLEAN's mthresh). CLEAN and the outputs: cuda/deblend_clean.hpp.
@@ -43,7 +44,7 @@ struct DeblendPlan {
   const int32_t* labels = nullptr;
   int32_t width = 0, height = 0;
   int32_t label_bound = 0;  // per-label arrays hold label_bound + 1 entries
-  int nthresh = 32, minarea = 5, min_pixels = 3, mode = 0;  // mode 0: SEP's draws, 1: most probable
+  int nthresh = 32, minarea = 5, min_pixels = 3, mode = 0;  // mode 0: SEP's draws, 1: most probable, 2: SExtractor's
   double mincont = 0.005, beta = 1.0;
   bool clean = true;
   int clean_style = 0;  // 0: SEP's clean(), 1: SExtractor's (cuda/deblend_clean_sextractor.hpp)
@@ -66,6 +67,7 @@ struct DeblendPlan {
   float* weight_total = nullptr;
   int32_t* nearest = nullptr;
   uint32_t *draw_flag = nullptr, *draw_index = nullptr;
+  int32_t* rand_stream = nullptr;  // mode 2: glibc's rand() values, one per draw
   int32_t* alloc_sorted = nullptr;  // chain positions of allocated pixels, by object, chain order
   float* heap = nullptr;
   // per object (SEP's catalog order)
@@ -244,6 +246,21 @@ IMFLOW_HOST_DEVICE inline void weights_job(const DeblendPlan& p, int32_t t) {
   if (cumulative > 1.0e-31) p.draw_flag[t] = 1;  // counted in both modes (DeblendResult::random_draws)
 }
 
+// Mode 2 (one thread): the image's draws from glibc's rand() without srand (kernels::glibc_rand_stream:
+// random()'s r[i] = r[i - 31] + r[i - 3] after 310 discarded steps, each value r >> 1).
+IMFLOW_HOST_DEVICE inline void rand_stream_job(const DeblendPlan& p) {
+  const long long count = p.draw_index[p.counters->kept];
+  uint32_t r[34];
+  r[0] = 1u;
+  for (int i = 1; i < 31; ++i) r[i] = static_cast<uint32_t>((16807ull * r[i - 1]) % 2147483647ull);
+  for (int i = 31; i < 34; ++i) r[i] = r[i - 31];
+  for (long long k = 34; k < 344 + count; ++k) {
+    const uint32_t v = r[(k - 31) % 34] + r[(k - 3) % 34];
+    r[k % 34] = v;
+    if (k >= 344) p.rand_stream[k - 344] = static_cast<int32_t>(v >> 1);
+  }
+}
+
 // Chain position t of weights_job's pixels to allocate: SEP's choice (draw_index: how many draws
 // SEP made before this one in the whole image).
 IMFLOW_HOST_DEVICE inline void allocate_job(const DeblendPlan& p, int32_t t) {
@@ -257,9 +274,10 @@ IMFLOW_HOST_DEVICE inline void allocate_job(const DeblendPlan& p, int32_t t) {
   const int32_t iclst = p.nearest[t];
   int32_t i = iclst;
   if (total > 1.0e-31) {
-    if (p.mode == 0) {
-      uint32_t seed = rand_r_skip(1u, p.draw_index[t]);
-      const float drand = total * static_cast<float>(rand_r(seed)) / kRandMax;
+    if (p.mode != 1) {
+      uint32_t seed = p.mode == 0 ? rand_r_skip(1u, p.draw_index[t]) : 0u;
+      const int32_t value = p.mode == 0 ? rand_r(seed) : p.rand_stream[p.draw_index[t]];
+      const float drand = total * static_cast<float>(value) / kRandMax;
       float cumulative = 0.0f;
       i = nb + 1;
       for (int32_t j = 1; j <= nb; ++j) {

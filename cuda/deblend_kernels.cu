@@ -80,6 +80,8 @@ __global__ void object_warp_kernel(DeblendPlan p, int64_t n) {
 }
 IMFLOW_DEBLEND_KERNEL(weights_kernel, n, weights_job(p, k), DeblendPlan p)
 IMFLOW_DEBLEND_KERNEL(allocate_kernel, n, allocate_job(p, k), DeblendPlan p)
+
+__global__ void rand_stream_kernel(DeblendPlan p) { rand_stream_job(p); }
 IMFLOW_DEBLEND_KERNEL(alloc_key_kernel, n, (keys[k] = alloc_key(p, k, sentinel), values[k] = k), DeblendPlan p,
                       uint32_t* keys, int32_t* values, uint32_t sentinel)
 IMFLOW_DEBLEND_KERNEL(npix_kernel, at_most(n, p.counters->objects), npix_job(p, k), DeblendPlan p)
@@ -170,6 +172,10 @@ void launch_models(const DeblendPlan& p, int64_t n, cudaStream_t stream) {
 }
 void launch_weights(const DeblendPlan& p, int64_t n, cudaStream_t stream) {
   weights_kernel<<<blocks(n), kThreads, 0, stream>>>(p, n);
+  IMFLOW_CUDA_CHECK_LAUNCH();
+}
+void launch_rand_stream(const DeblendPlan& p, cudaStream_t stream) {
+  rand_stream_kernel<<<1, 1, 0, stream>>>(p);
   IMFLOW_CUDA_CHECK_LAUNCH();
 }
 void launch_allocate(const DeblendPlan& p, int64_t n, cudaStream_t stream) {

@@ -28,6 +28,8 @@ void launch_objects(const DeblendPlan& p, int64_t n, cudaStream_t stream);
 void launch_models(const DeblendPlan& p, int64_t n, cudaStream_t stream);
 void launch_weights(const DeblendPlan& p, int64_t n, cudaStream_t stream);
 void launch_allocate(const DeblendPlan& p, int64_t n, cudaStream_t stream);
+// SExtractor's draws (mode 2): the image's rand() stream, one thread.
+void launch_rand_stream(const DeblendPlan& p, cudaStream_t stream);
 void launch_alloc_keys(const DeblendPlan& p, uint32_t* keys, int32_t* values, uint32_t sentinel, int64_t n,
                        cudaStream_t stream);
 void launch_npix(const DeblendPlan& p, int64_t n, cudaStream_t stream);

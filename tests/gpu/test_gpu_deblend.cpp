@@ -24,7 +24,7 @@ namespace fs = std::filesystem;
 namespace {
 
 std::vector<DeblendParams> parameter_sets() {
-  std::vector<DeblendParams> sets(6);
+  std::vector<DeblendParams> sets(7);
   sets[1].clean = false;
   sets[2].allocation = DeblendAllocation::most_probable;
   sets[3].nthresh = 64;
@@ -32,6 +32,8 @@ std::vector<DeblendParams> parameter_sets() {
   sets[3].clean_param = 2.0;
   sets[4].minarea = 1;
   sets[5].clean_style = DeblendCleanStyle::sextractor;  // SExtractor's CLEAN, merging
+  sets[6].clean_style = DeblendCleanStyle::sextractor;  // and SExtractor's draws: source-extractor's objects
+  sets[6].allocation = DeblendAllocation::sextractor_random;
   return sets;
 }
 

@@ -112,7 +112,7 @@ const char* kMeshRms = "[{background: {method: mesh, size: 32, filter_size: 3}},
                        "{deblend: {nthresh: 16, mincont: 0.01, clean: false, minarea: 3}}, measure]";
 const char* kMeshSextractor = "[{background: {method: mesh, size: 64, filter_size: 3}}, "
                              "{segment: {nsigma: 1.5, relative_to: background, compare: float32}}, "
-                             "{label: {connectivity: 8}}, {deblend: {clean_style: sextractor}}, measure]";
+                             "{label: {connectivity: 8}}, {deblend: {clean_style: sextractor, draws: sextractor}}, measure]";
 const char* kGlobal = "[background, {segment: {nsigma: 2, compare: float32}}, {label: {connectivity: 8}}, "
                       "{deblend: {clean_param: 1.5}}, measure]";
 

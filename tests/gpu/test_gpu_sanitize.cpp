@@ -206,7 +206,8 @@ TEST_CASE("sanitize set: deblending (split, allocation, CLEAN) on small fields",
   params.mincont = 1e-4;
   deblend_test::check("small crowd", crowd, params, workspace, stream, {true, true});
   params.clean_style = deblend_test::DeblendCleanStyle::sextractor;
-  deblend_test::check("small crowd, SExtractor's CLEAN", crowd, params, workspace, stream);
+  params.allocation = deblend_test::DeblendAllocation::sextractor_random;
+  deblend_test::check("small crowd, SExtractor's draws and CLEAN", crowd, params, workspace, stream);
   params.clean_style = deblend_test::DeblendCleanStyle::sep;
   params.clean = false;
   params.allocation = deblend_test::DeblendAllocation::most_probable;

@@ -5,8 +5,11 @@ Flux: `flux_iso` when the catalog has it (background-subtracted), else the globa
 `flux - npix x median` (today's `flux` sums raw pixels). --deblend-variant runs a copy of a
 pipeline with a `deblend` step without it (`drop`: segments as they are, every size) or with it
 splitting and cleaning nothing (`nosplit`: mincont 1, clean false; only its minarea acts), or
-splitting without CLEAN (`noclean`).
-Usage: imflow_run.py --pipeline P --images DIR --out DIR [--threads 0] [--deblend-variant drop|nosplit|noclean]"""
+splitting without CLEAN (`noclean`), or as SExtractor: its CLEAN (`sexclean`: clean_style
+sextractor, a cleaned object merged into its survivor), its CLEAN and random draws
+(`sextractor`: also draws sextractor), its draws without CLEAN (`sextractor-noclean`).
+Usage: imflow_run.py --pipeline P --images DIR --out DIR [--threads 0]
+       [--deblend-variant drop|nosplit|noclean|sexclean|sextractor|sextractor-noclean]"""
 import argparse
 import csv
 import json
@@ -35,7 +38,10 @@ def pipeline_variant(pipeline: str, directory: str, bgsub=False, deblend=None) -
     is_deblend = lambda step: isinstance(step, dict) and "deblend" in step  # noqa: E731
     if deblend == "drop":
         config["steps"] = [step for step in config["steps"] if not is_deblend(step)]
-    change = {"nosplit": {"mincont": 1.0, "clean": False}, "noclean": {"clean": False}}.get(deblend, {})
+    change = {"nosplit": {"mincont": 1.0, "clean": False}, "noclean": {"clean": False},
+              "sexclean": {"clean_style": "sextractor"},
+              "sextractor": {"clean_style": "sextractor", "draws": "sextractor"},
+              "sextractor-noclean": {"clean": False, "draws": "sextractor"}}.get(deblend, {})
     for step in config["steps"] if change else []:
         if is_deblend(step):
             step["deblend"] = {**(step["deblend"] or {}), **change}
@@ -92,7 +98,8 @@ def main():
     parser.add_argument("--device", default="cpu", help="imflow --device")
     parser.add_argument("--label", default="imflow", help="tool name in timing.json")
     parser.add_argument("--bgsub-out", help="warm-up run writes background-subtracted images here")
-    parser.add_argument("--deblend-variant", choices=("drop", "nosplit", "noclean"),
+    parser.add_argument("--deblend-variant", choices=("drop", "nosplit", "noclean", "sexclean", "sextractor",
+                                                      "sextractor-noclean"),
                         help="run the pipeline without its deblend step, with it splitting nothing, "
                              "or without CLEAN")
     args = parser.parse_args()

@@ -134,7 +134,9 @@ def markdown(summary) -> str:
 
 
 DEBLEND_TOOLS = {"sep": "SEP", "sextractor": "SExtractor", "imflow": "imflow",
-                 "imflow-noclean": "imflow without CLEAN", "imflow-drop": "imflow, no deblend step", "imflow-nosplit": "imflow, deblend splitting nothing"}
+                 "imflow-sexclean": "imflow (clean_style: sextractor)",
+                 "imflow-sextractor": "imflow (clean_style, draws: sextractor)", "imflow-noclean": "imflow without CLEAN",
+                 "imflow-drop": "imflow, no deblend step", "imflow-nosplit": "imflow, deblend splitting nothing"}
 
 
 def pool_truth(fields: dict) -> dict:

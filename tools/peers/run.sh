@@ -16,8 +16,9 @@
 # --deblend: SExtractor's default detection and deblending instead (1.5 sigma of the global rms,
 # minarea 5, 32 levels, mincont 0.005, CLEAN; FILTER N): SEP, SExtractor and imflow with
 # config/peers-deblend.yaml on the real images and on crowded synthetic fields (make_starfield.py
-# --crowded, default size 2048; --quick 1024), plus imflow without its deblend step and with it
-# splitting nothing; writes OUT/peers-deblend-{crossmatch,truth,summary}.json, -results.md and
+# --crowded, default size 2048; --quick 1024), plus imflow with SExtractor's CLEAN (clean_style:
+# sextractor) and random draws (draws: sextractor), without CLEAN, without its deblend step and
+# with it splitting nothing; writes OUT/peers-deblend-{crossmatch,truth,summary}.json, -results.md and
 # -completeness.png (docs/peers.md, "With deblending").
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -86,23 +87,25 @@ if [[ $deblend == 1 ]]; then  # SEP, SExtractor and imflow, all deblending as SE
                 --weight-type NONE --deblend $clean
         done
         "$PY" "$here/imflow_run.py" --imflow "$imflow" --pipeline "$pipeline" --images "$img" --out "$cat/imflow"
-        # Without CLEAN; on the crowded fields also without deblending: no deblend step (today's
-        # pipelines), and one splitting nothing (its minarea still acts).
-        variants=(noclean); [[ $group != real ]] && variants+=(drop nosplit)
+        # Without CLEAN; as SExtractor (clean_style: sextractor; with draws: sextractor too, with
+        # and without CLEAN); on the crowded fields also without deblending: no deblend step
+        # (today's pipelines), and one splitting nothing (its minarea still acts).
+        variants=(noclean sexclean sextractor sextractor-noclean); [[ $group != real ]] && variants+=(drop nosplit)
         for variant in "${variants[@]}"; do
             "$PY" "$here/imflow_run.py" --imflow "$imflow" --pipeline "$pipeline" --images "$img" \
                 --out "$cat/imflow-$variant" --deblend-variant "$variant"
         done
         mkdir -p "$work/crossmatch/$group"
-        for pair in sep:imflow sextractor:imflow sep:sextractor sep-noclean:imflow-noclean \
-                    sep-noclean:sextractor-noclean; do
+        for pair in sep:imflow sextractor:imflow sextractor:imflow-sexclean sextractor:imflow-sextractor \
+                    sep:sextractor sep-noclean:imflow-noclean sep-noclean:sextractor-noclean \
+                    sextractor-noclean:imflow-sextractor-noclean; do
             "$PY" "$here/crossmatch.py" "$cat/${pair%%:*}" "$cat/${pair##*:}" \
                 --out "$work/crossmatch/$group/${pair%%:*}-vs-${pair##*:}.json"
         done
         stamp "$group done"
     done
     tools=()
-    for t in sep sextractor imflow imflow-noclean imflow-drop imflow-nosplit; do
+    for t in sep sextractor imflow imflow-sexclean imflow-sextractor imflow-noclean imflow-drop imflow-nosplit; do
         mkdir -p "$work/cat/crowd-all/$t"
         for group in "${groups[@]:1}"; do cp "$work/cat/$group/$t/"*.csv "$work/cat/crowd-all/$t/"; done
         tools+=(--tool "$t=$work/cat/crowd-all/$t")

@@ -5,6 +5,7 @@
 #include <stdexcept>
 
 #include "cuda/background_mesh.hpp"
+#include "cuda/byte_order.hpp"
 #include "cuda/deblend_objects.hpp"
 #include "cuda/gpu_context.hpp"
 #include "cuda/measure.hpp"
@@ -67,6 +68,8 @@ void enqueue_upload(GpuContext& gpu, const WorkItem& item) {
   const auto bytes = static_cast<size_t>(gpu.size()) * sizeof(float);
   if (bytes > 0)
     IMFLOW_CUDA_CHECK(cudaMemcpyAsync(gpu.image.data(), item.pixels.data(), bytes, cudaMemcpyHostToDevice, gpu.stream));
+  if (item.pixels_big_endian) swap_float32_words(gpu.image.data(), gpu.size(), gpu.stream);
+  gpu.host_pixels_big_endian = item.pixels_big_endian;
   if (!item.dual_image) return;
   if (item.detection.width() != gpu.width || item.detection.height() != gpu.height)
     throw std::runtime_error("the detection image's size differs from the image's");
@@ -92,6 +95,7 @@ void prepare_item(GpuContext& gpu, int64_t width, int64_t height) {
   gpu.has_normalization = gpu.has_svd_metrics = false;
   gpu.has_background_maps = gpu.has_deblend = gpu.has_photometry = false;
   gpu.has_weight_noise = false;
+  gpu.host_pixels_big_endian = false;
   gpu.weight_gain = false;
   gpu.dual_image = false;
   if (gpu.measured) gpu.measured->has_background = gpu.measured->has_maps = false;
@@ -202,7 +206,7 @@ Catalog host_catalog(GpuContext& gpu, const WorkItem& item, int32_t nlabels, con
   }
   std::vector<float> image_copy;
   const float* image = item.pixels.data();
-  if (gpu.image_modified && !gpu.downloaded.pixels) {
+  if ((gpu.image_modified || gpu.host_pixels_big_endian) && !gpu.downloaded.pixels) {
     copy_now(gpu, image_copy, gpu.image.data(), n);
     image = image_copy.data();
   } else if (gpu.downloaded.pixels) {
@@ -261,6 +265,7 @@ void collect_results(GpuContext& gpu, WorkItem& item) {
   if (gpu.downloaded.pixels) {
     item.pixels.resize(gpu.width, gpu.height);
     if (n > 0) std::memcpy(item.pixels.data(), gpu.pixels_host.data(), n * sizeof(float));
+    item.pixels_big_endian = false;
   }
   if (gpu.has_detection && gpu.downloaded.detection) {
     item.detection.resize(gpu.width, gpu.height);

@@ -138,6 +138,9 @@ struct GpuContext {
   bool has_labels = false;
   bool has_catalog = false;
   bool image_modified = false;
+  // The item's host pixels are the file's big-endian words (WorkItem::pixels_big_endian): only
+  // gpu.image, swapped after the upload, holds the values.
+  bool host_pixels_big_endian = false;
   cuda::DownloadWants downloaded;  // what the last enqueue_download copied
   bool has_normalization = false;  // normalize ran: results.norm_* hold the mapping
   bool has_svd_metrics = false;    // svd_reconstruct ran: results.svd_metrics hold its metrics

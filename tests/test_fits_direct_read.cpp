@@ -244,6 +244,34 @@ TEST_CASE("the direct read keeps float bit patterns and maps BLANK to NaN", "[fi
   CHECK(std::isnan(u16.data()[5]));          // BLANK every 7th pixel from 5
 }
 
+TEST_CASE("a deferred swap leaves only unscaled float32 words in the file's byte order", "[fits][direct]") {
+  test::TempDir dir("fits_deferred_swap");
+  std::mt19937_64 rng(20261126);
+  for (const Scaling& s : all_scalings()) {
+    INFO(describe(s));
+    const auto path = dir / "image.fits";
+    write_raw_image(path, true, s, {301, 250, 2}, rng);
+    for (int64_t plane : {0, 1}) {
+      ImageBuffer converted, raw;
+      read_fits_plane(path, 0, plane, converted);
+      bool deferred = !(s.bitpix == -32 && s.scale == 1 && s.zero == 0);  // the opposite of what it must become
+      ReadLimits limits;
+      limits.float32_swap_deferred = &deferred;
+      read_fits_plane(path, 0, plane, raw, limits);
+      REQUIRE(raw.size() == converted.size());
+      CHECK(deferred == (s.bitpix == -32 && s.scale == 1 && s.zero == 0));
+      if (!deferred) {
+        check_identical(raw, converted);
+        continue;
+      }
+      int64_t differ = 0;
+      for (int64_t i = 0; i < raw.size(); ++i)
+        differ += std::byteswap(std::bit_cast<uint32_t>(raw.data()[i])) != std::bit_cast<uint32_t>(converted.data()[i]);
+      CHECK(differ == 0);
+    }
+  }
+}
+
 TEST_CASE("compressed FITS files are read by CFITSIO, not directly", "[fits][direct]") {
   test::TempDir dir("fits_direct_fallback");
   const auto plain = dir / "plain.fits";

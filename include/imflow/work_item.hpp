@@ -80,6 +80,10 @@ struct WorkItem {
 
   // Pixel data (float32, BSCALE/BZERO applied, invalid pixels as NaN).
   ImageBuffer pixels;
+  // The reader left `pixels` as the file's big-endian float32 words, for the CUDA engine to swap
+  // on the device after the upload (ReadLimits::float32_swap_deferred); the host copy then stays
+  // in that order.
+  bool pixels_big_endian = false;
   // The image segmentation runs on when a step filtered it (e.g. convolve); empty means `pixels`.
   ImageBuffer detection;
   int64_t input_bytes = 0;  // bytes of pixel data as stored in the file
@@ -144,6 +148,7 @@ struct WorkItem {
     status = ItemStatus::pending;
     error.clear();
     pixels.resize(0, 0);
+    pixels_big_endian = false;
     detection.resize(0, 0);
     input_bytes = 0;
     background.reset();

@@ -59,6 +59,20 @@ size_t first_gpu_step(const Pipeline& pipeline) {
   return first;
 }
 
+// Whether no host stage reads an item's pixels after the read: every step on the GPU, no
+// companion image applied on the host, outputs that are catalogs or label maps. The reader may
+// then leave float32 FITS words in the file's byte order for the device to swap.
+bool host_reads_no_pixels(const Pipeline& pipeline) {
+  if (pipeline.input.has_companions()) return false;
+  for (const auto& step : pipeline.steps) {
+    if (step->needs_host_phase()) return false;
+  }
+  for (const std::string& format : pipeline.output.formats) {
+    if (format != "csv" && format != "fits" && format != "ldac" && format != "labels") return false;
+  }
+  return true;
+}
+
 void host_phase_stage(RunContext& run, WorkItem& item, size_t first) {
   const auto& steps = run.pipeline.steps;
   if (item.status == ItemStatus::failed || first >= steps.size() || !steps[first]->needs_host_phase()) return;
@@ -206,6 +220,7 @@ void run_gpu_item_graph(RunContext& run, ItemSource& source, int threads, const 
   const ItemsInFlight tokens = gpu_tokens_for_run(engine, static_cast<int>(slots.size()), threads, plane_bytes);
   spdlog::info("{} pinned work items: {} per stream ({})", tokens.items, tokens.per_stream, tokens.reason);
   run.summary.set("gpu_tokens", tokens.to_json());
+  run.float32_swap_on_device = host_reads_no_pixels(run.pipeline);
   ends.start(static_cast<size_t>(tokens.items), cuda::pinned_allocator());
   graph.wait_for_all();
 }

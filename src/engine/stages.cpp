@@ -59,7 +59,9 @@ void read_stage(RunContext& run, WorkItem& item, ItemRef ref) {
     check_input_file(item.ref.path, run.pipeline.input.max_file_bytes, false);  // it may have changed since the scan
     ReadLimits limits;
     limits.max_pixels = run.pipeline.input.max_pixels;
-    item.input_bytes = format->read(item.ref, item.pixels, limits);
+    ReadLimits image_limits = limits;
+    if (run.float32_swap_on_device && !item.ref.tiled) image_limits.float32_swap_deferred = &item.pixels_big_endian;
+    item.input_bytes = format->read(item.ref, item.pixels, image_limits);
     if (run.pipeline.input.has_companions()) read_companions(run.pipeline.input, item, limits);
   } catch (const std::bad_alloc&) {
     item.fail(item_name(item.ref) + ": out of memory while reading");

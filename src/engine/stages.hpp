@@ -29,6 +29,9 @@ struct RunContext {
   std::atomic<bool> halt{false};  // set by fail-fast or a fatal error
   Manifest* manifest = nullptr;   // OUT/manifest.jsonl, null when not kept
   TileRun* tiles = nullptr;       // large images as tiles (docs/tiling.md), null when not tiling
+  // Whole float32 FITS images are read without their byte swap, which the device does after the
+  // upload (set by the CUDA item graph where no host stage reads the pixels).
+  bool float32_swap_on_device = false;
 
   bool stopping() const { return halt.load() || (stop != nullptr && stop->load()); }
   // Stop taking new items because of a fatal error; the first reason given is kept.

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstring>
 #include <memory>
+#include <stdexcept>
 
 #include "fits_direct_read.hpp"
 #include "imflow/errors.hpp"
@@ -33,12 +34,13 @@ void check_header_card(const ReadOnlyFile& file, const DirectImageLayout& layout
 }  // namespace
 
 void read_direct(const fs::path& path, const DirectImageLayout& layout, int64_t plane, const TileRect& region,
-                 float* out, const std::string& what) {
+                 float* out, const std::string& what, bool convert) {
   ReadOnlyFile file(path);
   check_header_card(file, layout, path, what);
   const int64_t bpp = layout.bytes_per_pixel;
   // 4-byte pixels convert in place in `out`; the others need room of their own.
   const bool in_place = bpp == static_cast<int64_t>(sizeof(float));
+  if (!convert && !in_place) throw std::logic_error("read_direct: only 4-byte pixels can stay unconverted");
   const int64_t chunk_pixels = std::max<int64_t>(1, kChunkBytes / bpp);
   std::unique_ptr<unsigned char[]> scratch;
   if (!in_place) scratch.reset(new unsigned char[static_cast<size_t>(std::min(chunk_pixels, region.size()) * bpp)]);
@@ -55,7 +57,7 @@ void read_direct(const fs::path& path, const DirectImageLayout& layout, int64_t 
       const int64_t count = std::min(chunk_pixels, segment_pixels - done);
       unsigned char* raw = in_place ? reinterpret_cast<unsigned char*>(segment_out + done) : scratch.get();
       pread_exactly(file, raw, count * bpp, segment_offset + done * bpp, path, what);
-      convert_big_endian_pixels(raw, count, layout.conversion, segment_out + done);
+      if (convert) convert_big_endian_pixels(raw, count, layout.conversion, segment_out + done);
     }
   }
 }

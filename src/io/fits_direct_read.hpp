@@ -34,7 +34,8 @@ std::optional<DirectImageLayout> direct_image_layout(fitsfile* file, const FitsI
 // Read `region` (whole-plane coordinates, inside the plane) of plane `plane` into `out`
 // (region.width x region.height floats, row-major). `what` names the read in error messages
 // ("HDU 1 plane 0"); a short file or an I/O error throws InputError naming `path` and the reason.
+// convert = false (4-byte pixels only): the stored bytes, in the file's byte order.
 void read_direct(const std::filesystem::path& path, const DirectImageLayout& layout, int64_t plane,
-                 const TileRect& region, float* out, const std::string& what);
+                 const TileRect& region, float* out, const std::string& what, bool convert = true);
 
 }  // namespace imflow::detail

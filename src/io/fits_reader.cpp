@@ -268,8 +268,12 @@ int64_t read_fits_plane(const fs::path& path, int hdu, int64_t plane, ImageBuffe
   const int64_t width = info.width(), height = info.height();
   check_pixel_limit(path, hdu, width, height, limits, "");
   out.resize(width, height);
+  if (limits.float32_swap_deferred != nullptr) *limits.float32_swap_deferred = false;
   if (const auto layout = direct_layout(open, path, read_path)) {
-    read_direct(path, *layout, plane, TileRect{0, 0, width, height}, out.data(), plane_text(hdu, plane));
+    const detail::PixelConversion& c = layout->conversion;
+    const bool defer = limits.float32_swap_deferred != nullptr && c.bitpix == -32 && c.scale == 1.0 && c.zero == 0.0;
+    read_direct(path, *layout, plane, TileRect{0, 0, width, height}, out.data(), plane_text(hdu, plane), !defer);
+    if (defer) *limits.float32_swap_deferred = true;
     warn_out_of_float_range(path, hdu, plane, info, out);
     return width * height * (std::abs(info.bitpix) / 8);
   }

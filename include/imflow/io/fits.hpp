@@ -30,6 +30,11 @@ struct FitsImageInfo {
 // Limits checked before any pixel is allocated.
 struct ReadLimits {
   int64_t max_pixels = int64_t{1} << 32;  // per plane
+  // Not null: the caller swaps float32 pixels from big-endian itself (the CUDA engine does it on
+  // the device after the upload), so a plain BITPIX -32 image (no BSCALE/BZERO) read directly is
+  // left in the file's byte order, and *float32_swap_deferred is set to true; any other FITS
+  // image is converted as usual and it is set to false (the other formats leave it alone).
+  bool* float32_swap_deferred = nullptr;
 };
 
 // Every image HDU of the file with at least two axes, all non-zero (empty primaries and tables

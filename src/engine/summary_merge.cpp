@@ -1,14 +1,12 @@
 // merge_summaries and write_merged_catalog.
 #include "summary_merge.hpp"
 
-#include <fcntl.h>
 #include <tbb/parallel_pipeline.h>
 #include <tbb/task_arena.h>
-#include <unistd.h>
 
 #include <algorithm>
-#include <atomic>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <memory>
@@ -138,82 +136,40 @@ CatalogPart catalog_part(const nlohmann::json& item) {
   return part;
 }
 
-// pwrite all of `text` at `offset`; false on an error (errno says which).
-bool write_at(int fd, const std::string& text, int64_t offset) {
-  size_t done = 0;
-  while (done < text.size()) {
-    const ssize_t n = ::pwrite(fd, text.data() + done, text.size() - done, static_cast<off_t>(offset + done));
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return false;
-    done += static_cast<size_t>(n);
-  }
-  return true;
-}
-
-// A part and where its rows go in the merged file (-1: nowhere).
-struct PlacedPart {
-  CatalogPart part;
-  int64_t offset = -1;
-};
-
-// The catalog rows of `records` (in that order), each prefixed by its item's file, HDU and plane
-// (oneTBB parallel_pipeline): items' catalogs are read and prefixed in parallel, placed in order
-// (each part's offset is the sum of the sizes before it) and written in parallel at their offsets,
-// so no thread copies the whole file; a bounded number of items is in flight, so memory stays
-// bounded however large the run.
+// The catalog rows of `records` (in that order), each prefixed by its item's file, HDU and plane:
+// items' catalogs read and prefixed in parallel, written in order (oneTBB parallel_pipeline: a
+// bounded number of items in flight, so memory stays bounded however large the run).
 int64_t write_catalog_of(const std::vector<const nlohmann::json*>& records, const std::filesystem::path& path) {
   std::unique_ptr<AtomicOutput> output;
-  int fd = -1;
-  int64_t rows = 0, end_offset = 0;
-  std::atomic<int> write_errno{0};
+  std::unique_ptr<std::FILE, int (*)(std::FILE*)> file(nullptr, std::fclose);  // closed on an exception too
+  int64_t rows = 0;
+  bool write_failed = false;
   size_t next = 0;
   const size_t live = 4 * static_cast<size_t>(tbb::this_task_arena::max_concurrency());
-  auto close_file = [&] {
-    const bool closed = fd < 0 || ::close(fd) == 0;
-    fd = -1;
-    return closed;
-  };
-  try {
-    tbb::parallel_pipeline(
-        live,
-        tbb::make_filter<void, size_t>(tbb::filter_mode::serial_in_order,
-                                       [&](tbb::flow_control& control) -> size_t {
-                                         if (next == records.size()) control.stop();
-                                         return next++;
-                                       }) &
-            tbb::make_filter<size_t, CatalogPart>(tbb::filter_mode::parallel,
-                                                  [&](size_t index) { return catalog_part(*records[index]); }) &
-            tbb::make_filter<CatalogPart, PlacedPart>(
-                tbb::filter_mode::serial_in_order,
-                [&](CatalogPart part) {
-                  PlacedPart placed{std::move(part), -1};
-                  if (placed.part.header.empty() || write_errno.load() != 0) return placed;
-                  if (fd < 0) {  // the first catalog: the file and its header line
-                    output = std::make_unique<AtomicOutput>(path);
-                    fd = ::open(output->temp_path().c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
-                    if (fd < 0) throw OutputError(output->temp_path().string() + ": cannot open for writing: " + std::strerror(errno));
-                    const std::string header = "file,hdu,plane," + placed.part.header + '\n';
-                    if (!write_at(fd, header, 0)) write_errno = errno != 0 ? errno : EIO;
-                    end_offset = static_cast<int64_t>(header.size());
-                  }
-                  placed.offset = end_offset;
-                  end_offset += static_cast<int64_t>(placed.part.rows.size());
-                  rows += placed.part.count;
-                  return placed;
-                }) &
-            tbb::make_filter<PlacedPart, void>(tbb::filter_mode::parallel, [&](const PlacedPart& placed) {
-              if (placed.offset < 0 || write_errno.load() != 0) return;
-              if (!write_at(fd, placed.part.rows, placed.offset)) write_errno = errno != 0 ? errno : EIO;
-            }));
-  } catch (...) {
-    close_file();
-    throw;
-  }
-  if (output == nullptr) return 0;
-  const bool closed = close_file();
-  if (write_errno.load() != 0 || !closed) {
-    throw OutputError(path.string() + ": write failed: " + std::strerror(write_errno.load() != 0 ? write_errno.load() : errno));
-  }
+  tbb::parallel_pipeline(
+      live,
+      tbb::make_filter<void, size_t>(tbb::filter_mode::serial_in_order,
+                                     [&](tbb::flow_control& control) -> size_t {
+                                       if (next == records.size()) control.stop();
+                                       return next++;
+                                     }) &
+          tbb::make_filter<size_t, CatalogPart>(tbb::filter_mode::parallel,
+                                                [&](size_t index) { return catalog_part(*records[index]); }) &
+          tbb::make_filter<CatalogPart, void>(tbb::filter_mode::serial_in_order, [&](const CatalogPart& part) {
+            if (part.header.empty() || write_failed) return;
+            if (file == nullptr) {  // the first catalog: the file and its header line
+              output = std::make_unique<AtomicOutput>(path);
+              file.reset(std::fopen(output->temp_path().c_str(), "wb"));
+              if (file == nullptr) throw OutputError(output->temp_path().string() + ": cannot open for writing");
+              const std::string header = "file,hdu,plane," + part.header + '\n';
+              write_failed = std::fwrite(header.data(), 1, header.size(), file.get()) != header.size();
+            }
+            write_failed = write_failed || std::fwrite(part.rows.data(), 1, part.rows.size(), file.get()) != part.rows.size();
+            rows += part.count;
+          }));
+  if (file == nullptr) return 0;
+  const bool closed = std::fclose(file.release()) == 0;
+  if (write_failed || !closed) throw OutputError(path.string() + ": write failed: " + std::strerror(errno));
   output->commit();
   return rows;
 }

@@ -1,3 +1,4 @@
-// Catch2 v2 main for the imflow unit tests.
-#define CATCH_CONFIG_MAIN
-#include <catch2/catch.hpp>
+// main() for the imflow unit tests (Catch2 v2: tests/catch_session.cpp).
+#include "catch_session.hpp"
+
+int main(int argc, char* argv[]) { return test::run_catch_session(argc, argv); }

@@ -1,9 +1,8 @@
-// Catch2 v2 main for the GPU tests: exits 77 (ctest's SKIP_RETURN_CODE) without a CUDA device.
-#define CATCH_CONFIG_RUNNER
-#include <catch2/catch.hpp>
-
+// main() for the GPU tests: exits 77 (ctest's SKIP_RETURN_CODE) without a CUDA device (Catch2 v2:
+// tests/catch_session.cpp).
 #include <cstdio>
 
+#include "catch_session.hpp"
 #include "cuda/resources.hpp"
 
 int main(int argc, char* argv[]) {
@@ -11,7 +10,7 @@ int main(int argc, char* argv[]) {
     std::printf("SKIPPED: no CUDA device (GPU tests need one)\n");
     return 77;
   }
-  const int failed = Catch::Session().run(argc, argv);
+  const int failed = test::run_catch_session(argc, argv);
   imflow::cuda::pinned_allocator().release_cached();  // what the cache kept, before exit
   return failed;
 }

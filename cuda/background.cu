@@ -5,7 +5,8 @@
 // bounds are two searches, its median two reads, its float64 moments the chunk sums inside the
 // range plus the keys of the two partial chunks at its ends. The host never waits.
 #include <cmath>
-#include <cub/cub.cuh>
+#include <cub/block/block_reduce.cuh>
+#include <cub/device/device_radix_sort.cuh>
 
 #include "cuda/background.hpp"
 #include "cuda/device_common.cuh"

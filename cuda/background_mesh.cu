@@ -1,7 +1,7 @@
 // The SEP mesh background on the device: the per-mesh statistics (cuda/mesh_stats.hpp), then
 // small kernels fill, filter and spline the grid; one thread per pixel evaluates the maps.
 // Compiled with --fmad=false (cuda/CMakeLists.txt) so float expressions round as on the CPU.
-#include <cub/cub.cuh>
+#include <cub/device/device_radix_sort.cuh>
 
 #include <cmath>
 #include <memory>

@@ -5,7 +5,9 @@
 // the split (one warp per segment, largest first), the objects, the allocation (a scan numbers
 // SEP's draws), the allocated pixels grouped by object (a second radix sort), the measurements,
 // CLEAN and the outputs.
-#include <cub/cub.cuh>
+#include <cub/device/device_radix_sort.cuh>
+#include <cub/device/device_scan.cuh>
+#include <cub/device/device_select.cuh>
 
 #include <algorithm>
 #include <limits>

@@ -9,7 +9,7 @@
 //             path halving (stores an ancestor only) and the link is an atomicMin on a root.
 //   compress: the run start of each warp run finds its root read-only and shares it by shuffle;
 //             every pixel writes only its own entry, with its final root.
-#include <cub/cub.cuh>
+#include <cub/device/device_scan.cuh>
 #include <limits>
 #include <stdexcept>
 

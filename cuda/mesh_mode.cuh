@@ -3,7 +3,8 @@
 // backguess, the clipped mode of one mesh's histogram (twin of kernels::histogram_mode).
 // Include only from files compiled with --fmad=false.
 #pragma once
-#include <cub/cub.cuh>
+#include <cub/block/block_reduce.cuh>
+#include <cub/block/block_scan.cuh>
 
 #include <climits>
 #include <cmath>

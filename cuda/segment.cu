@@ -1,5 +1,5 @@
 // Threshold kernel: one pass, 16-byte loads, 4-byte mask stores, a block-reduced pixel count.
-#include <cub/cub.cuh>
+#include <cub/block/block_reduce.cuh>
 #include <stdexcept>
 
 #include "cuda/background_mesh.hpp"

@@ -1,6 +1,6 @@
 // SEP's float32 detection arithmetic, one thread per pixel (compiled without FMA contraction,
 // like the CPU twin in src/kernels/segment_sep.cpp).
-#include <cub/cub.cuh>
+#include <cub/block/block_reduce.cuh>
 #include <stdexcept>
 
 #include "cuda/background_mesh.hpp"

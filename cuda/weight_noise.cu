@@ -2,7 +2,7 @@
 // variance mode (cuda/mesh_mode.cuh), the grid filled and filtered as the image's, the ratios
 // sorted for their median, one thread per pixel for the map. Compiled with --fmad=false
 // (cuda/CMakeLists.txt) so float expressions round as on the CPU.
-#include <cub/cub.cuh>
+#include <cub/device/device_radix_sort.cuh>
 
 #include <cstring>
 #include <memory>

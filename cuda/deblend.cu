@@ -288,9 +288,14 @@ void deblend(const DeblendDeviceInput& in, const kernels::DeblendParams& params,
     B.sex_state.reserve(O1);
     B.sex_list.reserve(O1);
     B.sex_owner.reserve(O1);
+    B.sex_positions.reserve(O1);
+    B.sex_heaps.reserve(2 * O1);
     c.state = B.sex_state.data();
     c.list = B.sex_list.data();
     c.owner = B.sex_owner.data();
+    c.positions = B.sex_positions.data();
+    c.release_heap = B.sex_heaps.data();
+    c.evict_heap = B.sex_heaps.data() + O1;
   }
 
   auto sort_order = [&](void* t, size_t& bytes) {

@@ -32,7 +32,8 @@ struct DeblendBuffers {
   DeviceBuffer<uint8_t> big_flag;
   DeviceBuffer<deblend_detail::SextractorState> sex_state;  // clean_style sextractor
   DeviceBuffer<deblend_detail::SextractorEntry> sex_list;
-  DeviceBuffer<int32_t> sex_owner;
+  DeviceBuffer<int32_t> sex_owner, sex_positions;
+  DeviceBuffer<deblend_detail::SextractorEntry> sex_heaps;  // the release and eviction heaps
   DeviceBuffer<DeblendCounters> counters;
   DeviceBuffer<unsigned char> temp;  // CUB's temporary storage
   PinnedBuffer<DeblendCounters> census;

@@ -62,6 +62,10 @@ struct CleanPlan {
   SextractorState* state = nullptr;
   SextractorEntry* list = nullptr;
   int32_t* owner = nullptr;
+  // Min-heaps of the list's entries (stale once an entry left the list): by ycmin for the
+  // scan's releases, by ycmax for the stack's evictions; and room for the positions to remove.
+  SextractorEntry *release_heap = nullptr, *evict_heap = nullptr;
+  int32_t* positions = nullptr;
 };
 
 IMFLOW_HOST_DEVICE inline double clean_reach(const CleanObject& o) { return 10.0 * o.a + 1.0; }

@@ -56,7 +56,36 @@ IMFLOW_HOST_DEVICE inline void sort_places(int32_t* v, int32_t n) {
   }
 }
 
-// The walk (one thread). Writes c.state, c.owner and c.survives (1: a survivor).
+// A binary min-heap of list entries in h[0..n) under `less`.
+template <typename Less>
+IMFLOW_HOST_DEVICE inline void heap_push(SextractorEntry* h, int32_t& n, const SextractorEntry& e, Less less) {
+  int32_t k = n++;
+  while (k > 0 && less(e, h[(k - 1) / 2])) {
+    h[k] = h[(k - 1) / 2];
+    k = (k - 1) / 2;
+  }
+  h[k] = e;
+}
+template <typename Less>
+IMFLOW_HOST_DEVICE inline SextractorEntry heap_pop(SextractorEntry* h, int32_t& n, Less less) {
+  const SextractorEntry top = h[0];
+  const SextractorEntry last = h[--n];
+  int32_t k = 0;
+  while (2 * k + 1 < n) {
+    int32_t child = 2 * k + 1;
+    if (child + 1 < n && less(h[child + 1], h[child])) ++child;
+    if (!less(h[child], last)) break;
+    h[k] = h[child];
+    k = child;
+  }
+  if (n > 0) h[k] = last;
+  return top;
+}
+
+// The walk (one thread). Writes c.state, c.owner and c.survives (1: a survivor). The list scans
+// SExtractor makes per scan line (releases) and per newcomer once the stack is full (eviction)
+// go through the two heaps instead: the same entries leave in the same order, with a lookup in
+// O(log n) in place of a pass over up to 3000 entries.
 IMFLOW_HOST_DEVICE inline void sextractor_resolve(const DeblendPlan& p, const CleanPlan& c) {
   const int32_t n = p.counters->objects;
   const long long height = p.height;
@@ -82,6 +111,13 @@ IMFLOW_HOST_DEVICE inline void sextractor_resolve(const DeblendPlan& p, const Cl
     }
     --count;
   };
+  auto by_ycmin = [](const SextractorEntry& a, const SextractorEntry& b) { return a.ycmin < b.ycmin; };
+  auto by_ycmax = [](const SextractorEntry& a, const SextractorEntry& b) { return a.ycmax < b.ycmax; };
+  int32_t nrelease = 0, nevict = 0;
+  auto listed = [&](const SextractorEntry& e) { return st[e.index].position >= 0; };
+  // Every listed entry with ycmin <= first_line, removed from the highest list place down, as
+  // SExtractor's backward pass does (the entry it moves into a freed place was already passed,
+  // so the places of those still to remove do not change).
   auto release_after_line = [&](long long line) {
     long long first_line = 0;
     if (height <= kSexBufferLines) {
@@ -90,8 +126,29 @@ IMFLOW_HOST_DEVICE inline void sextractor_resolve(const DeblendPlan& p, const Cl
       if (line < kSexBufferLines - 2 || line > height - 3) return;
       first_line = line - kSexBufferLines + 2;
     }
-    for (int32_t k = count; k-- > 0;)
-      if (list[k].ycmin <= first_line) remove_at(k);
+    int32_t m = 0;
+    while (nrelease > 0 && c.release_heap[0].ycmin <= first_line) {
+      const SextractorEntry e = heap_pop(c.release_heap, nrelease, by_ycmin);
+      if (listed(e)) c.positions[m++] = st[e.index].position;
+    }
+    sort_places(c.positions, m);
+    for (int32_t k = m; k-- > 0;) remove_at(c.positions[k]);
+  };
+  // The listed entry of lowest ycmax, the first in list order among equals (SExtractor's pass).
+  auto evict_one = [&] {
+    while (!listed(c.evict_heap[0])) heap_pop(c.evict_heap, nevict, by_ycmax);
+    const long long lowest = c.evict_heap[0].ycmax;
+    int32_t m = 0;
+    while (nevict > 0 && c.evict_heap[0].ycmax == lowest) {
+      const SextractorEntry e = heap_pop(c.evict_heap, nevict, by_ycmax);
+      if (listed(e)) c.positions[m++] = e.index;
+    }
+    int32_t victim = 0;
+    for (int32_t k = 1; k < m; ++k)
+      if (st[c.positions[k]].position < st[c.positions[victim]].position) victim = k;
+    for (int32_t k = 0; k < m; ++k)
+      if (k != victim) heap_push(c.evict_heap, nevict, list[st[c.positions[k]].position], by_ycmax);
+    remove_at(st[c.positions[victim]].position);
   };
   auto merge = [&](int32_t slave, int32_t master) {
     st[master].fdflux += st[slave].fdflux;
@@ -105,12 +162,7 @@ IMFLOW_HOST_DEVICE inline void sextractor_resolve(const DeblendPlan& p, const Cl
   for (int32_t i = 0; i < n; ++i) {
     const CleanObject& in = p.objects[i];
     while (released_through < in.last_row) release_after_line(++released_through);
-    if (count >= kSexObjectStack) {
-      int32_t victim = 0;
-      for (int32_t k = 1; k < count; ++k)
-        if (list[k].ycmax < list[victim].ycmax) victim = k;
-      remove_at(victim);
-    }
+    if (count >= kSexObjectStack) evict_one();
     CleanObject inc = in;  // the newcomer with its running sums
     inc.fdflux = st[i].fdflux;
     inc.fdnpix = st[i].fdnpix;
@@ -179,6 +231,8 @@ IMFLOW_HOST_DEVICE inline void sextractor_resolve(const DeblendPlan& p, const Cl
     sextractor_extent(in, st[i].ymin, st[i].ymax, e);
     st[i].position = count;
     list[count++] = e;
+    heap_push(c.release_heap, nrelease, e, by_ycmin);
+    heap_push(c.evict_heap, nevict, e, by_ycmax);
   }
   // Each object's survivor; a survivor's flags from what it merged.
   for (int32_t i = 0; i < n; ++i) {

@@ -266,7 +266,7 @@ TEST_CASE("a deferred swap leaves only unscaled float32 words in the file's byte
       }
       int64_t differ = 0;
       for (int64_t i = 0; i < raw.size(); ++i)
-        differ += std::byteswap(std::bit_cast<uint32_t>(raw.data()[i])) != std::bit_cast<uint32_t>(converted.data()[i]);
+        differ += __builtin_bswap32(std::bit_cast<uint32_t>(raw.data()[i])) != std::bit_cast<uint32_t>(converted.data()[i]);
       CHECK(differ == 0);
     }
   }

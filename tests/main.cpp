@@ -1,4 +1,4 @@
-// main() for the imflow unit tests (Catch2 v2: tests/catch_session.cpp).
-#include "catch_session.hpp"
+// main() for the imflow unit tests (Catch2 v2: tests/catch_runner.cpp).
+#include "catch_runner.hpp"
 
-int main(int argc, char* argv[]) { return test::run_catch_session(argc, argv); }
+int main(int argc, char* argv[]) { return test::run_catch(argc, argv); }

@@ -1,7 +1,0 @@
-#pragma once
-// Catch2's session (parse the command line, run the selected tests; returns the number failed),
-// in tests/catch_session.cpp with Catch2's implementation, compiled once for both test programs.
-
-namespace test {
-int run_catch_session(int argc, char* argv[]);
-}  // namespace test

@@ -6,6 +6,7 @@ find_package(yaml-cpp REQUIRED)
 find_package(spdlog REQUIRED)
 find_package(CLI11 REQUIRED)
 find_package(nlohmann_json REQUIRED)
+find_package(dragonbox REQUIRED)  # shortest float64 digits for the CSV catalogs (src/io/shortest_double.cpp)
 pkg_check_modules(CFITSIO REQUIRED IMPORTED_TARGET cfitsio)
 pkg_check_modules(WCSLIB REQUIRED IMPORTED_TARGET wcslib)  # sky coordinates (include/imflow/io/wcs.hpp)
 

@@ -11,8 +11,12 @@
 
 namespace imflow::detail {
 
-// SExtractor's ERRA/ERRB/ERRTHETA: the ellipse of the centroid's covariance matrix.
+// SExtractor's ERRA/ERRB/ERRTHETA: the ellipse of the centroid's covariance matrix (the axes
+// without the angle's atan2, the costly part, which only ERRTHETA needs).
 inline kernels::EllipseAxes error_ellipse(const Source& s) { return kernels::ellipse_axes(s.errx2, s.erry2, s.errxy); }
+inline double error_axis(const Source& s, bool major) {
+  return kernels::ellipse_semi_axis(s.errx2, s.erry2, s.errxy, major);
+}
 
 struct CatalogColumn {
   const char* name;
@@ -49,8 +53,8 @@ inline const std::array<CatalogColumn, 36>& catalog_columns() {
       {"errx2", "pix**2", 'D', [](const Source& s) { return s.errx2; }, "variance of the centroid x (ERRX2_IMAGE)"},
       {"erry2", "pix**2", 'D', [](const Source& s) { return s.erry2; }, "variance of the centroid y (ERRY2_IMAGE)"},
       {"errxy", "pix**2", 'D', [](const Source& s) { return s.errxy; }, "covariance of the centroid (ERRXY_IMAGE)"},
-      {"erra", "pix", 'D', [](const Source& s) { return error_ellipse(s).a; }, "major axis of the centroid's error ellipse (ERRA_IMAGE)"},
-      {"errb", "pix", 'D', [](const Source& s) { return error_ellipse(s).b; }, "minor axis of the centroid's error ellipse (ERRB_IMAGE)"},
+      {"erra", "pix", 'D', [](const Source& s) { return error_axis(s, true); }, "major axis of the centroid's error ellipse (ERRA_IMAGE)"},
+      {"errb", "pix", 'D', [](const Source& s) { return error_axis(s, false); }, "minor axis of the centroid's error ellipse (ERRB_IMAGE)"},
       {"errtheta", "rad", 'D', [](const Source& s) { return error_ellipse(s).theta; }, "angle of the error ellipse from +x to +y (ERRTHETA_IMAGE)"},
       {"a", "pix", 'D', [](const Source& s) { return s.a; }, "semi-major axis (A_IMAGE)"},
       {"b", "pix", 'D', [](const Source& s) { return s.b; }, "semi-minor axis (B_IMAGE)"},

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <cstring>
 #include <string>
+#include <vector>
 
 #include "fits_cards.hpp"
 #include "fits_output.hpp"
@@ -82,36 +83,50 @@ void write_catalog_table(fitsfile* file, const std::filesystem::path& path, cons
   size_t row_bytes = 0;
   for (const OutputColumn& column : columns) row_bytes += form_bytes(column.form) * static_cast<size_t>(column.repeat());
   const double zeropoint = photometry && photometry->zeropoint ? *photometry->zeropoint : 0.0;
+  const auto encode_rows = [&](size_t first, size_t end, unsigned char* out) {
+    for (size_t row = first; row < end; ++row) {
+      const double* values = photometry ? photometry->row(row) : nullptr;
+      const float* vignet = photometry ? photometry->vignet(row) : nullptr;
+      for (const OutputColumn& column : columns) {
+        for (int e = 0; e < column.repeat(); ++e) {
+          out = encode(column.form, column_value(column, catalog[row], values, zeropoint, e, vignet), out);
+        }
+      }
+    }
+  };
+  const auto write_rows = [&](size_t first, const unsigned char* bytes, size_t size) {
+    if (fits_write_tblbytes(file, static_cast<LONGLONG>(first) + 1, 1, static_cast<LONGLONG>(size),
+                            const_cast<unsigned char*>(bytes), &status) != 0) {
+      fail_fits_output(path, "cannot write the catalog rows", status);
+    }
+  };
+  const size_t blocks = (catalog.size() + kCatalogBlockRows - 1) / kCatalogBlockRows;
+  if (blocks == 0) return;
+  if (blocks == 1) {
+    // One block: encoded into this thread's buffer, kept from catalog to catalog (no fresh pages
+    // to zero and fault in every image).
+    thread_local std::vector<unsigned char> bytes;
+    const size_t size = catalog.size() * row_bytes;
+    if (bytes.size() < size) bytes.resize(size);
+    encode_rows(0, catalog.size(), bytes.data());
+    write_rows(0, bytes.data(), size);
+    return;
+  }
   struct RowBlock {
     size_t first = 0;
     std::vector<unsigned char> bytes;
   };
   for_blocks_in_order<RowBlock>(
-      (catalog.size() + kCatalogBlockRows - 1) / kCatalogBlockRows,
+      blocks,
       [&](size_t b) {
         RowBlock block;
         block.first = b * kCatalogBlockRows;
         const size_t end = std::min(catalog.size(), block.first + kCatalogBlockRows);
         block.bytes.resize((end - block.first) * row_bytes);
-        unsigned char* out = block.bytes.data();
-        for (size_t row = block.first; row < end; ++row) {
-          const double* values = photometry ? photometry->row(row) : nullptr;
-          const float* vignet = photometry ? photometry->vignet(row) : nullptr;
-          for (const OutputColumn& column : columns) {
-            for (int e = 0; e < column.repeat(); ++e) {
-              out = encode(column.form, column_value(column, catalog[row], values, zeropoint, e, vignet), out);
-            }
-          }
-        }
+        encode_rows(block.first, end, block.bytes.data());
         return block;
       },
-      [&](const RowBlock& block) {
-        auto* bytes = const_cast<unsigned char*>(block.bytes.data());
-        const auto first_row = static_cast<LONGLONG>(block.first) + 1, size = static_cast<LONGLONG>(block.bytes.size());
-        if (fits_write_tblbytes(file, first_row, 1, size, bytes, &status) != 0) {
-          fail_fits_output(path, "cannot write the catalog rows", status);
-        }
-      });
+      [&](const RowBlock& block) { write_rows(block.first, block.bytes.data(), block.bytes.size()); });
 }
 
 }  // namespace imflow::detail

@@ -7,7 +7,7 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 dir=${1:-.devdeps}; [ $# -gt 0 ] && shift
 mkdir -p "$dir"; dir=$(cd "$dir" && pwd)
-packages=(libtbb-dev libtbb12 libtbbmalloc2 libtbbbind-2-5 libhwloc15 libcfitsio-dev libcfitsio10 libstb-dev libstb0
+packages=(libtbb-dev libtbb12 libtbbmalloc2 libtbbbind-2-5 libhwloc15 libcfitsio-dev libcfitsio10 libstb-dev libstb0 libdragonbox-dev
           libcli11-dev liblapacke-dev liblapacke libopenblas-dev libopenblas0 libopenblas0-pthread
           libopenblas-pthread-dev liblapack3 libblas3 libgfortran5 catch2
           libnifti2-dev libnifti2-2 libniftiio-dev libniftiio2 libznz-dev libznz3 libnifticdf-dev libnifticdf2

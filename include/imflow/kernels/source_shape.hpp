@@ -19,13 +19,19 @@ struct EllipseAxes {
 // + xy^2)), theta = atan2(2 xy, x2 - y2) / 2. SEP and SExtractor take pi/4 whenever x2 == y2,
 // whatever the sign of xy; here only when xy == 0 too (a diagonal pair with xy < 0 lies at
 // -pi/4, which SEP itself reports when x2 and y2 differ in the last bit).
-IMFLOW_HOST_DEVICE inline EllipseAxes ellipse_axes(double x2, double y2, double xy) {
+// One semi-axis alone (a where `major`, else b), without the angle's atan2.
+IMFLOW_HOST_DEVICE inline double ellipse_semi_axis(double x2, double y2, double xy, bool major) {
   const double diff = x2 - y2;
   const double root = sqrt(0.25 * diff * diff + xy * xy);
   const double mid = 0.5 * (x2 + y2);
+  return sqrt(major ? mid + root : mid - root);
+}
+
+IMFLOW_HOST_DEVICE inline EllipseAxes ellipse_axes(double x2, double y2, double xy) {
+  const double diff = x2 - y2;
   EllipseAxes e;
-  e.a = sqrt(mid + root);
-  e.b = sqrt(mid - root);
+  e.a = ellipse_semi_axis(x2, y2, xy, true);
+  e.b = ellipse_semi_axis(x2, y2, xy, false);
   e.theta = (fabs(diff) > 0.0 || xy != 0.0) ? atan2(2.0 * xy, diff) / 2.0 : 3.1415926535898 / 4.0;
   return e;
 }

@@ -1,0 +1,103 @@
+// write_shortest: Dragonbox's shortest decimal digits (Debian's libdragonbox-dev), laid out as
+// printf's %f or %e. Whole numbers go to std::to_chars: printf's %f writes every digit of their
+// exact value, which can be more than the shortest digits (123e22 is 12300000000000001048576).
+#include "shortest_double.hpp"
+
+#include <array>
+#include <bit>
+#include <charconv>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <dragonbox/dragonbox.h>
+
+namespace imflow::detail {
+
+namespace {
+// "00" "01" .. "99": two digits per lookup.
+constexpr std::array<char, 200> kDigitPairs = [] {
+  std::array<char, 200> pairs{};
+  for (int i = 0; i < 100; ++i) {
+    pairs[2 * i] = static_cast<char>('0' + i / 10);
+    pairs[2 * i + 1] = static_cast<char>('0' + i % 10);
+  }
+  return pairs;
+}();
+
+constexpr std::array<uint64_t, 18> kPowersOf10 = [] {
+  std::array<uint64_t, 18> powers{};
+  uint64_t power = 1;
+  for (uint64_t& p : powers) {
+    p = power;
+    power *= 10;
+  }
+  return powers;
+}();
+
+// The 8 decimal digits of `value` (< 10^8), zero-padded, in 32-bit arithmetic.
+void write_8_digits(uint32_t value, char* out) {
+  const uint32_t high = value / 10000, low = value % 10000;
+  std::memcpy(out, &kDigitPairs[2 * (high / 100)], 2);
+  std::memcpy(out + 2, &kDigitPairs[2 * (high % 100)], 2);
+  std::memcpy(out + 4, &kDigitPairs[2 * (low / 100)], 2);
+  std::memcpy(out + 6, &kDigitPairs[2 * (low % 100)], 2);
+}
+
+// The digits of `value` (1 <= value < 10^17, a double's shortest significand) end at `end`;
+// returns how many there are.
+int write_significand(uint64_t value, char* end) {
+  const uint64_t high = value / 100000000;
+  write_8_digits(static_cast<uint32_t>(value % 100000000), end - 8);
+  write_8_digits(static_cast<uint32_t>(high % 100000000), end - 16);
+  end[-17] = static_cast<char>('0' + high / 100000000);
+  // floor(log10) from the bit width, then one comparison.
+  int count = ((std::bit_width(value) * 1233) >> 12) + 1;
+  if (value < kPowersOf10[count - 1]) --count;
+  return count;
+}
+}  // namespace
+
+char* write_shortest(char* out, double value) {
+  if (value == 0.0 || !std::isfinite(value)) return std::to_chars(out, out + kShortestDoubleChars, value).ptr;
+  // significand x 10^exponent, the significand without trailing zeros.
+  const auto decimal = jkj::dragonbox::to_decimal(value);
+  if (decimal.exponent >= 0) return std::to_chars(out, out + kShortestDoubleChars, value).ptr;
+  // The digits end at text + 17, followed by slack: the copies below move fixed sizes (which the
+  // compiler inlines) and what they write past the number is overwritten or beyond its end.
+  char text[40];
+  const int count = write_significand(decimal.significand, text + 17);
+  const char* const digits = text + 17 - count;
+  const int before_point = count + decimal.exponent;  // digits left of the point in %f (<= 0: "0.")
+  const int exponent10 = before_point - 1;             // %e's exponent
+  const int exponent_digits = std::abs(exponent10) >= 100 ? 3 : 2;
+  const int scientific_length = count + (count > 1 ? 1 : 0) + 2 + exponent_digits;
+  const int fixed_length = before_point > 0 ? count + 1 : 2 - decimal.exponent;
+  if (decimal.is_negative) *out++ = '-';
+  if (fixed_length <= scientific_length) {
+    if (before_point > 0) {  // "ddd.ddd"
+      std::memcpy(out, digits, 17);
+      out[before_point] = '.';
+      std::memcpy(out + before_point + 1, digits + before_point, 16);
+      return out + count + 1;
+    }
+    // "0.000ddd": fixed_length <= scientific_length <= 23 keeps the zeros after the point below 6.
+    std::memcpy(out, "0.000000", 8);
+    std::memcpy(out + 2 - before_point, digits, 17);
+    return out + fixed_length;
+  }
+  out[0] = digits[0];  // "d.ddde-XX"
+  out[1] = '.';
+  std::memcpy(out + 2, digits + 1, 16);
+  out += count > 1 ? count + 1 : 1;
+  *out++ = 'e';
+  *out++ = exponent10 < 0 ? '-' : '+';
+  int magnitude = std::abs(exponent10);
+  if (exponent_digits == 3) {
+    *out++ = static_cast<char>('0' + magnitude / 100);
+    magnitude %= 100;
+  }
+  std::memcpy(out, &kDigitPairs[2 * magnitude], 2);
+  return out + 2;
+}
+
+}  // namespace imflow::detail

@@ -1,0 +1,73 @@
+// write_shortest gives std::to_chars's text byte for byte: random bit patterns (every exponent,
+// subnormals), catalog-like values, decimal fractions, powers of ten and their neighbours, the
+// extremes, whole numbers (which it leaves to std::to_chars) and the non-finite values.
+#include <catch2/catch.hpp>
+
+#include <bit>
+#include <charconv>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <random>
+#include <string>
+
+#include "io/shortest_double.hpp"
+
+namespace {
+std::string std_text(double value) {
+  char text[64];
+  return std::string(text, std::to_chars(text, text + sizeof text, value).ptr);
+}
+
+std::string shortest_text(double value) {
+  char text[imflow::detail::kShortestDoubleChars + 8];
+  return std::string(text, imflow::detail::write_shortest(text, value));
+}
+
+// Counts the values whose texts differ, printing the first few.
+int differences(double value, int& printed) {
+  const std::string expected = std_text(value), got = shortest_text(value);
+  if (expected == got) return 0;
+  if (printed++ < 5) UNSCOPED_INFO(expected << " written as " << got);
+  return 1;
+}
+}  // namespace
+
+TEST_CASE("write_shortest writes std::to_chars's text for every kind of double", "[csv]") {
+  std::mt19937_64 rng(20261126);
+  std::uniform_real_distribution<double> pixel(-3000.0, 3000.0);
+  std::uniform_int_distribution<int> exponent(-330, 330);
+  int printed = 0, differing = 0;
+  for (int i = 0; i < 200000; ++i) {
+    differing += differences(std::bit_cast<double>(rng()), printed);  // any exponent, NaNs and infinities
+    const double value = pixel(rng);
+    differing += differences(value, printed);
+    differing += differences(value * 1e-3, printed);
+    differing += differences(value * 1e-7, printed);
+    differing += differences(std::ldexp(1.0, exponent(rng) * 3), printed);
+    differing += differences(static_cast<double>(rng() % 100000) / 1000.0, printed);  // short decimals
+  }
+  for (int p = -325; p <= 308; ++p) {
+    const double power = std::pow(10.0, p);
+    for (double value : {power, std::nextafter(power, 0.0), std::nextafter(power, HUGE_VAL), 1.5 * power, 0.999 * power}) {
+      differing += differences(value, printed) + differences(-value, printed);
+    }
+  }
+  using limits = std::numeric_limits<double>;
+  for (double value : {0.0, -0.0, 1.0, -1.0, 0.5, 0.1, 0.2, 0.3, 1e-5, 1e-4, 1.25e-4, 123456.0, 1e16, 1e22, 1e23, 1.5e300,
+                       12300000000000001048576.0, 9007199254740993.0, limits::max(), limits::min(), limits::denorm_min(),
+                       -limits::denorm_min(), limits::infinity(), -limits::infinity(), limits::quiet_NaN(), 4.35,
+                       355.1199951171875, 65.35016943183446, 681.8708422763598}) {
+    differing += differences(value, printed);
+  }
+  CHECK(differing == 0);
+  // A few texts spelled out, independently of std::to_chars.
+  CHECK(shortest_text(0.1) == "0.1");
+  CHECK(shortest_text(-2.5e-7) == "-2.5e-07");
+  CHECK(shortest_text(1023.4567891234567) == "1023.4567891234567");
+  CHECK(shortest_text(0.0001) == "1e-04");  // shorter than 0.0001
+  CHECK(shortest_text(0.00012) == "0.00012");
+  CHECK(shortest_text(1.2e-5) == "1.2e-05");
+  CHECK(shortest_text(5e-324) == "5e-324");
+  CHECK(shortest_text(1e100) == "1e+100");
+}

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The real mosaic (datasets/make_mosaic.sh, >= 16,000 x 16,000 from the ESO-MIDAS images) run
 # tiled (default settings) and whole (--tile 0) on one device: the same catalog (count, total
-# flux; tools/compare_tiled.py checks every column) and the same background. Writes OUT/compare.json.
+# flux; tools/compare_tiled.py checks every column: its verdict is the JSON's compare_tiled) and the
+# same background. Writes OUT/compare.json.
 # usage: tools/mosaic_compare.sh [IMFLOW] [OUT] [DEVICE cpu|cuda] [WxH]
 set -euo pipefail
 src=$(cd "$(dirname "$0")/.." && pwd)
@@ -15,11 +16,12 @@ for mode in tiled whole; do
   /usr/bin/time -v "$imflow" run "$src/config/astro.yaml" --input "$work/in" --output "$work/$mode" --device "$device" \
     "${extra[@]}" > "$work/$mode.log" 2>&1 || { tail "$work/$mode.log" >&2; exit 1; }
 done
-"$python" "$src/tools/compare_tiled.py" "$work/whole" "$work/tiled" | tee "$out/compare_tiled.txt"
+"$python" "$src/tools/compare_tiled.py" "$work/whole" "$work/tiled" | tee "$work/compare_tiled.txt"
 "$python" - "$work" "$out" "$device" "$size" <<'PY'
 import csv, json, re, sys
 work, out, device, size = sys.argv[1:]
-result = {"image": size, "device": device, "data": "ESO-MIDAS mosaic (datasets/make_mosaic.py)"}
+result = {"image": size, "device": device, "data": "ESO-MIDAS mosaic (datasets/make_mosaic.py)",
+          "compare_tiled": open(f"{work}/compare_tiled.txt").read().strip()}  # every column, tools/compare_tiled.py
 for mode in ("whole", "tiled"):
     summary = json.load(open(f"{work}/{mode}/summary.json"))
     item = summary["items"][0]

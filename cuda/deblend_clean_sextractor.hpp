@@ -11,6 +11,7 @@
 #include <cstdint>
 
 #include "cuda/deblend_clean.hpp"
+#include "cuda/heap_sort.hpp"
 
 namespace imflow::cuda::deblend_detail {
 
@@ -31,28 +32,6 @@ IMFLOW_HOST_DEVICE inline void sextractor_extent(const CleanObject& o, long long
     const long long y = static_cast<long long>(o.my + 0.49999);
     if (y > e.ycmax) e.ycmax = y;
     if (y < e.ycmin) e.ycmin = y;
-  }
-}
-
-// In-place heap sort of v[0..n) (a newcomer's candidates' list places).
-IMFLOW_HOST_DEVICE inline void sort_places(int32_t* v, int32_t n) {
-  auto sift = [v](int32_t root, int32_t end) {
-    while (2 * root + 1 < end) {
-      int32_t child = 2 * root + 1;
-      if (child + 1 < end && v[child] < v[child + 1]) ++child;
-      if (!(v[root] < v[child])) return;
-      const int32_t t = v[root];
-      v[root] = v[child];
-      v[child] = t;
-      root = child;
-    }
-  };
-  for (int32_t s = n / 2; s-- > 0;) sift(s, n);
-  for (int32_t end = n; end-- > 1;) {
-    const int32_t t = v[0];
-    v[0] = v[end];
-    v[end] = t;
-    sift(0, end);
   }
 }
 
@@ -131,7 +110,7 @@ IMFLOW_HOST_DEVICE inline void sextractor_resolve(const DeblendPlan& p, const Cl
       const SextractorEntry e = heap_pop(c.release_heap, nrelease, by_ycmin);
       if (listed(e)) c.positions[m++] = st[e.index].position;
     }
-    sort_places(c.positions, m);
+    heap_sort_ascending(c.positions, m);  // the candidates' list places
     for (int32_t k = m; k-- > 0;) remove_at(c.positions[k]);
   };
   // The listed entry of lowest ycmax, the first in list order among equals (SExtractor's pass).
@@ -177,7 +156,7 @@ IMFLOW_HOST_DEVICE inline void sextractor_resolve(const DeblendPlan& p, const Cl
         const int32_t place = st[c.edges[k]].position;
         if (place >= 0) places[nplaces++] = place;
       }
-      sort_places(places, nplaces);
+      heap_sort_ascending(places, nplaces);
     } else {
       nplaces = count;
     }

@@ -14,6 +14,7 @@
 #include <cstring>
 
 #include "cuda/deblend_team.hpp"
+#include "cuda/heap_sort.hpp"
 #include "imflow/kernels/host_device.hpp"
 
 namespace imflow::cuda::deblend_detail {
@@ -254,29 +255,6 @@ IMFLOW_HOST_DEVICE void sep_analyse(const TeamT& team, const Pixels& im, const P
   }
 }
 
-// Ascending sort of heap[0..m) (a heapsort: any correct sort leaves the same values in place).
-IMFLOW_HOST_DEVICE inline void sort_ascending(float* heap, int64_t m) {
-  auto sift = [heap](int64_t root, int64_t end) {
-    for (;;) {
-      int64_t child = 2 * root + 1;
-      if (child >= end) break;
-      if (child + 1 < end && heap[child] < heap[child + 1]) ++child;
-      if (!(heap[root] < heap[child])) break;
-      const float swap = heap[root];
-      heap[root] = heap[child];
-      heap[child] = swap;
-      root = child;
-    }
-  };
-  for (int64_t start = m / 2 - 1; start >= 0; --start) sift(start, m);
-  for (int64_t end = m - 1; end > 0; --end) {
-    const float swap = heap[0];
-    heap[0] = heap[end];
-    heap[end] = swap;
-    sift(0, end);
-  }
-}
-
 // analysemthresh: SEP's heap of the minarea brightest (detection - threshold), quirks included
 // (kernels' sep_mthresh); `heap` holds minarea floats, kept by lane 0. Every lane gets the result.
 template <class TeamT, class PixelAt>
@@ -309,7 +287,7 @@ IMFLOW_HOST_DEVICE float sep_mthresh(const TeamT& team, const Pixels& im, const 
           }
         }
       } else {
-        sort_ascending(heap, minarea);
+        heap_sort_ascending(heap, static_cast<int64_t>(minarea));
       }
     }
     h--;

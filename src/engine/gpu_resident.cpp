@@ -14,10 +14,8 @@
 #include <limits>
 #include <memory>
 
-#include "cuda/byte_order.hpp"
 #include "cuda/cuda_check.hpp"
 #include "cuda/resources.hpp"
-#include "imflow/errors.hpp"
 #include "imflow/io/fits.hpp"
 #include "input_limits.hpp"
 
@@ -64,7 +62,7 @@ void upload_resident_plane(RunContext& run, GpuContext& gpu, WorkItem& item) {
   }
   ReadLimits limits;
   limits.max_pixels = run.pipeline.input.max_pixels;
-  std::atomic<int64_t> bytes{0}, busy_ns{0}, swapped_strips{0};
+  std::atomic<int64_t> bytes{0}, busy_ns{0};
   // Meanwhile, room for a dense field's catalog (a source per 1,024 pixels), so it is rarely
   // measured twice (cuda::remeasure_if_overflowed).
   auto catalog_room = std::async(std::launch::async, [&gpu, pixels = width * height] {
@@ -88,12 +86,7 @@ void upload_resident_plane(RunContext& run, GpuContext& gpu, WorkItem& item) {
             } give_back{idle, buffer};
             const auto start = Trace::Clock::now();
             const TileRect strip{0, s * rows, width, std::min(rows, height - s * rows)};
-            // Plain float32 strips stay big-endian: the device swaps the whole image at once.
-            ReadLimits strip_limits = limits;
-            bool swap_on_device = false;
-            strip_limits.float32_swap_deferred = &swap_on_device;
-            bytes += read_fits_region(ref.path, ref.hdu, ref.plane, strip, buffer->pixels, strip_limits);
-            swapped_strips += swap_on_device ? 1 : 0;
+            bytes += read_fits_region(ref.path, ref.hdu, ref.plane, strip, buffer->pixels, limits);
             IMFLOW_CUDA_CHECK(cudaMemcpyAsync(gpu.image.data() + strip.y * width, buffer->pixels.data(),
                                               static_cast<size_t>(strip.size()) * sizeof(float), cudaMemcpyHostToDevice,
                                               buffer->stream.get()));
@@ -111,11 +104,6 @@ void upload_resident_plane(RunContext& run, GpuContext& gpu, WorkItem& item) {
         tbb::simple_partitioner());
   });
   catalog_room.get();
-  // Every strip of a plane has the same layout, unless the file changed while it was read.
-  if (swapped_strips > 0 && swapped_strips < strips) {
-    throw InputError(ref.path.string() + ": the file changed while it was read (its pixel layout differs between strips)");
-  }
-  if (swapped_strips == strips) cuda::swap_float32_words(gpu.image.data(), width * height, gpu.stream);
   item.input_bytes = bytes.load();
   item.times.push_back({"read", static_cast<double>(busy_ns.load()) * 1e-9});
 }

@@ -305,14 +305,9 @@ int64_t read_fits_region(const fs::path& path, int hdu, int64_t plane, const Til
   }
   check_pixel_limit(path, hdu, region.width, region.height, limits, "tile of ");
   out.resize(region.width, region.height);
-  if (limits.float32_swap_deferred != nullptr) *limits.float32_swap_deferred = false;
   if (const auto layout = direct_layout(open, path, read_path)) {
-    const detail::PixelConversion& c = layout->conversion;
-    const bool defer = limits.float32_swap_deferred != nullptr && c.bitpix == -32 && c.scale == 1.0 && c.zero == 0.0;
     read_direct(path, *layout, plane, region, out.data(),
-                plane_text(hdu, plane) + ": the tile at x " + std::to_string(region.x) + ", y " + std::to_string(region.y),
-                !defer);
-    if (defer) *limits.float32_swap_deferred = true;
+                plane_text(hdu, plane) + ": the tile at x " + std::to_string(region.x) + ", y " + std::to_string(region.y));
     warn_out_of_float_range(path, hdu, plane, info, out);
     return region.size() * (std::abs(info.bitpix) / 8);
   }

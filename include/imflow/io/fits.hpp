@@ -33,8 +33,7 @@ struct ReadLimits {
   // Not null: the caller swaps float32 pixels from big-endian itself (the CUDA engine does it on
   // the device after the upload), so a plain BITPIX -32 image (no BSCALE/BZERO) read directly is
   // left in the file's byte order, and *float32_swap_deferred is set to true; any other FITS
-  // image is converted as usual and it is set to false (the other formats leave it alone). The
-  // same for a region (read_fits_region: the strips of a GPU-resident image).
+  // image is converted as usual and it is set to false (the other formats leave it alone).
   bool* float32_swap_deferred = nullptr;
 };
 

@@ -24,6 +24,7 @@
 #include "items_in_flight.hpp"
 #include "imflow/io/atomic_file.hpp"
 #include "manifest.hpp"
+#include "merged_catalog_stream.hpp"
 #include "ldac_merge.hpp"
 #include "summary_merge.hpp"
 #include "mri_outputs.hpp"
@@ -175,6 +176,13 @@ RunSummary run_pipeline(const Pipeline& pipeline, const RunOptions& options) {
   const std::atomic<bool>* stop = options.stop != nullptr || options.counts == nullptr ? options.stop : &options.counts->stop;
   RunContext run(pipeline, summary, &progress, options.trace_path.empty() ? nullptr : &trace, stop);
   run.manifest = &manifest;
+  // OUT/catalog.csv made while the run goes on (a resumed run merges after its last item: the
+  // items done before are not in the stream).
+  std::unique_ptr<MergedCatalogStream> merged_catalog;
+  if (options.write_summary && pipeline.output.wants("csv") && !options.resume) {
+    merged_catalog = std::make_unique<MergedCatalogStream>(pipeline.output.dir / "catalog.csv", size_t{256} << 20);
+    run.merged_catalog = merged_catalog.get();
+  }
   TileRun tile_run(run, tiling);
   if (tiling.size > 0) {
     run.tiles = &tile_run;
@@ -235,7 +243,13 @@ RunSummary run_pipeline(const Pipeline& pipeline, const RunOptions& options) {
     writers.push_back(std::async(std::launch::async, [&] { write_metrics_csv(summary, pipeline.output.dir / "metrics.csv"); }));
   }
   if (pipeline.output.wants("csv")) {
-    writers.push_back(std::async(std::launch::async, [&] { write_merged_catalog(summary, pipeline.output.dir / "catalog.csv"); }));
+    writers.push_back(std::async(std::launch::async, [&] {
+      std::vector<const nlohmann::json*> records;
+      for (const RunSummary::Record* record : summary.ordered_records()) records.push_back(&record->json);
+      if (merged_catalog == nullptr || !merged_catalog->finish(records)) {
+        write_merged_catalog(summary, pipeline.output.dir / "catalog.csv");
+      }
+    }));
   }
   if (pipeline.output.wants("ldac")) {
     writers.push_back(std::async(std::launch::async, [&] { write_mef_ldacs(summary); }));

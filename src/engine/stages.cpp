@@ -12,6 +12,7 @@
 #include "input_limits.hpp"
 #include "item_warnings.hpp"
 #include "manifest.hpp"
+#include "merged_catalog_stream.hpp"
 #include "tiled_image.hpp"
 #include "writer.hpp"
 
@@ -98,7 +99,10 @@ std::string output_device_problem(const std::filesystem::path& dir) {
 }
 
 void finish_stage(RunContext& run, WorkItem& item) {
-  if (item.ref.tiled) return tile_finish_stage(run, item);
+  if (item.ref.tiled) {
+    if (run.merged_catalog != nullptr) run.merged_catalog->give_up();  // its record comes with its last tile
+    return tile_finish_stage(run, item);
+  }
   std::vector<std::filesystem::path> outputs;
   if (item.status != ItemStatus::failed) {
     StageTimer timer(run, item, "write", worker_track("write"));
@@ -128,8 +132,10 @@ void finish_stage(RunContext& run, WorkItem& item) {
   }
   try {
     run.summary.add(item, outputs);
+    if (run.merged_catalog != nullptr) run.merged_catalog->add(item.ref.index, RunSummary::item_record(item, outputs));
   } catch (const std::bad_alloc&) {
     spdlog::error("{}: out of memory while recording the result", item_name(item.ref));
+    if (run.merged_catalog != nullptr) run.merged_catalog->give_up();
   }
   if (run.progress != nullptr) {
     run.progress->item_done(item.ref.last_of_file, item.input_bytes, item.status == ItemStatus::failed);

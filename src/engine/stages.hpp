@@ -14,6 +14,7 @@
 namespace imflow {
 
 class Manifest;
+class MergedCatalogStream;
 class TileRun;
 
 struct RunContext {
@@ -29,6 +30,7 @@ struct RunContext {
   std::atomic<bool> halt{false};  // set by fail-fast or a fatal error
   Manifest* manifest = nullptr;   // OUT/manifest.jsonl, null when not kept
   TileRun* tiles = nullptr;       // large images as tiles (docs/tiling.md), null when not tiling
+  MergedCatalogStream* merged_catalog = nullptr;  // OUT/catalog.csv made during the run, or null
   // Whole float32 FITS images are read without their byte swap, which the device does after the
   // upload (set by the CUDA item graph where no host stage reads the pixels).
   bool float32_swap_on_device = false;

@@ -84,14 +84,6 @@ bool is_catalog_csv(const std::string& file) {
   return file.size() >= 8 && file.compare(file.size() - 8, 8, ".cat.csv") == 0;
 }
 
-// One item's part of the merged catalog: its catalog files' rows, each prefixed by the item's
-// file, HDU and plane, and the first catalog's header line (empty when it has no catalog).
-struct CatalogPart {
-  std::string header;
-  std::string rows;
-  int64_t count = 0;
-};
-
 // Read the whole file (one read; the catalogs are written once and read once here).
 std::string file_text(const std::string& file) {
   std::ifstream in(file, std::ios::binary | std::ios::ate);
@@ -103,8 +95,10 @@ std::string file_text(const std::string& file) {
   return text;
 }
 
-CatalogPart catalog_part(const nlohmann::json& item) {
-  CatalogPart part;
+}  // namespace
+
+MergedCatalogPart merged_catalog_part(const nlohmann::json& item) {
+  MergedCatalogPart part;
   const auto status = item.find("status");
   if (status == item.end() || *status != "ok") return part;
   const auto outputs = item.find("outputs");
@@ -136,6 +130,9 @@ CatalogPart catalog_part(const nlohmann::json& item) {
   return part;
 }
 
+std::string merged_catalog_header(const std::string& part_header) { return "file,hdu,plane," + part_header + '\n'; }
+
+namespace {
 // The catalog rows of `records` (in that order), each prefixed by its item's file, HDU and plane:
 // items' catalogs read and prefixed in parallel, written in order (oneTBB parallel_pipeline: a
 // bounded number of items in flight, so memory stays bounded however large the run).
@@ -153,15 +150,15 @@ int64_t write_catalog_of(const std::vector<const nlohmann::json*>& records, cons
                                        if (next == records.size()) control.stop();
                                        return next++;
                                      }) &
-          tbb::make_filter<size_t, CatalogPart>(tbb::filter_mode::parallel,
-                                                [&](size_t index) { return catalog_part(*records[index]); }) &
-          tbb::make_filter<CatalogPart, void>(tbb::filter_mode::serial_in_order, [&](const CatalogPart& part) {
+          tbb::make_filter<size_t, MergedCatalogPart>(tbb::filter_mode::parallel,
+                                                      [&](size_t index) { return merged_catalog_part(*records[index]); }) &
+          tbb::make_filter<MergedCatalogPart, void>(tbb::filter_mode::serial_in_order, [&](const MergedCatalogPart& part) {
             if (part.header.empty() || write_failed) return;
             if (file == nullptr) {  // the first catalog: the file and its header line
               output = std::make_unique<AtomicOutput>(path);
               file.reset(std::fopen(output->temp_path().c_str(), "wb"));
               if (file == nullptr) throw OutputError(output->temp_path().string() + ": cannot open for writing");
-              const std::string header = "file,hdu,plane," + part.header + '\n';
+              const std::string header = merged_catalog_header(part.header);
               write_failed = std::fwrite(header.data(), 1, header.size(), file.get()) != header.size();
             }
             write_failed = write_failed || std::fwrite(part.rows.data(), 1, part.rows.size(), file.get()) != part.rows.size();

@@ -3,7 +3,9 @@
 #pragma once
 #include <nlohmann/json.hpp>
 
+#include <cstdint>
 #include <filesystem>
+#include <string>
 #include <vector>
 
 #include "imflow/summary.hpp"
@@ -19,5 +21,16 @@ nlohmann::json merge_summaries(const std::vector<nlohmann::json>& parts);
 int64_t write_merged_catalog(const nlohmann::json& summary, const std::filesystem::path& path);
 // The same from a run's summary, without building its JSON.
 int64_t write_merged_catalog(const RunSummary& summary, const std::filesystem::path& path);
+
+// One item's part of the merged catalog: the rows of its `.cat.csv` files, each prefixed by its
+// file, HDU and plane, and the first one's header line (empty when the item has no catalog).
+struct MergedCatalogPart {
+  std::string header;
+  std::string rows;
+  int64_t count = 0;
+};
+MergedCatalogPart merged_catalog_part(const nlohmann::json& item);
+// The merged catalog's header line for a part's header.
+std::string merged_catalog_header(const std::string& part_header);
 
 }  // namespace imflow

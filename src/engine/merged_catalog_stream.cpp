@@ -1,0 +1,120 @@
+// MergedCatalogStream: parts queued by item index, appended by one thread as they come in order.
+#include "merged_catalog_stream.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include <utility>
+
+namespace imflow {
+
+namespace {
+std::tuple<std::string, int64_t, int64_t> key_of(const nlohmann::json& record) {
+  return {record.value("file", std::string()), record.value("hdu", int64_t{0}), record.value("plane", int64_t{0})};
+}
+}  // namespace
+
+MergedCatalogStream::MergedCatalogStream(std::filesystem::path path, size_t max_pending_bytes)
+    : path_(std::move(path)), max_pending_bytes_(max_pending_bytes), writer_([this] { write_in_order(); }) {}
+
+MergedCatalogStream::~MergedCatalogStream() {
+  {
+    std::lock_guard lock(mutex_);
+    stopping_ = true;
+  }
+  changed_.notify_all();
+  if (writer_.joinable()) writer_.join();
+}
+
+void MergedCatalogStream::add(int64_t index, const nlohmann::json& record) {
+  {
+    std::lock_guard lock(mutex_);
+    if (given_up_) return;
+  }
+  Part part{key_of(record), merged_catalog_part(record)};
+  const size_t bytes = part.rows.rows.size();
+  {
+    std::lock_guard lock(mutex_);
+    if (given_up_) return;
+    if (pending_bytes_ + bytes > max_pending_bytes_) {
+      spdlog::debug("catalog.csv: {} bytes wait for item {}: merged after the run instead", pending_bytes_, next_);
+      given_up_ = true;
+      pending_.clear();
+      pending_bytes_ = 0;
+    } else {
+      pending_bytes_ += bytes;
+      pending_.emplace(index, std::move(part));
+    }
+  }
+  changed_.notify_all();
+}
+
+void MergedCatalogStream::give_up() {
+  {
+    std::lock_guard lock(mutex_);
+    given_up_ = true;
+    pending_.clear();
+    pending_bytes_ = 0;
+  }
+  changed_.notify_all();
+}
+
+void MergedCatalogStream::write_in_order() {
+  std::unique_lock lock(mutex_);
+  for (;;) {
+    changed_.wait(lock, [&] { return stopping_ || given_up_ || pending_.count(next_) != 0; });
+    if (given_up_) return;
+    const auto it = pending_.find(next_);
+    if (it == pending_.end()) return;  // stopping, and the next item never came
+    Part part = std::move(it->second);
+    pending_.erase(it);
+    pending_bytes_ -= part.rows.rows.size();
+    ++next_;
+    lock.unlock();
+    const bool ok = append(part);
+    lock.lock();
+    if (!ok) {
+      given_up_ = true;
+      pending_.clear();
+      pending_bytes_ = 0;
+      return;
+    }
+  }
+}
+
+bool MergedCatalogStream::append(const Part& part) {
+  try {
+    written_.push_back(part.key);
+    if (part.rows.header.empty()) return true;
+    if (file_ == nullptr) {  // the first catalog: the file and its header line
+      output_ = std::make_unique<AtomicOutput>(path_);
+      file_.reset(std::fopen(output_->temp_path().c_str(), "wb"));
+      if (file_ == nullptr) return false;
+      const std::string header = merged_catalog_header(part.rows.header);
+      if (std::fwrite(header.data(), 1, header.size(), file_.get()) != header.size()) return false;
+    }
+    return std::fwrite(part.rows.rows.data(), 1, part.rows.rows.size(), file_.get()) == part.rows.rows.size();
+  } catch (const std::exception& error) {
+    spdlog::debug("catalog.csv while the run goes on: {}", error.what());
+    return false;
+  }
+}
+
+bool MergedCatalogStream::finish(const std::vector<const nlohmann::json*>& records) {
+  {
+    std::lock_guard lock(mutex_);
+    stopping_ = true;
+  }
+  changed_.notify_all();
+  if (writer_.joinable()) writer_.join();
+  bool complete = !given_up_ && written_.size() == records.size();
+  for (size_t i = 0; complete && i < records.size(); ++i) complete = written_[i] == key_of(*records[i]);
+  if (file_ != nullptr) complete = std::fclose(file_.release()) == 0 && complete;
+  if (!complete) {
+    output_.reset();  // removes the temporary file
+    return false;
+  }
+  if (output_ != nullptr) output_->commit();
+  return true;
+}
+
+}  // namespace imflow

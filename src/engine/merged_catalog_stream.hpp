@@ -1,0 +1,71 @@
+// OUT/catalog.csv written while the run goes on: the thread that finishes an item makes its part
+// of the merged catalog (summary_merge.hpp: its catalog rows read back while hot, prefixed by file,
+// HDU and plane), and one writer thread appends the parts in item order, so the file is complete
+// when the last item is, not a pass over every catalog later. The file counts only when it holds
+// exactly the summary's records in the summary's order; otherwise (a tiled image, an item lost to
+// a stop, the writer too far behind, paths listed in another order than their names sort) it is
+// dropped and the run merges the catalogs after its last item, as without it.
+#pragma once
+#include <nlohmann/json.hpp>
+
+#include <condition_variable>
+#include <cstdint>
+#include <cstdio>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <tuple>
+#include <vector>
+
+#include "imflow/io/atomic_file.hpp"
+#include "summary_merge.hpp"
+
+namespace imflow {
+
+class MergedCatalogStream {
+ public:
+  // Parts waiting for an earlier item beyond `max_pending_bytes` give the stream up.
+  MergedCatalogStream(std::filesystem::path path, size_t max_pending_bytes);
+  ~MergedCatalogStream();  // stops the writer; an uncommitted file is removed
+  MergedCatalogStream(const MergedCatalogStream&) = delete;
+  MergedCatalogStream& operator=(const MergedCatalogStream&) = delete;
+
+  // Item `index` (ItemSource's numbering: 0, 1, 2, ... in list order) finished with this summary
+  // record (RunSummary::item_record). Thread-safe; makes the part in the calling thread.
+  void add(int64_t index, const nlohmann::json& record);
+  // From now on the run's merge after the last item writes the file.
+  void give_up();
+  // After the last item: true when the file holds exactly `records` (the summary's, in order) and
+  // has been committed (or no record has a catalog, and there is no file, as the merge would
+  // leave it); false when the caller must merge (nothing is left under the path).
+  bool finish(const std::vector<const nlohmann::json*>& records);
+
+ private:
+  using Key = std::tuple<std::string, int64_t, int64_t>;  // file, HDU, plane
+  struct Part {
+    Key key;
+    MergedCatalogPart rows;
+  };
+  void write_in_order();  // the writer thread's loop
+  bool append(const Part& part);
+
+  std::filesystem::path path_;
+  size_t max_pending_bytes_;
+  std::mutex mutex_;
+  std::condition_variable changed_;
+  std::map<int64_t, Part> pending_;  // by item index
+  size_t pending_bytes_ = 0;
+  int64_t next_ = 0;
+  bool stopping_ = false, given_up_ = false;
+  // The writer thread's own (read by finish() after joining it).
+  std::vector<Key> written_;
+  std::unique_ptr<AtomicOutput> output_;
+  std::unique_ptr<std::FILE, int (*)(std::FILE*)> file_{nullptr, std::fclose};
+  bool write_failed_ = false;
+  std::thread writer_;
+};
+
+}  // namespace imflow

@@ -85,6 +85,8 @@ result = {
     "sextractor_run": {"seconds": round(seconds["sextractor"], 2), "megapixels_per_second": round(mpix / seconds["sextractor"], 1),
                        "sources": len(sex_rows), "flux_iso_total": sum(float(r[3]) for r in sex_rows)},
 }
+result["imflow_pipeline"] = open(f"{work}/imflow.yaml").read()  # the two configurations, as run
+result["sextractor_config"] = open(f"{work}/sex.conf").read()
 result["ratio_imflow_over_sextractor"] = round(seconds["sextractor"] / seconds["imflow"], 2)
 result["ratio_1_thread"] = round(seconds["sextractor"] / seconds["imflow1"], 2)
 json.dump(result, open(f"{out}/bench.json", "w"), indent=2)

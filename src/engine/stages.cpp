@@ -130,12 +130,18 @@ void finish_stage(RunContext& run, WorkItem& item) {
     spdlog::error("{}", item.error);
     if (run.pipeline.engine.fail_fast) run.halt = true;
   }
+  if (run.merged_catalog != nullptr) {  // its rows of OUT/catalog.csv
+    try {
+      StageTimer timer(run, item, "merge catalog", worker_track("write"));
+      run.merged_catalog->add(item.ref.index, RunSummary::item_record(item, outputs));
+    } catch (const std::exception&) {
+      run.merged_catalog->give_up();  // the merge after the run writes it
+    }
+  }
   try {
     run.summary.add(item, outputs);
-    if (run.merged_catalog != nullptr) run.merged_catalog->add(item.ref.index, RunSummary::item_record(item, outputs));
   } catch (const std::bad_alloc&) {
     spdlog::error("{}: out of memory while recording the result", item_name(item.ref));
-    if (run.merged_catalog != nullptr) run.merged_catalog->give_up();
   }
   if (run.progress != nullptr) {
     run.progress->item_done(item.ref.last_of_file, item.input_bytes, item.status == ItemStatus::failed);

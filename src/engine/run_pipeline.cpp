@@ -177,9 +177,9 @@ RunSummary run_pipeline(const Pipeline& pipeline, const RunOptions& options) {
   RunContext run(pipeline, summary, &progress, options.trace_path.empty() ? nullptr : &trace, stop);
   run.manifest = &manifest;
   // OUT/catalog.csv made while the run goes on (a resumed run merges after its last item: the
-  // items done before are not in the stream).
+  // items done before are not in the stream; one file, e.g. a mosaic, has nothing to overlap).
   std::unique_ptr<MergedCatalogStream> merged_catalog;
-  if (options.write_summary && pipeline.output.wants("csv") && !options.resume) {
+  if (options.write_summary && pipeline.output.wants("csv") && !options.resume && files.size() > 1) {
     merged_catalog = std::make_unique<MergedCatalogStream>(pipeline.output.dir / "catalog.csv", size_t{256} << 20);
     run.merged_catalog = merged_catalog.get();
   }

@@ -7,6 +7,7 @@
 #include <charconv>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <limits>
 #include <random>
 #include <string>
@@ -19,9 +20,15 @@ std::string std_text(double value) {
   return std::string(text, std::to_chars(text, text + sizeof text, value).ptr);
 }
 
+int bytes_past_room = 0;  // writes beyond kShortestDoubleChars, counted by shortest_text
+
 std::string shortest_text(double value) {
-  char text[imflow::detail::kShortestDoubleChars + 8];
-  return std::string(text, imflow::detail::write_shortest(text, value));
+  constexpr int room = imflow::detail::kShortestDoubleChars;
+  char text[room + 8];
+  std::memset(text, '#', sizeof text);
+  const std::string out(text, imflow::detail::write_shortest(text, value));
+  for (int i = room; i < room + 8; ++i) bytes_past_room += text[i] != '#';
+  return out;
 }
 
 // Counts the values whose texts differ, printing the first few.
@@ -57,10 +64,11 @@ TEST_CASE("write_shortest writes std::to_chars's text for every kind of double",
   for (double value : {0.0, -0.0, 1.0, -1.0, 0.5, 0.1, 0.2, 0.3, 1e-5, 1e-4, 1.25e-4, 123456.0, 1e16, 1e22, 1e23, 1.5e300,
                        12300000000000001048576.0, 9007199254740993.0, limits::max(), limits::min(), limits::denorm_min(),
                        -limits::denorm_min(), limits::infinity(), -limits::infinity(), limits::quiet_NaN(), 4.35,
-                       355.1199951171875, 65.35016943183446, 681.8708422763598}) {
+                       355.1199951171875, 65.35016943183446, 681.8708422763598, -1234567890123456.8}) {
     differing += differences(value, printed);
   }
   CHECK(differing == 0);
+  CHECK(bytes_past_room == 0);
   // A few texts spelled out, independently of std::to_chars.
   CHECK(shortest_text(0.1) == "0.1");
   CHECK(shortest_text(-2.5e-7) == "-2.5e-07");

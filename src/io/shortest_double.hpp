@@ -6,9 +6,10 @@
 
 namespace imflow::detail {
 
-// Room `write_shortest` may write into (its text is at most 24 characters: a sign, 17 digits, a
-// point and "e-308"; it may write scratch past its end).
-inline constexpr int kShortestDoubleChars = 32;
+// Room `write_shortest` may write into: its text is at most 24 characters (a sign, 17 digits, a
+// point and "e-308"), but its fixed-size copies write up to 34 bytes (a sign, then 16 digits, the
+// point and 16 more bytes of scratch past the text's end).
+inline constexpr int kShortestDoubleChars = 40;
 
 // Writes `value` (finite, NaN or infinite as std::to_chars spells them) at `out`, returns the end.
 char* write_shortest(char* out, double value);

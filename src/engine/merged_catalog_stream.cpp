@@ -37,9 +37,7 @@ void MergedCatalogStream::add(int64_t index, const nlohmann::json& record) {
     if (given_up_) return;
     if (pending_bytes_ + bytes > max_pending_bytes_) {
       spdlog::debug("catalog.csv: {} bytes wait for item {}: merged after the run instead", pending_bytes_, next_);
-      given_up_ = true;
-      pending_.clear();
-      pending_bytes_ = 0;
+      give_up_locked();
     } else {
       pending_bytes_ += bytes;
       pending_.emplace(index, std::move(part));
@@ -51,11 +49,15 @@ void MergedCatalogStream::add(int64_t index, const nlohmann::json& record) {
 void MergedCatalogStream::give_up() {
   {
     std::lock_guard lock(mutex_);
-    given_up_ = true;
-    pending_.clear();
-    pending_bytes_ = 0;
+    give_up_locked();
   }
   changed_.notify_all();
+}
+
+void MergedCatalogStream::give_up_locked() {
+  given_up_ = true;
+  pending_.clear();
+  pending_bytes_ = 0;
 }
 
 void MergedCatalogStream::write_in_order() {
@@ -73,9 +75,7 @@ void MergedCatalogStream::write_in_order() {
     const bool ok = append(part);
     lock.lock();
     if (!ok) {
-      given_up_ = true;
-      pending_.clear();
-      pending_bytes_ = 0;
+      give_up_locked();
       return;
     }
   }

@@ -50,6 +50,7 @@ class MergedCatalogStream {
     MergedCatalogPart rows;
   };
   void write_in_order();  // the writer thread's loop
+  void give_up_locked();  // with mutex_ held
   bool append(const Part& part);
 
   std::filesystem::path path_;

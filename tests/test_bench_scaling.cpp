@@ -64,6 +64,8 @@ TEST_CASE("sweep specs and the grid", "[bench]") {
   REQUIRE(grid.size() == 6);
   CHECK(point_label(grid[1]) == "buffers=2 threads=1");
   CHECK(expand_grid({}).size() == 1);
+  CHECK(parse_sweep("batch=64,256").values == std::vector<int>{64, 256});
+  CHECK(point_label(expand_grid({parse_sweep("batch=128"), parse_sweep("streams=4")})[0]) == "batch=128 streams=4");
 }
 
 TEST_CASE("scaling analysis: speedup against the fewest-workers point of each line", "[bench]") {

@@ -86,3 +86,30 @@ TEST_CASE("explicit buffers and buffers_per_stream win over the automatic choice
   engine.memory_mb = 128;
   CHECK(imflow::cpu_buffers_for_run(engine, 16, kImage2048).items == 2);
 }
+
+TEST_CASE("GPU batches: 48 MiB of items, at most 256, within the pinned budget", "[items_in_flight]") {
+  // The 217x181 MRI slices (157 KB as float32): 320 fit, capped at 256.
+  const auto mri = imflow::choose_gpu_batch(4, int64_t{217} * 181 * 4, 128 * kGiB);
+  CHECK(mri.automatic);
+  CHECK(mri.batch == imflow::kMaxGpuBatch);
+  // 512x512 slices (1 MiB): 48; 2048x2048 (16 MiB): 3; larger than 48 MiB: one per launch.
+  CHECK(imflow::choose_gpu_batch(4, int64_t{512} * 512 * 4, 128 * kGiB).batch == 48);
+  CHECK(imflow::choose_gpu_batch(4, kImage2048, 128 * kGiB).batch == 3);
+  CHECK(imflow::choose_gpu_batch(4, int64_t{8192} * 8192 * 4, 128 * kGiB).batch == 1);
+  // 1 GiB host: 128 MiB of pinned memory over 4 streams' batches and the one gathered (5 batches)
+  // of 1 MiB items -> 25, cut from 48.
+  const auto cut = imflow::choose_gpu_batch(4, int64_t{1} << 20, kGiB);
+  CHECK(cut.batch == 25);
+  CHECK_THAT(cut.reason, Catch::Contains("pinned memory"));
+  // Unknown size: 64. Set by the pipeline: kept as it is.
+  CHECK(imflow::choose_gpu_batch(4, 0, 128 * kGiB).batch == imflow::kGpuBatchUnknownSize);
+  imflow::EngineConfig engine;
+  CHECK(engine.batch == 0);
+  CHECK(imflow::gpu_batch_for_run(engine, 4, int64_t{217} * 181 * 4).automatic);
+  engine.batch = 7;
+  const auto set = imflow::gpu_batch_for_run(engine, 4, int64_t{217} * 181 * 4);
+  CHECK(set.batch == 7);
+  CHECK_FALSE(set.automatic);
+  CHECK(imflow::parse_pipeline("batch: 32\nsteps: [background]\n", "test.yaml").engine.batch == 32);
+  CHECK_THROWS_AS(imflow::parse_pipeline("batch: -1\nsteps: [background]\n", "test.yaml"), imflow::ConfigError);
+}

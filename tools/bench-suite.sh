@@ -165,8 +165,8 @@ part_mri() {
   variant "$scratch/mri-batched.yaml" config/mri-gpu.yaml \
     's/solver: auto, reconstruct: auto, svd_solver: auto, reconstruct_kernel: auto/solver: gpu/'
   if [ "$gpus" -gt 0 ]; then
-    bench mri-gpu config/mri-gpu.yaml $slices --device cuda --threads "$cores" --images 14080 --streams 8
-    bench mri-gpu-batched "$scratch/mri-batched.yaml" $slices --device cuda --threads "$cores" --images 14080 --streams 8
+    bench mri-gpu config/mri-gpu.yaml $slices --device cuda --threads "$cores" --images 14080 --sweep streams=4,8 --sweep batch=auto,64
+    bench mri-gpu-batched "$scratch/mri-batched.yaml" $slices --device cuda --threads "$cores" --images 14080
     bench mri-cpu config/mri.yaml $slices --device cpu --threads "$cores" --images 1760
   else
     bench mri-cpu config/mri.yaml $slices --device cpu --images 880 --sweep "threads=1,$cores"

@@ -71,7 +71,8 @@ struct EngineConfig {
   std::vector<int> devices;     // CUDA devices to use; empty: all of them
   int streams = 4;              // CUDA streams per GPU
   int buffers_per_stream = 0;   // pinned buffers per stream; 0: chosen per run (src/engine/items_in_flight.hpp)
-  int batch = 64;               // same-shape items per GPU launch for batchable pipelines (1: per item)
+  int batch = 0;                // same-shape items per GPU launch for batchable pipelines (1: per item;
+                                // 0: chosen per run from the item size, src/engine/items_in_flight.hpp)
   bool fail_fast = false;
 };
 

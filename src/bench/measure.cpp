@@ -128,6 +128,8 @@ nlohmann::json measured_run(const Pipeline& pipeline, const RunOptions& options,
   const double items = std::max(1.0, totals.at("items").get<double>());
   // Pinned items per stream as the run chose them (buffers_per_stream 0 is chosen per run: items_in_flight.hpp).
   double per_stream = engine.at("buffers").get<double>();
+  if (json.contains("gpu_batch")) run["gpu_batch"] = json.at("gpu_batch");  // items per launch (1: not batched)
+  if (json.contains("gpu_batch_choice")) run["gpu_batch_choice"] = json.at("gpu_batch_choice");
   if (json.contains("gpu_tokens")) {
     run["gpu_tokens"] = json.at("gpu_tokens");
     per_stream = json.at("gpu_tokens").at("buffers_per_stream").get<double>();

@@ -6,6 +6,7 @@
 #include <fstream>
 #include <map>
 #include <set>
+#include <utility>
 
 #include "bench/scaling.hpp"
 #include "imflow/io/atomic_file.hpp"
@@ -182,18 +183,21 @@ std::string format_report(const nlohmann::json& bench) {
                         p["end_to_end_seconds"]["median"].get<double>(), p["scaling"]["speedup"].get<double>(), p["bottleneck"]["stage"].get<std::string>(),
                         100 * p["bottleneck"]["utilisation"].get<double>());
   }
-  // The engine's own choice of pinned buffers (buffers=auto) beside the sweep's best point.
+  // The engine's own choices (buffers=auto, batch=auto) beside the sweep's best point.
   const nlohmann::json* best = nullptr;
   for (const auto& p : bench["points"]) {
     if (best == nullptr || p["images_per_second"]["median"] > (*best)["images_per_second"]["median"]) best = &p;
   }
+  const std::pair<const char*, const char*> choices[] = {{"buffers", "buffers per stream"}, {"batch", "items per GPU batch"}};
   for (const auto& p : bench["points"]) {
-    if (!p["engine"].value("buffers_automatic", false) || bench["points"].size() < 2) continue;
-    const double mine = p["images_per_second"]["median"].get<double>();
-    const double top = (*best)["images_per_second"]["median"].get<double>();
-    text += fmt::format("{}: {} buffers per stream chosen, {:.1f} images/s = {:.2f} x the best point ({}, {:.1f})\n",
-                        p["label"].get<std::string>(), p["engine"]["buffers"].get<int>(), mine, mine / top,
-                        (*best)["label"].get<std::string>(), top);
+    for (const auto& [key, what] : choices) {
+      if (!p["engine"].value(std::string(key) + "_automatic", false) || bench["points"].size() < 2) continue;
+      const double mine = p["images_per_second"]["median"].get<double>();
+      const double top = (*best)["images_per_second"]["median"].get<double>();
+      text += fmt::format("{}: {} {} chosen, {:.1f} images/s = {:.2f} x the best point ({}, {:.1f})\n",
+                          p["label"].get<std::string>(), p["engine"][key].get<int>(), what, mine, mine / top,
+                          (*best)["label"].get<std::string>(), top);
+    }
   }
   for (const auto& line : bench["scaling"]["lines"]) {
     const std::string fixed = line["fixed"].empty() ? "all points" : line["fixed"].dump();

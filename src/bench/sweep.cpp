@@ -29,6 +29,7 @@ nlohmann::json configure(EngineConfig& engine, const PointParams& params, const 
   for (const auto& [name, value] : params) {
     if (name == "threads") engine.threads = value;
     if (name == "streams") engine.streams = value;
+    if (name == "batch") engine.batch = value;
     if (name == "buffers") (device == "cuda" ? engine.buffers_per_stream : engine.buffers) = value;
     if (name == "devices") {
       engine.devices.clear();
@@ -43,14 +44,15 @@ nlohmann::json configure(EngineConfig& engine, const PointParams& params, const 
           {"threads", threads},
           {"buffers", gpu ? engine.buffers_per_stream : (engine.buffers > 0 ? engine.buffers : 2 * threads)},
           {"streams", gpu ? engine.streams : 0},
+          {"batch", gpu ? engine.batch : 1},  // 0: chosen per run (the run's choice replaces it)
           {"devices", devices}};
 }
 
 void check_axes(std::vector<SweepAxis>& axes, const std::string& device) {
   const int gpus = gpu_count();
   for (auto it = axes.begin(); it != axes.end();) {
-    if (it->name == "streams" && device != "cuda") {
-      spdlog::warn("--sweep streams: no effect on the CPU backend; ignored");
+    if ((it->name == "streams" || it->name == "batch") && device != "cuda") {
+      spdlog::warn("--sweep {}: no effect on the CPU backend; ignored", it->name);
       it = axes.erase(it);
       continue;
     }
@@ -144,6 +146,10 @@ nlohmann::json run_sweep(Pipeline& pipeline, const BenchOptions& options, const 
         check_run(repeats.back(), label, ("repeat " + std::to_string(r + 1)).c_str());
       }
       point.update(aggregate_repeats(repeats));
+      if (repeats.front().contains("gpu_batch")) point["engine"]["batch"] = repeats.front().at("gpu_batch");
+      if (repeats.front().contains("gpu_batch_choice")) {  // what an automatic batch chose
+        point["engine"]["batch_automatic"] = repeats.front().at("gpu_batch_choice").at("automatic");
+      }
       if (repeats.front().contains("gpu_tokens")) {  // what an automatic buffers_per_stream chose
         point["engine"]["buffers"] = repeats.front().at("gpu_tokens").at("buffers_per_stream");
         point["engine"]["buffers_automatic"] = repeats.front().at("gpu_tokens").at("automatic");
@@ -185,13 +191,13 @@ nlohmann::json run_sweep(Pipeline& pipeline, const BenchOptions& options, const 
 SweepAxis parse_sweep(const std::string& spec) {
   const auto eq = spec.find('=');
   const std::string name = spec.substr(0, eq);
-  if (eq == std::string::npos || (name != "threads" && name != "buffers" && name != "streams" && name != "devices")) {
-    throw ConfigError("--sweep " + spec + ": expected NAME=V1,V2,... with NAME threads, buffers, streams or devices");
+  if (eq == std::string::npos || (name != "threads" && name != "buffers" && name != "streams" && name != "batch" && name != "devices")) {
+    throw ConfigError("--sweep " + spec + ": expected NAME=V1,V2,... with NAME threads, buffers, streams, batch or devices");
   }
   SweepAxis axis{name, {}};
   std::stringstream values(spec.substr(eq + 1));
   for (std::string value; std::getline(values, value, ',');) {
-    if (name == "buffers" && value == "auto") {  // the engine's own choice (0)
+    if ((name == "buffers" || name == "batch") && value == "auto") {  // the engine's own choice (0)
       axis.values.push_back(0);
       continue;
     }
@@ -204,7 +210,7 @@ SweepAxis parse_sweep(const std::string& spec) {
     }
     if (used != value.size() || v < 1 || v > 4096) {
       throw ConfigError("--sweep " + spec + ": '" + value + "' is not a whole number from 1 to 4096" +
-                        (name == "buffers" ? " or auto" : ""));
+                        (name == "buffers" || name == "batch" ? " or auto" : ""));
     }
     axis.values.push_back(v);
   }
@@ -231,7 +237,7 @@ std::vector<PointParams> expand_grid(const std::vector<SweepAxis>& axes) {
 std::string point_label(const PointParams& params) {
   std::string label;
   for (const auto& [name, value] : params) {
-    label += (label.empty() ? "" : " ") + name + "=" + (name == "buffers" && value == 0 ? "auto" : std::to_string(value));
+    label += (label.empty() ? "" : " ") + name + "=" + ((name == "buffers" || name == "batch") && value == 0 ? "auto" : std::to_string(value));
   }
   return label.empty() ? "default" : label;
 }

@@ -33,7 +33,8 @@ BenchCommand::BenchCommand(CLI::App& app, int argc, char** argv) : args_(std::ma
   command_ = app.add_subcommand("bench", "measure throughput over a sweep of engine settings (bench.json, bench.csv)");
   command_->add_option("pipeline", a.pipeline, "pipeline YAML file")->required()->check(CLI::ExistingFile);
   command_->add_option("--sweep", a.sweeps, "NAME=V1,V2,... with NAME threads, buffers (CPU: buffers; CUDA: "
-                                            "buffers per stream), streams or devices; repeatable, every combination runs")
+                                            "buffers per stream), streams, batch (CUDA, batchable pipelines) or devices; "
+                                            "repeatable, every combination runs")
       ->allow_extra_args(false);  // one value per --sweep, so a following positional is not taken
   command_->add_option("--repeat,-r", a.options.repeat, "timed repeats per point (median, min, max)")
       ->check(CLI::Range(1, 1000))->capture_default_str();

@@ -120,7 +120,7 @@ void run_gpu_batch_graph(RunContext& run, ItemSource& source, int threads, const
                          std::vector<std::unique_ptr<GpuSlot>>& slots, GpuTimeline& timeline) {
   const int batch_size = engine.batch;
   const size_t tokens = static_cast<size_t>(batch_size) * (slots.size() + 1) + 2 * static_cast<size_t>(threads);
-  spdlog::info("GPU batches of up to {} same-shape items, {} slots, {} work items", batch_size, slots.size(), tokens);
+  spdlog::info("GPU batches of same-shape items: {} slots, {} work items", slots.size(), tokens);
 
   flow::graph graph;
   GraphEnds ends(graph, run, source, threads);

@@ -241,15 +241,20 @@ std::vector<int> chosen_devices(const EngineConfig& engine) {
   return devices;
 }
 
-void run_gpu_graph(RunContext& run, ItemSource& source, int threads, const EngineConfig& engine) {
+void run_gpu_graph(RunContext& run, ItemSource& source, int threads, const EngineConfig& configured) {
   using Clock = std::chrono::steady_clock;
   const auto setup_start = Clock::now();
-  const std::vector<int> devices = chosen_devices(engine);
+  const std::vector<int> devices = chosen_devices(configured);
   GpuTimeline timeline(devices);
   std::vector<std::unique_ptr<GpuSlot>> slots;
   for (int device : devices) {
-    for (int s = 0; s < engine.streams; ++s) slots.push_back(std::make_unique<GpuSlot>(device, s, run.pipeline.steps.size()));
+    for (int s = 0; s < configured.streams; ++s) slots.push_back(std::make_unique<GpuSlot>(device, s, run.pipeline.steps.size()));
   }
+  EngineConfig engine = configured;  // with the batch size resolved
+  const GpuBatchChoice batch = gpu_batch_for_run(
+      configured, static_cast<int>(slots.size()),
+      first_plane_bytes(source.file_list(), run.tiles != nullptr ? &run.tiles->plan() : nullptr));
+  engine.batch = batch.batch;
   const auto slots_ready = Clock::now();
   make_device_choices(run, *slots.front(), threads, engine);  // e.g. svd_reconstruct solver: auto
   // Fixed costs before the first item: CUDA contexts, streams and buffers; measured choices.
@@ -257,6 +262,10 @@ void run_gpu_graph(RunContext& run, ItemSource& source, int threads, const Engin
                                         {"device_choices", std::chrono::duration<double>(Clock::now() - slots_ready).count()}});
   const bool batched = batchable_pipeline(run.pipeline, engine);
   run.summary.set("gpu_batch", batched ? engine.batch : 1);
+  if (batched) {
+    spdlog::info("GPU batches of up to {} items ({})", batch.batch, batch.reason);
+    run.summary.set("gpu_batch_choice", batch.to_json());
+  }
   timeline.start(slots, run.trace);
   if (batched) run_gpu_batch_graph(run, source, threads, engine, slots, timeline);
   else run_gpu_item_graph(run, source, threads, engine, devices, slots, timeline);

@@ -87,6 +87,33 @@ ItemsInFlight choose_cpu_buffers(int threads, int64_t plane_bytes, int64_t budge
   return choice;
 }
 
+GpuBatchChoice choose_gpu_batch(int slots, int64_t plane_bytes, uint64_t host_memory) {
+  GpuBatchChoice choice;
+  choice.automatic = true;
+  if (plane_bytes <= 0) {
+    choice.batch = kGpuBatchUnknownSize;
+    choice.reason = "the first input's size is unknown";
+    return choice;
+  }
+  choice.batch = static_cast<int>(std::clamp<int64_t>(kGpuBatchBytes / plane_bytes, 1, kMaxGpuBatch));
+  choice.reason = fmt::format("{:.0f} MiB of {:.2f} MiB items, at most {}", mebibytes(kGpuBatchBytes),
+                              mebibytes(plane_bytes), kMaxGpuBatch);
+  const uint64_t budget = std::min(host_memory / 8, kMaxPinnedBytes);
+  const uint64_t batches = static_cast<uint64_t>(std::max(slots, 1)) + 1;
+  const auto fitting = static_cast<int64_t>(budget / (static_cast<uint64_t>(plane_bytes) * batches));
+  if (host_memory > 0 && fitting < choice.batch) {
+    choice.batch = static_cast<int>(std::max<int64_t>(fitting, 1));
+    choice.reason += fmt::format(", cut to {:.1f} GiB of pinned memory over {} batches", budget / double(uint64_t{1} << 30),
+                                 batches);
+  }
+  return choice;
+}
+
+GpuBatchChoice gpu_batch_for_run(const EngineConfig& engine, int slots, int64_t plane_bytes) {
+  if (engine.batch > 0) return {engine.batch, false, "set by the pipeline or --batch"};
+  return choose_gpu_batch(slots, plane_bytes, host_memory_bytes());
+}
+
 ItemsInFlight gpu_tokens_for_run(const EngineConfig& engine, int slots, int threads, int64_t plane_bytes) {
   if (engine.buffers_per_stream > 0) {
     ItemsInFlight set;

@@ -40,6 +40,22 @@ ItemsInFlight choose_gpu_tokens(int slots, int threads, int64_t plane_bytes, uin
 inline constexpr int64_t kCpuBytesPerPixel = 16;
 ItemsInFlight choose_cpu_buffers(int threads, int64_t plane_bytes, int64_t budget_bytes);
 
+// CUDA batch mode (docs/mri.md "Batches"): the same-shape items per launch when the pipeline does
+// not say, as many as fill kGpuBatchBytes of float32 pixels, from 1 to kMaxGpuBatch; with
+// `slots` streams' batches and one being gathered, no more pinned memory than the tokens' budget.
+// Unknown plane size: kGpuBatchUnknownSize.
+inline constexpr int64_t kGpuBatchBytes = int64_t{48} << 20;
+inline constexpr int kMaxGpuBatch = 256;
+inline constexpr int kGpuBatchUnknownSize = 64;
+struct GpuBatchChoice {
+  int batch = 1;
+  bool automatic = false;
+  std::string reason;
+  nlohmann::json to_json() const { return {{"batch", batch}, {"automatic", automatic}, {"reason", reason}}; }
+};
+GpuBatchChoice choose_gpu_batch(int slots, int64_t plane_bytes, uint64_t host_memory);
+GpuBatchChoice gpu_batch_for_run(const EngineConfig& engine, int slots, int64_t plane_bytes);
+
 // The run's choice: engine.buffers_per_stream (CUDA) or engine.buffers (CPU) when set.
 ItemsInFlight gpu_tokens_for_run(const EngineConfig& engine, int slots, int threads, int64_t plane_bytes);
 ItemsInFlight cpu_buffers_for_run(const EngineConfig& engine, int threads, int64_t plane_bytes);

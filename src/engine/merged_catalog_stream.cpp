@@ -8,6 +8,11 @@
 namespace imflow {
 
 namespace {
+// Row buffers kept for reuse: about one per thread that finishes items, so that a part's megabyte
+// of rows costs no fresh pages.
+constexpr size_t kSpareRows = 64;
+constexpr size_t kSpareRowBytes = size_t{16} << 20;  // larger ones go back to the allocator
+
 std::tuple<std::string, int64_t, int64_t> key_of(const nlohmann::json& record) {
   return {record.value("file", std::string()), record.value("hdu", int64_t{0}), record.value("plane", int64_t{0})};
 }
@@ -26,11 +31,16 @@ MergedCatalogStream::~MergedCatalogStream() {
 }
 
 void MergedCatalogStream::add(int64_t index, const nlohmann::json& record) {
+  Part part{key_of(record), {}};
   {
     std::lock_guard lock(mutex_);
     if (given_up_) return;
+    if (!spare_rows_.empty()) {
+      part.rows.rows = std::move(spare_rows_.back());
+      spare_rows_.pop_back();
+    }
   }
-  Part part{key_of(record), merged_catalog_part(record)};
+  merged_catalog_part(record, part.rows);
   const size_t bytes = part.rows.rows.size();
   {
     std::lock_guard lock(mutex_);
@@ -58,6 +68,7 @@ void MergedCatalogStream::give_up_locked() {
   given_up_ = true;
   pending_.clear();
   pending_bytes_ = 0;
+  spare_rows_.clear();
 }
 
 void MergedCatalogStream::write_in_order() {
@@ -77,6 +88,9 @@ void MergedCatalogStream::write_in_order() {
     if (!ok) {
       give_up_locked();
       return;
+    }
+    if (spare_rows_.size() < kSpareRows && part.rows.rows.capacity() <= kSpareRowBytes) {
+      spare_rows_.push_back(std::move(part.rows.rows));
     }
   }
 }

@@ -58,6 +58,7 @@ class MergedCatalogStream {
   std::mutex mutex_;
   std::condition_variable changed_;
   std::map<int64_t, Part> pending_;  // by item index
+  std::vector<std::string> spare_rows_;  // written parts' row buffers, for the next parts to reuse
   size_t pending_bytes_ = 0;
   int64_t next_ = 0;
   bool stopping_ = false, given_up_ = false;

@@ -10,6 +10,7 @@
 #include <cstring>
 #include <fstream>
 #include <memory>
+#include <string_view>
 
 #include "imflow/errors.hpp"
 #include "imflow/io/atomic_file.hpp"
@@ -84,29 +85,43 @@ bool is_catalog_csv(const std::string& file) {
   return file.size() >= 8 && file.compare(file.size() - 8, 8, ".cat.csv") == 0;
 }
 
-// Read the whole file (one read; the catalogs are written once and read once here).
-std::string file_text(const std::string& file) {
+// The whole file in one read, into this thread's buffer: kept between items and never zeroed, so
+// a catalog of a megabyte costs no fresh pages (their faults and clearing took longer than the read).
+std::string_view file_text(const std::string& file) {
+  thread_local std::unique_ptr<char[]> buffer;
+  thread_local size_t capacity = 0;
   std::ifstream in(file, std::ios::binary | std::ios::ate);
   if (!in) return {};
-  std::string text(static_cast<size_t>(in.tellg()), '\0');
+  const auto size = static_cast<size_t>(in.tellg());
+  if (size > capacity) {
+    buffer.reset(new char[size]);
+    capacity = size;
+  }
   in.seekg(0);
-  in.read(text.data(), static_cast<std::streamsize>(text.size()));
-  text.resize(static_cast<size_t>(in.gcount()));
-  return text;
+  in.read(buffer.get(), static_cast<std::streamsize>(size));
+  return {buffer.get(), static_cast<size_t>(in.gcount())};
 }
 
 }  // namespace
 
 MergedCatalogPart merged_catalog_part(const nlohmann::json& item) {
   MergedCatalogPart part;
+  merged_catalog_part(item, part);
+  return part;
+}
+
+void merged_catalog_part(const nlohmann::json& item, MergedCatalogPart& part) {
+  part.header.clear();
+  part.rows.clear();
+  part.count = 0;
   const auto status = item.find("status");
-  if (status == item.end() || *status != "ok") return part;
+  if (status == item.end() || *status != "ok") return;
   const auto outputs = item.find("outputs");
-  if (outputs == item.end() || !outputs->is_array()) return part;
+  if (outputs == item.end() || !outputs->is_array()) return;
   for (const auto& output : *outputs) {
     const std::string& file = output.get_ref<const std::string&>();
     if (!is_catalog_csv(file)) continue;
-    const std::string text = file_text(file);
+    const std::string_view text = file_text(file);
     if (text.empty()) continue;
     const size_t line_end = text.find('\n');
     if (part.header.empty()) part.header = text.substr(0, line_end);
@@ -120,14 +135,13 @@ MergedCatalogPart merged_catalog_part(const nlohmann::json& item) {
       if (end == std::string::npos) end = text.size();
       if (end > begin) {
         part.rows += prefix;
-        part.rows.append(text, begin, end - begin);
+        part.rows.append(text.substr(begin, end - begin));
         part.rows += '\n';
         ++part.count;
       }
       begin = end + 1;
     }
   }
-  return part;
 }
 
 std::string merged_catalog_header(const std::string& part_header) { return "file,hdu,plane," + part_header + '\n'; }

@@ -30,6 +30,8 @@ struct MergedCatalogPart {
   int64_t count = 0;
 };
 MergedCatalogPart merged_catalog_part(const nlohmann::json& item);
+// The same into `part`, whose strings keep their capacity (a recycled part allocates nothing).
+void merged_catalog_part(const nlohmann::json& item, MergedCatalogPart& part);
 // The merged catalog's header line for a part's header.
 std::string merged_catalog_header(const std::string& part_header);
 

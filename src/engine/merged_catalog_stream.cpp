@@ -41,7 +41,7 @@ void MergedCatalogStream::add(int64_t index, const nlohmann::json& record) {
     }
   }
   merged_catalog_part(record, part.rows);
-  const size_t bytes = part.rows.rows.size();
+  const size_t bytes = part.rows.bytes();
   {
     std::lock_guard lock(mutex_);
     if (given_up_) return;
@@ -80,7 +80,7 @@ void MergedCatalogStream::write_in_order() {
     if (it == pending_.end()) return;  // stopping, and the next item never came
     Part part = std::move(it->second);
     pending_.erase(it);
-    pending_bytes_ -= part.rows.rows.size();
+    pending_bytes_ -= part.rows.bytes();
     ++next_;
     lock.unlock();
     const bool ok = append(part);
@@ -106,7 +106,7 @@ bool MergedCatalogStream::append(const Part& part) {
       const std::string header = merged_catalog_header(part.rows.header);
       if (std::fwrite(header.data(), 1, header.size(), file_.get()) != header.size()) return false;
     }
-    return std::fwrite(part.rows.rows.data(), 1, part.rows.rows.size(), file_.get()) == part.rows.rows.size();
+    return part.rows.write_rows(file_.get());
   } catch (const std::exception& error) {
     spdlog::debug("catalog.csv while the run goes on: {}", error.what());
     return false;

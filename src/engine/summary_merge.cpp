@@ -1,19 +1,24 @@
 // merge_summaries and write_merged_catalog.
 #include "summary_merge.hpp"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <tbb/parallel_for.h>
 #include <tbb/parallel_pipeline.h>
 #include <tbb/task_arena.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
-#include <fstream>
 #include <memory>
 #include <string_view>
 
 #include "imflow/errors.hpp"
 #include "imflow/io/atomic_file.hpp"
+#include "prefixed_rows.hpp"
 
 namespace imflow {
 
@@ -85,21 +90,48 @@ bool is_catalog_csv(const std::string& file) {
   return file.size() >= 8 && file.compare(file.size() - 8, 8, ".cat.csv") == 0;
 }
 
-// The whole file in one read, into this thread's buffer: kept between items and never zeroed, so
-// a catalog of a megabyte costs no fresh pages (their faults and clearing took longer than the read).
-std::string_view file_text(const std::string& file) {
-  thread_local std::unique_ptr<char[]> buffer;
-  thread_local size_t capacity = 0;
-  std::ifstream in(file, std::ios::binary | std::ios::ate);
-  if (!in) return {};
-  const auto size = static_cast<size_t>(in.tellg());
-  if (size > capacity) {
-    buffer.reset(new char[size]);
-    capacity = size;
+// Room for a file's text, never zeroed.
+struct TextBuffer {
+  std::unique_ptr<char[]> data;
+  size_t capacity = 0;
+};
+constexpr size_t kKeptTextBytes = size_t{16} << 20;
+constexpr size_t kReadBlockBytes = size_t{4} << 20;
+
+// The whole file. Up to kKeptTextBytes it goes into this thread's buffer, kept between items, so
+// a catalog of a megabyte costs no fresh pages (their faults and clearing took longer than the
+// read); a larger one into `large`, freed with it, read in blocks by several threads. A file that
+// cannot be read whole gives an empty text (no rows).
+std::string_view file_text(const std::string& file, TextBuffer& large) {
+  thread_local TextBuffer kept;
+  const int fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return {};
+  struct stat st {};
+  const size_t size = ::fstat(fd, &st) == 0 ? static_cast<size_t>(st.st_size) : 0;
+  TextBuffer& buffer = size <= kKeptTextBytes ? kept : large;
+  if (size > buffer.capacity) {
+    buffer.data.reset(new char[size]);
+    buffer.capacity = size;
   }
-  in.seekg(0);
-  in.read(buffer.get(), static_cast<std::streamsize>(size));
-  return {buffer.get(), static_cast<size_t>(in.gcount())};
+  std::atomic<bool> whole{true};
+  auto read_block = [&](size_t begin) {
+    const size_t end = std::min(size, begin + kReadBlockBytes);
+    for (size_t done = begin; done < end && whole;) {
+      const ssize_t got = ::pread(fd, buffer.data.get() + done, end - done, static_cast<off_t>(done));
+      if (got < 0 && errno == EINTR) continue;
+      if (got <= 0) whole = false;
+      done += got > 0 ? static_cast<size_t>(got) : 0;
+    }
+  };
+  const size_t blocks = (size + kReadBlockBytes - 1) / kReadBlockBytes;
+  if (blocks <= 4) {
+    for (size_t b = 0; b < blocks; ++b) read_block(b * kReadBlockBytes);
+  } else {
+    tbb::this_task_arena::isolate(
+        [&] { tbb::parallel_for(size_t{0}, blocks, [&](size_t b) { read_block(b * kReadBlockBytes); }); });
+  }
+  ::close(fd);
+  return whole ? std::string_view(buffer.data.get(), size) : std::string_view();
 }
 
 }  // namespace
@@ -110,9 +142,24 @@ MergedCatalogPart merged_catalog_part(const nlohmann::json& item) {
   return part;
 }
 
+size_t MergedCatalogPart::bytes() const {
+  size_t total = rows.size();
+  for (const std::string& block : more_rows) total += block.size();
+  return total;
+}
+
+bool MergedCatalogPart::write_rows(std::FILE* file) const {
+  if (std::fwrite(rows.data(), 1, rows.size(), file) != rows.size()) return false;
+  for (const std::string& block : more_rows) {
+    if (std::fwrite(block.data(), 1, block.size(), file) != block.size()) return false;
+  }
+  return true;
+}
+
 void merged_catalog_part(const nlohmann::json& item, MergedCatalogPart& part) {
   part.header.clear();
   part.rows.clear();
+  part.more_rows.clear();
   part.count = 0;
   const auto status = item.find("status");
   if (status == item.end() || *status != "ok") return;
@@ -121,7 +168,8 @@ void merged_catalog_part(const nlohmann::json& item, MergedCatalogPart& part) {
   for (const auto& output : *outputs) {
     const std::string& file = output.get_ref<const std::string&>();
     if (!is_catalog_csv(file)) continue;
-    const std::string_view text = file_text(file);
+    TextBuffer large;
+    const std::string_view text = file_text(file, large);
     if (text.empty()) continue;
     const size_t line_end = text.find('\n');
     if (part.header.empty()) part.header = text.substr(0, line_end);
@@ -129,18 +177,7 @@ void merged_catalog_part(const nlohmann::json& item, MergedCatalogPart& part) {
     const std::string prefix = csv_field(item["file"].get<std::string>()) + "," +
                                std::to_string(item["hdu"].get<int64_t>()) + "," +
                                std::to_string(item["plane"].get<int64_t>()) + ",";
-    part.rows.reserve(part.rows.size() + text.size() + prefix.size() * (text.size() / 64 + 1));
-    for (size_t begin = line_end + 1; begin < text.size();) {
-      size_t end = text.find('\n', begin);
-      if (end == std::string::npos) end = text.size();
-      if (end > begin) {
-        part.rows += prefix;
-        part.rows.append(text.substr(begin, end - begin));
-        part.rows += '\n';
-        ++part.count;
-      }
-      begin = end + 1;
-    }
+    part.count += append_prefixed_rows(text.substr(line_end + 1), prefix, part.rows, part.more_rows);
   }
 }
 
@@ -175,7 +212,7 @@ int64_t write_catalog_of(const std::vector<const nlohmann::json*>& records, cons
               const std::string header = merged_catalog_header(part.header);
               write_failed = std::fwrite(header.data(), 1, header.size(), file.get()) != header.size();
             }
-            write_failed = write_failed || std::fwrite(part.rows.data(), 1, part.rows.size(), file.get()) != part.rows.size();
+            write_failed = write_failed || !part.write_rows(file.get());
             rows += part.count;
           }));
   if (file == nullptr) return 0;

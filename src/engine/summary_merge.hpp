@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include <cstdint>
+#include <cstdio>
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -26,8 +27,11 @@ int64_t write_merged_catalog(const RunSummary& summary, const std::filesystem::p
 // file, HDU and plane, and the first one's header line (empty when the item has no catalog).
 struct MergedCatalogPart {
   std::string header;
-  std::string rows;
+  std::string rows;                     // the prefixed rows, followed by
+  std::vector<std::string> more_rows;   // a large catalog's, in blocks made in parallel
   int64_t count = 0;
+  size_t bytes() const;
+  bool write_rows(std::FILE* file) const;  // rows then more_rows; false on a short write
 };
 MergedCatalogPart merged_catalog_part(const nlohmann::json& item);
 // The same into `part`, whose strings keep their capacity (a recycled part allocates nothing).

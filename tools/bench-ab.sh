@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# Two imflow builds (or two settings) on the same inputs, alternated round by round in one call,
-# so that the machine's drift falls on both: `imflow bench` per build per round (3 timed repeats
-# after a warm-up), then tools/bench-ab.py writes OUT.json with each run's images/s, end-to-end
-# images/s and stage times per item, the medians per side and their ratios (b / a).
+# Two imflow builds (or two settings) on the same inputs, alternated round by round in one call
+# (a b, then b a, ...), so that the machine's drift falls on both alike: `imflow bench` per build
+# per round (3 timed repeats after a warm-up), then tools/bench-ab.py writes OUT.json with each
+# run's images/s, end-to-end images/s and stage times per item, the medians per side and their
+# ratios (b / a).
 #
 # usage: tools/bench-ab.sh --a BIN_A --b BIN_B --pipeline P.yaml --input DIR --out OUT.json
 #                          [--rounds 2] [--label-a NAME] [--label-b NAME] [-- imflow bench options...]
@@ -31,7 +32,8 @@ work=$(mktemp -d "${TMPDIR:-/tmp}/bench-ab.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 runs=()
 for round in $(seq 1 "$rounds"); do
-  for side in a b; do
+  order="a b"; [ $((round % 2)) -eq 0 ] && order="b a"  # a steady drift cancels over two rounds
+  for side in $order; do
     bin=${!side}
     "$bin" -q bench "$pipeline" --input "$input" --out "$work/bench" --repeat 3 --warmup 1 "$@" > "$work/log" 2>&1 \
       || { tail -20 "$work/log"; echo "bench-ab.sh: $bin failed" >&2; exit 1; }

@@ -18,7 +18,7 @@ else()
 endif()
 
 # MRI workload, found by path so an unpacked-.deb prefix (CMAKE_PREFIX_PATH) works too:
-# LAPACKE + OpenBLAS (sgesdd), libpng (PNG in and out), nifticlib + zlib (NIfTI); stb_image_write
+# LAPACKE + OpenBLAS (sgesdd), libpng (PNG in and out) + libdeflate, nifticlib + zlib (NIfTI); stb_image_write
 # (libstb) only for the tests, as an encoder independent of ours.
 find_path(LAPACKE_INCLUDE_DIR lapacke.h REQUIRED)
 find_library(LAPACKE_LIBRARY lapacke REQUIRED)
@@ -27,13 +27,14 @@ find_path(STB_INCLUDE_DIR stb/stb_image.h REQUIRED)
 find_library(STB_LIBRARY stb REQUIRED)
 find_package(PNG REQUIRED)
 find_package(ZLIB REQUIRED)
+pkg_check_modules(LIBDEFLATE REQUIRED IMPORTED_TARGET libdeflate)  # PNG image data at levels 1..5 (src/io/png_writer.cpp)
 find_path(NIFTI2_INCLUDE_DIR nifti2_io.h PATH_SUFFIXES nifti REQUIRED)
 find_library(NIFTI2_LIBRARY nifti2 REQUIRED)  # nifti2_io: NIfTI-1, NIfTI-2 and Analyze 7.5
 find_library(NIFTI_ZNZ_LIBRARY znz REQUIRED)
 add_library(imflow_mri_deps INTERFACE)
 target_include_directories(imflow_mri_deps INTERFACE ${LAPACKE_INCLUDE_DIR} ${NIFTI2_INCLUDE_DIR})
 target_link_libraries(imflow_mri_deps INTERFACE
-  ${LAPACKE_LIBRARY} ${OPENBLAS_LIBRARY} PNG::PNG ${NIFTI2_LIBRARY} ${NIFTI_ZNZ_LIBRARY} ZLIB::ZLIB m)
+  ${LAPACKE_LIBRARY} ${OPENBLAS_LIBRARY} PNG::PNG PkgConfig::LIBDEFLATE ${NIFTI2_LIBRARY} ${NIFTI_ZNZ_LIBRARY} ZLIB::ZLIB m)
 add_library(imflow_test_stb INTERFACE)
 target_include_directories(imflow_test_stb INTERFACE ${STB_INCLUDE_DIR})
 target_link_libraries(imflow_test_stb INTERFACE ${STB_LIBRARY})

@@ -200,3 +200,39 @@ TEST_CASE("written PNGs decode with stb_image to the same samples, at every comp
     }
   }
 }
+
+TEST_CASE("levels 1..5: signature, IHDR, one IDAT of UP-filtered rows in a checked zlib stream, IEND", "[png]") {
+  test::TempDir dir("png_kinds_chunks");
+  std::vector<float> values(300 * 7);
+  for (size_t i = 0; i < values.size(); ++i) values[i] = static_cast<float>((i * 37) % 251);
+  for (int level : {1, 3, 5}) {
+    const auto path = dir / ("c" + std::to_string(level) + ".png");
+    write_png_gray(path, ConstImageView{values.data(), 300, 7}, 8, level);
+    std::ifstream in(path, std::ios::binary);
+    const std::string file((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    REQUIRE(file.compare(0, 8, "\x89PNG\r\n\x1a\n") == 0);
+    std::vector<std::string> types;
+    std::string idat;
+    for (size_t at = 8; at + 12 <= file.size();) {
+      const auto byte = [&](size_t i) { return static_cast<uint32_t>(static_cast<unsigned char>(file[i])); };
+      const uint32_t length = byte(at) << 24 | byte(at + 1) << 16 | byte(at + 2) << 8 | byte(at + 3);
+      REQUIRE(at + 12 + length <= file.size());
+      const std::string body = file.substr(at + 4, 4 + length);
+      const uint32_t crc = byte(at + 8 + length) << 24 | byte(at + 9 + length) << 16 | byte(at + 10 + length) << 8 |
+                           byte(at + 11 + length);
+      CHECK(crc == crc32(0, reinterpret_cast<const Bytef*>(body.data()), static_cast<uInt>(body.size())));
+      types.push_back(body.substr(0, 4));
+      if (types.back() == "IDAT") idat += body.substr(4);
+      at += 12 + length;
+    }
+    CAPTURE(level);
+    CHECK(types == std::vector<std::string>{"IHDR", "IDAT", "IEND"});
+    // zlib's own inflate checks the stream and its Adler-32; every row carries filter type 2 (UP).
+    std::vector<unsigned char> rows(7 * 301);
+    uLongf size = static_cast<uLongf>(rows.size());
+    REQUIRE(uncompress(rows.data(), &size, reinterpret_cast<const Bytef*>(idat.data()), static_cast<uLong>(idat.size())) == Z_OK);
+    CHECK(size == rows.size());
+    for (int y = 0; y < 7; ++y) CHECK(rows[y * 301] == 2);
+    CHECK(read_values(path) == values);
+  }
+}

@@ -3,7 +3,7 @@
 # Run as root on Debian 12 (or with sudo). Safe to run repeatedly.
 set -euo pipefail
 packages=(build-essential cmake ninja-build pkg-config git
-          libtbb-dev libcfitsio-dev libcfitsio-bin wcslib-dev libstb-dev libyaml-cpp-dev libspdlog-dev catch2 libcli11-dev libdragonbox-dev
+          libtbb-dev libcfitsio-dev libcfitsio-bin wcslib-dev libstb-dev libyaml-cpp-dev libspdlog-dev catch2 libcli11-dev libdragonbox-dev libdeflate-dev
           nlohmann-json3-dev zlib1g-dev liblapacke-dev libopenblas-dev libopenmpi-dev openmpi-bin libpng-dev libnifti2-dev
           python3-numpy python3-scipy python3-astropy python3-matplotlib python3-pil
           source-extractor scamp psfex swarp)  # the peers the FITS_LDAC and weight-map tests run

@@ -1,10 +1,13 @@
 // PNG output through libpng: 8- or 16-bit grayscale, rounded and clamped, encoded in memory and
-// written with one write() under a temporary name, renamed into place (atomic).
+// written with one write() under a temporary name, renamed into place (atomic). At levels 1..5
+// the image data is deflated by libdeflate (below); libpng writes the file's chunks.
 #include <fcntl.h>
+#include <libdeflate.h>
 #include <png.h>
 #include <unistd.h>
 #include <zlib.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <csetjmp>
@@ -45,13 +48,59 @@ void to_samples(const float* values, int64_t count, int bit_depth, png_byte* out
   }
 }
 
-// This thread's buffers, kept between files: the samples, the row pointers, the encoded file.
+// This thread's buffers, kept between files: the samples, the row pointers, the encoded file,
+// and for libdeflate the filtered rows, their zlib stream and the compressor of each level.
+struct LibdeflateCompressor {
+  libdeflate_compressor* compressor = nullptr;
+  LibdeflateCompressor() = default;
+  LibdeflateCompressor(const LibdeflateCompressor&) = delete;
+  LibdeflateCompressor& operator=(const LibdeflateCompressor&) = delete;
+  ~LibdeflateCompressor() { libdeflate_free_compressor(compressor); }
+};
 struct WriteBuffers {
   std::vector<png_byte> samples;
   std::vector<png_bytep> rows;
   std::vector<unsigned char> encoded;
+  std::vector<unsigned char> filtered, deflated;
+  LibdeflateCompressor compressors[6];  // levels 1..5
 };
 thread_local WriteBuffers buffers;
+
+// Levels 1..5 of images up to this many filtered bytes deflate with libdeflate, in one call over
+// the whole image (larger ones stream through zlib, which needs no second copy of the image).
+constexpr size_t kLibdeflateMaxBytes = size_t{256} << 20;
+bool uses_libdeflate(int compression, size_t filtered_bytes) {
+  return compression >= 1 && compression <= 5 && filtered_bytes <= kLibdeflateMaxBytes;
+}
+
+// The rows as PNG's filter type 2 (UP): a filter byte, then each byte minus the one above it.
+void filter_up(const png_byte* samples, size_t row_bytes, size_t height, png_byte* out) {
+  for (size_t y = 0; y < height; ++y) {
+    const png_byte* row = samples + y * row_bytes;
+    png_byte* to = out + y * (row_bytes + 1);
+    to[0] = 2;
+    if (y == 0) {
+      std::memcpy(to + 1, row, row_bytes);
+      continue;
+    }
+    const png_byte* above = row - row_bytes;
+    for (size_t i = 0; i < row_bytes; ++i) to[1 + i] = static_cast<png_byte>(row[i] - above[i]);
+  }
+}
+
+// The zlib stream of the UP-filtered rows at libdeflate's `level` into buffers.deflated; false
+// when libdeflate cannot allocate its compressor.
+bool deflate_rows(size_t row_bytes, size_t height, int level, size_t& size) {
+  buffers.filtered.resize((row_bytes + 1) * height);
+  filter_up(buffers.samples.data(), row_bytes, height, buffers.filtered.data());
+  libdeflate_compressor*& compressor = buffers.compressors[level].compressor;
+  if (compressor == nullptr) compressor = libdeflate_alloc_compressor(level);
+  if (compressor == nullptr) return false;
+  buffers.deflated.resize(libdeflate_zlib_compress_bound(compressor, buffers.filtered.size()));
+  size = libdeflate_zlib_compress(compressor, buffers.filtered.data(), buffers.filtered.size(),
+                                  buffers.deflated.data(), buffers.deflated.size());
+  return size > 0;  // the bound always fits
+}
 
 void png_error_to_exception(png_structp png, png_const_charp message) {
   auto* text = static_cast<std::string*>(png_get_error_ptr(png));
@@ -71,8 +120,11 @@ void append_to_buffer(png_structp png, png_bytep data, size_t length) {
 void no_flush(png_structp) {}
 
 // libpng reports errors by longjmp: keep that inside this function, with nothing to unwind.
+// `deflated` (a zlib stream of filtered rows, or null): written as the image's IDAT data instead
+// of libpng compressing `rows`.
 bool encode(png_bytep* rows, int64_t width, int64_t height, int bit_depth, int compression,
-            std::vector<unsigned char>& encoded, std::string& error) {
+            const std::vector<unsigned char>* deflated, size_t deflated_size, std::vector<unsigned char>& encoded,
+            std::string& error) {
   png_structp png = png_create_write_struct_2(PNG_LIBPNG_VER_STRING, &error, png_error_to_exception, nullptr, nullptr,
                                               detail::png_cached_malloc, detail::png_cached_free);
   if (png == nullptr) return false;
@@ -96,8 +148,20 @@ bool encode(png_bytep* rows, int64_t width, int64_t height, int bit_depth, int c
     png_set_filter(png, PNG_FILTER_TYPE_BASE, PNG_FILTER_UP);
     png_set_compression_strategy(png, Z_RLE);
   }
-  png_set_rows(png, info, rows);
-  png_write_png(png, info, PNG_TRANSFORM_IDENTITY, nullptr);
+  if (deflated != nullptr) {
+    // Signature and IHDR from libpng, then the image data and IEND as chunks libpng frames (length,
+    // type, CRC); IDAT chunks of at most 1 GiB, under PNG's 2^31 - 1 limit.
+    png_write_info(png, info);
+    constexpr size_t kIdatBytes = size_t{1} << 30;
+    for (size_t done = 0; done < deflated_size; done += kIdatBytes) {
+      png_write_chunk(png, reinterpret_cast<png_const_bytep>("IDAT"), deflated->data() + done,
+                      std::min(kIdatBytes, deflated_size - done));
+    }
+    png_write_chunk(png, reinterpret_cast<png_const_bytep>("IEND"), nullptr, 0);
+  } else {
+    png_set_rows(png, info, rows);
+    png_write_png(png, info, PNG_TRANSFORM_IDENTITY, nullptr);
+  }
   png_destroy_write_struct(&png, &info);
   return true;
 }
@@ -128,7 +192,7 @@ void write_png_gray(const std::filesystem::path& path, ConstImageView image, int
     throw OutputError(path.string() + ": cannot write an empty or oversized image as PNG");
   }
   // Rows converted before libpng is involved, so nothing below needs C++ cleanup on longjmp.
-  const detail::TrimOnExit trim(buffers.samples, buffers.rows, buffers.encoded);
+  const detail::TrimOnExit trim(buffers.samples, buffers.rows, buffers.encoded, buffers.filtered, buffers.deflated);
   const size_t row_bytes = static_cast<size_t>(image.width) * (bit_depth / 8);
   buffers.samples.resize(row_bytes * static_cast<size_t>(image.height));
   to_samples(image.data, image.size(), bit_depth, buffers.samples.data());  // rows are contiguous
@@ -138,7 +202,14 @@ void write_png_gray(const std::filesystem::path& path, ConstImageView image, int
   buffers.encoded.reserve(buffers.samples.size() / 2 + 1024);
 
   std::string error = "out of memory";
-  const bool encoded = encode(buffers.rows.data(), image.width, image.height, bit_depth, compression, buffers.encoded, error);
+  size_t deflated_size = 0;
+  const size_t height = static_cast<size_t>(image.height);
+  const bool libdeflate = uses_libdeflate(compression, (row_bytes + 1) * height);
+  if (libdeflate && !deflate_rows(row_bytes, height, compression, deflated_size)) {
+    throw OutputError(path.string() + ": cannot write PNG: libdeflate: out of memory");
+  }
+  const bool encoded = encode(buffers.rows.data(), image.width, image.height, bit_depth, compression,
+                              libdeflate ? &buffers.deflated : nullptr, deflated_size, buffers.encoded, error);
   if (!encoded) throw OutputError(path.string() + ": cannot write PNG: " + error);
   AtomicOutput output(path);
   write_file(output.temp_path(), buffers.encoded, path);

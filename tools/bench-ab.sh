@@ -28,7 +28,10 @@ while [ $# -gt 0 ]; do
   esac
 done
 for v in a b pipeline input out; do [ -n "${!v}" ] || { echo "bench-ab.sh: --$v is required (see --help)" >&2; exit 1; }; done
-work=$(mktemp -d "${TMPDIR:-/tmp}/bench-ab.XXXXXX")
+# Outputs in memory where there is /dev/shm (as tools/bench-suite.sh): the figures are the engine's,
+# not a disk's (thousands of small files cost a disk filesystem more than the encoding).
+scratch_root=${TMPDIR:-/tmp}; [ -z "${TMPDIR:-}" ] && [ -d /dev/shm ] && scratch_root=/dev/shm
+work=$(mktemp -d "$scratch_root/bench-ab.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 runs=()
 for round in $(seq 1 "$rounds"); do

@@ -113,3 +113,16 @@ TEST_CASE("GPU batches: 48 MiB of items, at most 256, within the pinned budget",
   CHECK(imflow::parse_pipeline("batch: 32\nsteps: [background]\n", "test.yaml").engine.batch == 32);
   CHECK_THROWS_AS(imflow::parse_pipeline("batch: -1\nsteps: [background]\n", "test.yaml"), imflow::ConfigError);
 }
+
+TEST_CASE("GPU batch mode's pool: a batch per stream, one gathered, two per host thread", "[items_in_flight]") {
+  // 256-slice batches on 4 streams with 16 threads: 256 x 5 + 32 = 1,312 items, 328 per stream.
+  const auto pool = imflow::gpu_batch_items(256, 4, 16);
+  CHECK(pool.automatic);
+  CHECK(pool.items == 1312);
+  CHECK(pool.per_stream == 328);
+  CHECK(pool.to_json().at("items") == 1312);
+  // Rounded up per stream; never a division by zero slots.
+  CHECK(imflow::gpu_batch_items(7, 3, 1).items == 30);
+  CHECK(imflow::gpu_batch_items(7, 3, 1).per_stream == 10);
+  CHECK(imflow::gpu_batch_items(64, 0, 2).items == 132);
+}

@@ -137,7 +137,9 @@ nlohmann::json measured_run(const Pipeline& pipeline, const RunOptions& options,
     run["cpu_buffers"] = json.at("cpu_buffers");
     per_stream = json.at("cpu_buffers").at("items").get<double>();
   }
-  const double tokens = per_stream * (gpu ? engine.at("streams").get<double>() * engine.value("devices", 1) : 1.0);
+  // The GPU paths report their pool exactly (batch mode's is not a whole number per stream).
+  const double tokens = json.contains("gpu_tokens") ? json.at("gpu_tokens").at("items").get<double>()
+                                                    : per_stream * (gpu ? engine.at("streams").get<double>() * engine.value("devices", 1) : 1.0);
   const double bound = service > 0 ? tokens * items / service : 0.0;
   run["token_bound"] = {{"tokens", tokens}, {"service_seconds_per_item", service / items},
                         {"images_per_second", bound},

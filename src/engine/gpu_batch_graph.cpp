@@ -18,6 +18,7 @@
 #include "cuda/cuda_check.hpp"
 #include "gpu_stage.hpp"
 #include "graph_ends.hpp"
+#include "items_in_flight.hpp"
 
 namespace imflow {
 
@@ -119,8 +120,10 @@ void fail_batch(RunContext& run, ItemBatch& items, GpuSlot& slot, const std::str
 void run_gpu_batch_graph(RunContext& run, ItemSource& source, int threads, const EngineConfig& engine,
                          std::vector<std::unique_ptr<GpuSlot>>& slots, GpuTimeline& timeline) {
   const int batch_size = engine.batch;
-  const size_t tokens = static_cast<size_t>(batch_size) * (slots.size() + 1) + 2 * static_cast<size_t>(threads);
-  spdlog::info("GPU batches of same-shape items: {} slots, {} work items", slots.size(), tokens);
+  const ItemsInFlight pool = gpu_batch_items(batch_size, static_cast<int>(slots.size()), threads);
+  const auto tokens = static_cast<size_t>(pool.items);
+  spdlog::info("GPU batches of same-shape items: {} slots, {} work items ({})", slots.size(), tokens, pool.reason);
+  run.summary.set("gpu_tokens", pool.to_json());
 
   flow::graph graph;
   GraphEnds ends(graph, run, source, threads);

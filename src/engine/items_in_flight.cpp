@@ -109,6 +109,16 @@ GpuBatchChoice choose_gpu_batch(int slots, int64_t plane_bytes, uint64_t host_me
   return choice;
 }
 
+ItemsInFlight gpu_batch_items(int batch, int slots, int threads) {
+  slots = std::max(slots, 1);
+  ItemsInFlight pool;
+  pool.automatic = true;
+  pool.items = int64_t{batch} * (slots + 1) + 2 * int64_t{threads};
+  pool.per_stream = static_cast<int>((pool.items + slots - 1) / slots);
+  pool.reason = fmt::format("batches of {} for {} streams and one being gathered, 2 x {} host threads", batch, slots, threads);
+  return pool;
+}
+
 GpuBatchChoice gpu_batch_for_run(const EngineConfig& engine, int slots, int64_t plane_bytes) {
   if (engine.batch > 0) return {engine.batch, false, "set by the pipeline or --batch"};
   return choose_gpu_batch(slots, plane_bytes, host_memory_bytes());

@@ -54,6 +54,8 @@ struct GpuBatchChoice {
   nlohmann::json to_json() const { return {{"batch", batch}, {"automatic", automatic}, {"reason", reason}}; }
 };
 GpuBatchChoice choose_gpu_batch(int slots, int64_t plane_bytes, uint64_t host_memory);
+// Batch mode's pool of work items: a batch per slot, one being gathered, two per host thread.
+ItemsInFlight gpu_batch_items(int batch, int slots, int threads);
 GpuBatchChoice gpu_batch_for_run(const EngineConfig& engine, int slots, int64_t plane_bytes);
 
 // The run's choice: engine.buffers_per_stream (CUDA) or engine.buffers (CPU) when set.

@@ -13,8 +13,8 @@ if ! mount -t tmpfs -o size=160k tmpfs "$mnt" 2>/dev/null; then echo "skipped: c
 printf 'output: {formats: [csv, fits, bgsub]}\ndevice: cpu\nsteps: [background, segment, label, measure]\n' > "$work/p.yaml"
 set +e; err=$("$imflow" run "$work/p.yaml" --input "$work/in" --output "$mnt/out" --threads 2 2>&1); code=$?; set -e
 [ $code -eq 3 ] || fail "disk full: exit $code, expected 3: $err"
-echo "$err" | grep -q "cannot write outputs" || fail "no per-item write error: $err"
-echo "$err" | grep -q "file system is full" || fail "no 'full' message: $err"
+grep -q "cannot write outputs" <<< "$err" || fail "no per-item write error: $err"
+grep -q "file system is full" <<< "$err" || fail "no 'full' message: $err"
 no_temporaries "$mnt/out"
 /usr/bin/python3 - "$mnt/out" <<'PY' || fail "manifest entries vs files"
 import json, os, sys
@@ -31,6 +31,6 @@ umount "$mnt"
 mount -t tmpfs -o size=1m,ro tmpfs "$mnt"
 set +e; err=$("$imflow" run "$work/p.yaml" --input "$work/in" --output "$mnt" --threads 2 2>&1); code=$?; set -e
 [ $code -eq 3 ] || fail "read-only output: exit $code, expected 3: $err"
-echo "$err" | grep -q "not writable" || fail "read-only message: $err"
-echo "$err" | grep -q "error: .*f0" && fail "items were processed despite the unwritable output"
+grep -q "not writable" <<< "$err" || fail "read-only message: $err"
+grep -q "error: .*f0" <<< "$err" && fail "items were processed despite the unwritable output"
 echo "disk full / read-only tests passed"

@@ -81,7 +81,9 @@ install_from() {
     pkgs=$(grep -v '^#' "$dir/requirements.txt" | awk 'NF')
     if "$PY" -m pip --version >/dev/null 2>&1; then
         local extra=()  # PEP 668 (Ubuntu 24.04): installing into our own --target is fine
-        "$PY" -m pip install --help 2>/dev/null | grep -q break-system-packages && extra=(--break-system-packages)
+        # pip's help read whole first: `| grep -q` under pipefail fails when grep exits early.
+        local pip_help; pip_help=$("$PY" -m pip install --help 2>/dev/null || true)
+        grep -q break-system-packages <<< "$pip_help" && extra=(--break-system-packages)
         # shellcheck disable=SC2086
         "$PY" -m pip install -q --disable-pip-version-check --no-index --find-links "$dir/wheels" \
             --target "$prefix/py" --upgrade ${PEERS_NO_DEPS:+--no-deps} "${extra[@]}" $pkgs || die "pip install from $dir/wheels failed"

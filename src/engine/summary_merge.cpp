@@ -1,15 +1,11 @@
 // merge_summaries and write_merged_catalog.
 #include "summary_merge.hpp"
 
-#include <fcntl.h>
-#include <sys/stat.h>
 #include <tbb/parallel_for.h>
 #include <tbb/parallel_pipeline.h>
 #include <tbb/task_arena.h>
-#include <unistd.h>
 
 #include <algorithm>
-#include <atomic>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -18,6 +14,7 @@
 
 #include "imflow/errors.hpp"
 #include "imflow/io/atomic_file.hpp"
+#include "io/read_only_file.hpp"
 #include "prefixed_rows.hpp"
 
 namespace imflow {
@@ -101,37 +98,32 @@ constexpr size_t kReadBlockBytes = size_t{4} << 20;
 // The whole file. Up to kKeptTextBytes it goes into this thread's buffer, kept between items, so
 // a catalog of a megabyte costs no fresh pages (their faults and clearing took longer than the
 // read); a larger one into `large`, freed with it, read in blocks by several threads. A file that
-// cannot be read whole gives an empty text (no rows).
+// cannot be read whole gives an empty text (no rows), as the merge has always treated it.
 std::string_view file_text(const std::string& file, TextBuffer& large) {
   thread_local TextBuffer kept;
-  const int fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return {};
-  struct stat st {};
-  const size_t size = ::fstat(fd, &st) == 0 ? static_cast<size_t>(st.st_size) : 0;
-  TextBuffer& buffer = size <= kKeptTextBytes ? kept : large;
-  if (size > buffer.capacity) {
-    buffer.data.reset(new char[size]);
-    buffer.capacity = size;
-  }
-  std::atomic<bool> whole{true};
-  auto read_block = [&](size_t begin) {
-    const size_t end = std::min(size, begin + kReadBlockBytes);
-    for (size_t done = begin; done < end && whole;) {
-      const ssize_t got = ::pread(fd, buffer.data.get() + done, end - done, static_cast<off_t>(done));
-      if (got < 0 && errno == EINTR) continue;
-      if (got <= 0) whole = false;
-      done += got > 0 ? static_cast<size_t>(got) : 0;
+  try {
+    const detail::ReadOnlyFile in(file);
+    const auto size = static_cast<size_t>(in.size());
+    TextBuffer& buffer = size <= kKeptTextBytes ? kept : large;
+    if (size > buffer.capacity) {
+      buffer.data.reset(new char[size]);
+      buffer.capacity = size;
     }
-  };
-  const size_t blocks = (size + kReadBlockBytes - 1) / kReadBlockBytes;
-  if (blocks <= 4) {
-    for (size_t b = 0; b < blocks; ++b) read_block(b * kReadBlockBytes);
-  } else {
-    tbb::this_task_arena::isolate(
-        [&] { tbb::parallel_for(size_t{0}, blocks, [&](size_t b) { read_block(b * kReadBlockBytes); }); });
+    auto read_block = [&](size_t b) {
+      const size_t begin = b * kReadBlockBytes, end = std::min(size, begin + kReadBlockBytes);
+      detail::pread_exactly(in, reinterpret_cast<unsigned char*>(buffer.data.get() + begin),
+                            static_cast<int64_t>(end - begin), static_cast<int64_t>(begin), file, "catalog");
+    };
+    const size_t blocks = (size + kReadBlockBytes - 1) / kReadBlockBytes;
+    if (blocks <= 4) {
+      for (size_t b = 0; b < blocks; ++b) read_block(b);
+    } else {
+      tbb::this_task_arena::isolate([&] { tbb::parallel_for(size_t{0}, blocks, read_block); });
+    }
+    return {buffer.data.get(), size};
+  } catch (const std::exception&) {
+    return {};
   }
-  ::close(fd);
-  return whole ? std::string_view(buffer.data.get(), size) : std::string_view();
 }
 
 }  // namespace

@@ -147,3 +147,16 @@ TEST_CASE("accumulators fold more than a million refined values and merge in any
     check_same(whole, stats.result());
   }
 }
+
+TEST_CASE("a thread's kept bins and keys give each image its own statistics", "[tiling][background]") {
+  // The passes hand their storage to the next on the same thread: a large image that fills the
+  // key buffer, a small one, then the large one again, each exactly as the whole-image kernel.
+  const int64_t width = 1024, height = 1100;
+  auto large = sky(width * height, 1000.0, 3.0, 9, 500);
+  for (auto& p : large) p = std::round(p);
+  const auto small = sky(317 * 50, -20.0, 0.25, 10, 30);
+  for (int round = 0; round < 2; ++round) {
+    check_same(whole_image(large, width), streaming_kappa_sigma({large.data(), width, height}, 3.0, 100, height));
+    check_same(whole_image(small, 317), streaming_kappa_sigma({small.data(), 317, 50}, 3.0, 100, 50));
+  }
+}

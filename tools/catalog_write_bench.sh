@@ -25,11 +25,16 @@ while [ $# -gt 0 ]; do
   esac
 done
 [ ${#builds[@]} -gt 0 ] || { echo "catalog_write_bench.sh: name at least one LABEL=BINARY" >&2; exit 1; }
+py=""  # a Python with NumPy (the inputs are made with it): PATH's, else Debian's
+for candidate in python3 /usr/bin/python3; do
+  if command -v $candidate >/dev/null && $candidate -c "import numpy" 2>/dev/null; then py=$candidate; break; fi
+done
+[ -n "$py" ] || { echo "catalog_write_bench.sh: no python3 with NumPy (pip install numpy, or apt-get install python3-numpy)" >&2; exit 1; }
 isaac=$(ls datasets/data/astro/ISAAC*.fits 2>/dev/null | head -1 || true)
 if [ ! -f "$scratch/a2048/.complete" ]; then
   [ -n "$isaac" ] || { echo "catalog_write_bench.sh: datasets/data/astro/ISAAC*.fits missing (datasets/fetch.sh)" >&2; exit 1; }
   rm -rf "$scratch/a2048"
-  python3 tools/gpu/make-astro-2048.py "$isaac" "$scratch/a2048"
+  "$py" tools/gpu/make-astro-2048.py "$isaac" "$scratch/a2048"
   touch "$scratch/a2048/.complete"
 fi
 input=$scratch/input

@@ -14,7 +14,31 @@ namespace imflow::kernels {
 namespace {
 // All ones for a negative float's bits, else 0.
 inline uint32_t sign_mask(uint32_t bits) { return static_cast<uint32_t>(static_cast<int32_t>(bits) >> 31); }
+
+// Storage each thread keeps from one pass (and image) to the next: a 2048x2048 frame's coarse bins
+// are 2 MiB and its refinement keys 4 MiB, whose fresh pages cost ~1,200 page faults an image.
+// One vector of each type per thread, the largest seen.
+template <typename T>
+std::vector<T>& spare() {
+  thread_local std::vector<T> vector;
+  return vector;
+}
+template <typename T>
+std::vector<T> take_spare() {
+  return std::exchange(spare<T>(), {});
+}
+template <typename T>
+void keep_spare(std::vector<T>& used) {
+  if (used.capacity() > spare<T>().capacity()) spare<T>() = std::move(used);
+}
 }  // namespace
+
+StreamingKappaSigma::Pass::~Pass() {
+  keep_spare(bins_);
+  keep_spare(keys_);
+}
+
+StreamingKappaSigma::~StreamingKappaSigma() { keep_spare(bins_); }
 
 uint32_t StreamingKappaSigma::key_of(float value) {
   const uint32_t bits = std::bit_cast<uint32_t>(value);
@@ -38,8 +62,10 @@ StreamingKappaSigma::Pass StreamingKappaSigma::start_pass() const {
   pass.owner_ = this;
   pass.coarse_ = coarse_pass_;
   if (coarse_pass_) {
+    pass.bins_ = take_spare<Bin>();
     pass.bins_.assign(kBins + 1, Bin{});
   } else {
+    pass.keys_ = take_spare<uint32_t>();  // its size is the room add_refine fills
     pass.exact_.reset(pass_prefixes_.size());
   }
   return pass;
@@ -110,7 +136,10 @@ void StreamingKappaSigma::Pass::add_refine(const float* row, int64_t width) {
 
 void StreamingKappaSigma::merge(const Pass& pass) {
   if (pass.coarse_) {
-    if (bins_.empty()) bins_.assign(kBins, Bin{});
+    if (bins_.empty()) {
+      bins_ = take_spare<Bin>();
+      bins_.assign(kBins, Bin{});
+    }
     for (int b = 0; b < kBins; ++b) {
       const Bin& add = pass.bins_[b];
       valid_ += static_cast<int64_t>(add.count);

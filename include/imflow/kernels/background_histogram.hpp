@@ -21,6 +21,9 @@ class StreamingKappaSigma {
   // The parameters of kernels::kappa_sigma_clip. `max_refined_per_pass` bounds the prefixes a
   // refinement pass counts exactly (each holds at most 65,536 distinct values).
   StreamingKappaSigma(double kappa, int max_iters, int max_refined_per_pass = 32);
+  StreamingKappaSigma(StreamingKappaSigma&&) noexcept = default;
+  StreamingKappaSigma& operator=(StreamingKappaSigma&&) noexcept = default;
+  ~StreamingKappaSigma();  // its thread keeps the coarse bins' storage for the next image
 
   // A coarse bin: the values of one prefix, their sum and sum of squares about the prefix's low
   // value (one cache line per pixel).
@@ -32,6 +35,10 @@ class StreamingKappaSigma {
   // One pass's counts over some of the chunks (one per thread); merge() them when the pass is over.
   class Pass {
    public:
+    Pass() = default;
+    Pass(Pass&&) noexcept = default;
+    Pass& operator=(Pass&&) noexcept = default;
+    ~Pass();  // its thread keeps the bins' and keys' storage for the next pass
     // Add a height x width block whose rows are `stride` floats apart. NaN/Inf are ignored.
     void add(const float* data, int64_t width, int64_t height, int64_t stride);
     void add(ConstImageView image) { add(image.data, image.width, image.height, image.width); }

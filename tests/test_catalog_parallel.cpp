@@ -11,10 +11,12 @@
 #include <limits>
 #include <random>
 #include <sstream>
+#include <thread>
 #include <vector>
 
 #include "imflow/io/catalog.hpp"
 #include "imflow/io/fits.hpp"
+#include "imflow/io/written_text.hpp"
 #include "imflow/kernels/label.hpp"
 #include "imflow/kernels/measure.hpp"
 #include "imflow/kernels/tile_merge.hpp"
@@ -132,6 +134,26 @@ TEST_CASE("the CSV streamed in blocks on many threads is catalog_csv's text", "[
       CHECK(read_file(path) == expected);
     }
   }
+}
+
+TEST_CASE("a CSV catalog written from one buffer notes its text for its path, until forgotten", "[catalog][manifest]") {
+  // The item's manifest CRC and merged rows read the noted text instead of the file.
+  test::TempDir dir("catalog_csv_noted");
+  const auto first = dir / "first.cat.csv", second = dir / "second.cat.csv";
+  write_catalog_csv(first, random_catalog(300, 1));
+  const std::string_view* noted = written_text(first);
+  REQUIRE(noted != nullptr);
+  CHECK(std::string(*noted) == read_file(first));
+  CHECK(written_text(second) == nullptr);
+  write_catalog_csv(second, random_catalog(20, 2));  // the buffer now holds the second file's text
+  CHECK(written_text(first) == nullptr);
+  REQUIRE(written_text(second) != nullptr);
+  CHECK(std::string(*written_text(second)) == read_file(second));
+  std::thread([&] { CHECK(written_text(second) == nullptr); }).join();  // another thread's note
+  forget_written_text();
+  CHECK(written_text(second) == nullptr);
+  write_catalog_csv(second, random_catalog(9000, 3));  // streamed in blocks: nothing noted
+  CHECK(written_text(second) == nullptr);
 }
 
 TEST_CASE("the FITS table written in blocks reads back every value, the same bytes on any threads",

@@ -38,6 +38,8 @@ class RunSummary {
   void add_skipped(nlohmann::json previous_record);
   // The JSON record add() stores for an item (also what the manifest keeps).
   static nlohmann::json item_record(const WorkItem& item, const std::vector<std::filesystem::path>& outputs);
+  // Its "seconds": the item's time per stage so far.
+  static nlohmann::json item_seconds(const WorkItem& item);
   // Every record added from now on also keeps make_line(record) (e.g. its metrics.csv row), built
   // in the adding thread so that writing the file later is a copy. Call before the first add.
   void derive_lines(LineMaker make_line) { make_line_ = std::move(make_line); }

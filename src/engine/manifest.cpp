@@ -17,6 +17,7 @@
 #include "imflow/errors.hpp"
 #include "imflow/io/atomic_file.hpp"
 #include "imflow/io/input_format.hpp"
+#include "imflow/io/written_text.hpp"
 
 namespace imflow {
 
@@ -110,6 +111,20 @@ Fingerprint fingerprint_file(const fs::path& path) {
   f.has_crc = true;
   return f;
 }
+
+namespace {
+// An output's fingerprint without its mtime: from the text this thread just wrote to it, when
+// noted (written_text.hpp), else from the file.
+Fingerprint output_fingerprint(const fs::path& path) {
+  const std::string_view* text = written_text(path);
+  if (text == nullptr) return fingerprint_file(path);
+  Fingerprint f;
+  f.size = text->size();
+  f.crc32 = crc32_update(0, reinterpret_cast<const unsigned char*>(text->data()), text->size());
+  f.has_crc = true;
+  return f;
+}
+}  // namespace
 
 Manifest::Key Manifest::key_of(const ItemRef& ref) { return {ref.relative.generic_string(), ref.hdu, ref.plane}; }
 
@@ -284,7 +299,7 @@ void Manifest::append(const ItemRef& ref, const std::vector<fs::path>& outputs, 
     if (!companions_.empty()) entry["companions"] = companion_fingerprints(ref);
     nlohmann::json files = nlohmann::json::array();
     for (const fs::path& output : outputs) {
-      nlohmann::json described = fingerprint_file(output).to_json();
+      nlohmann::json described = output_fingerprint(output).to_json();
       described.erase("mtime_ns");
       described["path"] = output.lexically_relative(dir_).generic_string();
       files.push_back(std::move(described));

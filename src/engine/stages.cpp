@@ -9,6 +9,7 @@
 
 #include "companion_inputs.hpp"
 #include "imflow/io/input_format.hpp"
+#include "imflow/io/written_text.hpp"
 #include "input_limits.hpp"
 #include "item_warnings.hpp"
 #include "manifest.hpp"
@@ -118,12 +119,16 @@ void finish_stage(RunContext& run, WorkItem& item) {
       }
     }
   }
+  // One record for the manifest, the merged catalog and the summary (made again if the manifest
+  // fails the item).
+  nlohmann::json record = RunSummary::item_record(item, outputs);
   if (run.manifest != nullptr) {
     try {
-      run.manifest->append(item.ref, outputs, RunSummary::item_record(item, outputs));
+      run.manifest->append(item.ref, outputs, record);
     } catch (const std::exception& error) {
       if (item.status != ItemStatus::failed) item.fail(item_name(item.ref) + ": cannot record in the manifest: " + error.what());
       outputs.clear();
+      record = RunSummary::item_record(item, outputs);
     }
   }
   if (item.status == ItemStatus::failed) {
@@ -133,13 +138,16 @@ void finish_stage(RunContext& run, WorkItem& item) {
   if (run.merged_catalog != nullptr) {  // its rows of OUT/catalog.csv
     try {
       StageTimer timer(run, item, "merge catalog", worker_track("write"));
-      run.merged_catalog->add(item.ref.index, RunSummary::item_record(item, outputs));
+      run.merged_catalog->add(item.ref.index, record);
     } catch (const std::exception&) {
       run.merged_catalog->give_up();  // the merge after the run writes it
     }
   }
+  forget_written_text();  // the outputs' texts this thread noted were for this item's records
   try {
-    run.summary.add(item, outputs);
+    record["seconds"] = RunSummary::item_seconds(item);  // with the merge's time
+    run.summary.add_record(std::move(record), item.status == ItemStatus::ok, item.input_bytes,
+                           item.plane_width() * item.plane_height(), item.times);
   } catch (const std::bad_alloc&) {
     spdlog::error("{}: out of memory while recording the result", item_name(item.ref));
   }

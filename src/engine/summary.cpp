@@ -30,6 +30,12 @@ int64_t peak_rss_bytes() {
   return static_cast<int64_t>(usage.ru_maxrss) * 1024;
 }
 
+nlohmann::json RunSummary::item_seconds(const WorkItem& item) {
+  nlohmann::json seconds = nlohmann::json::object();
+  for (const auto& time : item.times) seconds[time.stage] = seconds.value(time.stage, 0.0) + time.seconds;
+  return seconds;
+}
+
 nlohmann::json RunSummary::item_record(const WorkItem& item, const std::vector<std::filesystem::path>& outputs) {
   nlohmann::json record;
   record["file"] = item.ref.path.string();
@@ -39,9 +45,7 @@ nlohmann::json RunSummary::item_record(const WorkItem& item, const std::vector<s
   record["height"] = item.plane_height();
   record["status"] = item.status == ItemStatus::ok ? "ok" : "failed";
   if (item.status != ItemStatus::ok) record["error"] = item.error;
-  nlohmann::json seconds = nlohmann::json::object();
-  for (const auto& time : item.times) seconds[time.stage] = seconds.value(time.stage, 0.0) + time.seconds;
-  record["seconds"] = seconds;
+  record["seconds"] = item_seconds(item);
   if (item.background) {
     record["background"] = {{"median", number(item.background->median)},
                             {"std", number(item.background->std)},

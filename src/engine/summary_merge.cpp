@@ -14,6 +14,7 @@
 
 #include "imflow/errors.hpp"
 #include "imflow/io/atomic_file.hpp"
+#include "imflow/io/written_text.hpp"
 #include "io/read_only_file.hpp"
 #include "prefixed_rows.hpp"
 
@@ -161,7 +162,8 @@ void merged_catalog_part(const nlohmann::json& item, MergedCatalogPart& part) {
     const std::string& file = output.get_ref<const std::string&>();
     if (!is_catalog_csv(file)) continue;
     TextBuffer large;
-    const std::string_view text = file_text(file, large);
+    const std::string_view* written = written_text(file);  // this thread just wrote it
+    const std::string_view text = written != nullptr ? *written : file_text(file, large);
     if (text.empty()) continue;
     const size_t line_end = text.find('\n');
     if (part.header.empty()) part.header = text.substr(0, line_end);

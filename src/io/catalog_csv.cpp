@@ -14,6 +14,7 @@
 #include "imflow/errors.hpp"
 #include "imflow/io/atomic_file.hpp"
 #include "imflow/io/catalog.hpp"
+#include "imflow/io/written_text.hpp"
 #include "ordered_blocks.hpp"
 #include "shortest_double.hpp"
 
@@ -77,7 +78,10 @@ std::string catalog_csv(const Catalog& catalog, const PhotometryTable* photometr
 
 void write_catalog_csv(const std::filesystem::path& path, const Catalog& catalog, const PhotometryTable* photometry) {
   const std::vector<detail::OutputColumn> columns = detail::catalog_output_columns(photometry);
+  forget_written_text();  // the kept buffer below changes
+  thread_local std::string text;
   AtomicOutput output(path);
+  bool whole = false;
   {
     std::ofstream stream(output.temp_path(), std::ios::binary);
     const std::string header = csv_header(columns);
@@ -85,7 +89,7 @@ void write_catalog_csv(const std::filesystem::path& path, const Catalog& catalog
     if (blocks <= 1) {
       // One block: formatted into this thread's buffer, kept from catalog to catalog (a fresh one
       // of ~1.5 MB costs its page faults every image), and written at once.
-      thread_local std::string text;
+      whole = true;
       text.assign(header);
       append_rows(columns, catalog, 0, catalog.size(), photometry, text);
       stream.write(text.data(), static_cast<std::streamsize>(text.size()));
@@ -107,6 +111,7 @@ void write_catalog_csv(const std::filesystem::path& path, const Catalog& catalog
     if (!stream) throw OutputError(path.string() + ": write failed: " + std::strerror(errno));
   }
   output.commit();
+  if (whole) note_written_text(path, text);  // the item's manifest CRC and merged rows read it
 }
 
 }  // namespace imflow

@@ -173,7 +173,7 @@ void run_resident_item(RunContext& run, GpuSlot& slot, WorkItem& item, GpuTimeli
 // are enqueued, then collected after their stream callback.
 void run_gpu_item_graph(RunContext& run, ItemSource& source, int threads, const EngineConfig& engine,
                         const std::vector<int>& devices, std::vector<std::unique_ptr<GpuSlot>>& slots,
-                        GpuTimeline& timeline) {
+                        GpuTimeline& timeline, int64_t plane_bytes) {
   std::map<int, std::mutex> resident_locks;  // one GPU-resident image per device at a time
   for (int device : devices) resident_locks[device];
   if (run.tiles != nullptr)
@@ -216,7 +216,6 @@ void run_gpu_item_graph(RunContext& run, ItemSource& source, int threads, const 
   tbb::flow::make_edge(ends.read_items(), gpu.units());
   tbb::flow::make_edge(gpu.items(), ends.writer());
   gpu.start();
-  const int64_t plane_bytes = first_plane_bytes(source.file_list(), run.tiles != nullptr ? &run.tiles->plan() : nullptr);
   const ItemsInFlight tokens = gpu_tokens_for_run(engine, static_cast<int>(slots.size()), threads, plane_bytes);
   spdlog::info("{} pinned work items: {} per stream ({})", tokens.items, tokens.per_stream, tokens.reason);
   run.summary.set("gpu_tokens", tokens.to_json());
@@ -243,6 +242,8 @@ std::vector<int> chosen_devices(const EngineConfig& engine) {
 
 void run_gpu_graph(RunContext& run, ItemSource& source, int threads, const EngineConfig& configured) {
   using Clock = std::chrono::steady_clock;
+  // The first input's plane: the batch size and the pinned work items' count are chosen from it.
+  const int64_t plane_bytes = first_plane_bytes(source.file_list(), run.tiles != nullptr ? &run.tiles->plan() : nullptr);
   const auto setup_start = Clock::now();
   const std::vector<int> devices = chosen_devices(configured);
   GpuTimeline timeline(devices);
@@ -251,9 +252,7 @@ void run_gpu_graph(RunContext& run, ItemSource& source, int threads, const Engin
     for (int s = 0; s < configured.streams; ++s) slots.push_back(std::make_unique<GpuSlot>(device, s, run.pipeline.steps.size()));
   }
   EngineConfig engine = configured;  // with the batch size resolved
-  const GpuBatchChoice batch = gpu_batch_for_run(
-      configured, static_cast<int>(slots.size()),
-      first_plane_bytes(source.file_list(), run.tiles != nullptr ? &run.tiles->plan() : nullptr));
+  const GpuBatchChoice batch = gpu_batch_for_run(configured, static_cast<int>(slots.size()), plane_bytes);
   engine.batch = batch.batch;
   const auto slots_ready = Clock::now();
   make_device_choices(run, *slots.front(), threads, engine);  // e.g. svd_reconstruct solver: auto
@@ -268,7 +267,7 @@ void run_gpu_graph(RunContext& run, ItemSource& source, int threads, const Engin
   }
   timeline.start(slots, run.trace);
   if (batched) run_gpu_batch_graph(run, source, threads, engine, slots, timeline);
-  else run_gpu_item_graph(run, source, threads, engine, devices, slots, timeline);
+  else run_gpu_item_graph(run, source, threads, engine, devices, slots, timeline, plane_bytes);
   for (auto& slot : slots) IMFLOW_CUDA_LOG(cudaStreamSynchronize(slot->stream));
   run.summary.set("gpu", timeline.summary(slots));
 }

@@ -42,13 +42,16 @@ void append_rows(const std::vector<detail::OutputColumn>& columns, const Catalog
   std::vector<char> buffer(columns.size() * 26 + detail::kShortestDoubleChars + 1);
   char* const row = buffer.data();
   char* const row_end = row + buffer.size();
+  const size_t fixed = detail::leading_fixed_columns(columns);
+  double fixed_values[detail::kCatalogColumns.size()];
   for (size_t i = begin; i < end; ++i) {
     const Source& source = catalog[i];
     const double* values = photometry ? photometry->row(i) : nullptr;
+    if (fixed != 0) detail::fixed_column_values(source, fixed_values);
     char* at = row;
     for (size_t c = 0; c < columns.size(); ++c) {
       if (c) *at++ = ',';
-      const double value = detail::column_value(columns[c], source, values, zeropoint, 0);
+      const double value = c < fixed ? fixed_values[c] : detail::column_value(columns[c], source, values, zeropoint, 0);
       if (columns[c].integer()) {
         at = std::to_chars(at, row_end, static_cast<long long>(value)).ptr;
       } else if (std::isfinite(value)) {

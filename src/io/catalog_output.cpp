@@ -120,8 +120,17 @@ std::string shortest_number(double value) {
   return std::string(text, result.ptr);
 }
 
+size_t leading_fixed_columns(const std::vector<OutputColumn>& columns) {
+  if (columns.size() < kCatalogColumns.size()) return 0;
+  for (size_t c = 0; c < kCatalogColumns.size(); ++c) {
+    const OutputColumn& column = columns[c];
+    if (column.kind != Kind::source || column.source_value != kCatalogColumns[c].value || column.flag_row >= 0) return 0;
+  }
+  return kCatalogColumns.size();
+}
+
 std::vector<OutputColumn> catalog_output_columns(const PhotometryTable* photometry) {
-  std::vector<OutputColumn> out = fixed_columns(catalog_columns());
+  std::vector<OutputColumn> out = fixed_columns(kCatalogColumns);
   add_flag_map_columns(photometry, false, out);
   if (photometry == nullptr) return out;
   const kernels::PhotometrySpec& spec = photometry->spec;

@@ -27,7 +27,8 @@
 # without a GPU the CPU points of each part run (with fewer images).
 # Inputs: datasets/data/astro and datasets/data/mri/slices (datasets/fetch.sh); scratch (default
 # /dev/shm) holds the made inputs and the outputs, so reads come from the page cache and writes
-# from memory: the figures are the engine's, not the disk's.
+# from memory: the figures are the engine's, not the disk's. machine.json names the commit measured
+# (`git describe --dirty`; IMFLOW_COMMIT=... overrides it where the tree was copied without its git).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 kind="" parts="astro-2048 mosaic-32k mri deblend photometry" imflow=build/imflow out="" scratch=/dev/shm/imflow-suite
@@ -38,7 +39,7 @@ while [ $# -gt 0 ]; do
     --imflow) imflow=$2; shift 2 ;;
     --out) out=$2; shift 2 ;;
     --scratch) scratch=$2; shift 2 ;;
-    -h|--help) sed -n '2,30p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,31p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "bench-suite.sh: unknown argument $1 (see --help)" >&2; exit 1 ;;
   esac
 done
@@ -63,7 +64,7 @@ done
 [ -n "$py" ] || { echo "bench-suite.sh: no python3 with NumPy (pip install numpy, or apt-get install python3-numpy)" >&2; exit 1; }
 log() { echo "== bench-suite: $* ($(date -u +%H:%M:%S))"; }
 machine_json() {  # machine.json: this machine, and per part the commit that measured it
-  $py - "$out/machine.json" "$kind" "$gpus" "$("$imflow" --version 2>&1 | head -1)" "${IMFLOW_COMMIT:-$(git rev-parse --short HEAD 2>/dev/null || echo unknown)}" "$parts" <<'PY'
+  $py - "$out/machine.json" "$kind" "$gpus" "$("$imflow" --version 2>&1 | head -1)" "${IMFLOW_COMMIT:-$(git describe --always --dirty 2>/dev/null || echo unknown)}" "$parts" <<'PY'
 import json, os, platform, subprocess, sys
 path, kind, gpus, version, commit, parts = sys.argv[1:]
 cpu = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), "")

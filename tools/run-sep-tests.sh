@@ -13,7 +13,24 @@ cache=${IMFLOW_SEP_SDIST_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/imflow/sep-sdist}
 sdist="$cache/sep-1.4.1.tar.gz"
 if [ ! -f "$sdist" ]; then
   mkdir -p "$cache"
-  "$python" -m pip download --quiet --no-binary :all: --no-deps sep==1.4.1 -d "$cache"
+  # The file itself from the package index (PIP_INDEX_URL, else PyPI's), checked against the index's
+  # sha256: `pip download` would first build the sdist's metadata, which with --no-binary means
+  # building its build dependencies (NumPy, Cython) from source.
+  "$python" - "$sdist" <<'PY'
+import hashlib, os, re, sys, urllib.parse, urllib.request
+index = os.environ.get("PIP_INDEX_URL", "https://pypi.org/simple").rstrip("/")
+page = urllib.request.urlopen(index + "/sep/", timeout=60)
+found = re.search(r'href="([^"#]*sep-1\.4\.1\.tar\.gz)#sha256=([0-9a-f]{64})"', page.read().decode())
+if not found:
+    sys.exit("run-sep-tests: sep-1.4.1.tar.gz is not listed at " + index + "/sep/")
+url = urllib.parse.urljoin(page.geturl(), found.group(1))
+data = urllib.request.urlopen(url, timeout=300).read()
+if hashlib.sha256(data).hexdigest() != found.group(2):
+    sys.exit("run-sep-tests: " + url + " does not match the index's sha256")
+with open(sys.argv[1] + ".part", "wb") as out:
+    out.write(data)
+os.replace(sys.argv[1] + ".part", sys.argv[1])
+PY
 fi
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT

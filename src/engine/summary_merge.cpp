@@ -99,7 +99,7 @@ constexpr size_t kReadBlockBytes = size_t{4} << 20;
 // The whole file. Up to kKeptTextBytes it goes into this thread's buffer, kept between items, so
 // a catalog of a megabyte costs no fresh pages (their faults and clearing took longer than the
 // read); a larger one into `large`, freed with it, read in blocks by several threads. A file that
-// cannot be read whole gives an empty text (no rows), as the merge has always treated it.
+// cannot be read whole gives an empty text (no rows).
 std::string_view file_text(const std::string& file, TextBuffer& large) {
   thread_local TextBuffer kept;
   try {

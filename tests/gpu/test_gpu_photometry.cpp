@@ -10,6 +10,7 @@
 #include <cmath>
 #include <cstring>
 #include <fstream>
+#include <iomanip>
 #include <string>
 #include <vector>
 
@@ -27,11 +28,20 @@ namespace fs = std::filesystem;
 namespace {
 
 constexpr double kTolerance = 1e-9;  // relative (with the same absolute margin); flags and VIGNETs exact
+// The windowed block's position and the values measured there: winpos stops once a step is under
+// kernels::kMinStep (1e-4 px), and the device's exp rounds differently from the host's, so the two
+// can stop one step apart (3e-8 px, and FLUX_WIN 2.5e-8 relative apart, seen on 1 run in 40).
+constexpr double kWindowedTolerance = 1e-6;
 
 std::vector<float> from_device(const float* device, size_t n) {
   std::vector<float> out(n);
   if (n > 0) IMFLOW_CUDA_CHECK(cudaMemcpy(out.data(), device, n * sizeof(float), cudaMemcpyDeviceToHost));
   return out;
+}
+
+// Whether value k of a row is in the windowed block (compared within kWindowedTolerance).
+bool windowed_column(const imflow::kernels::PhotometrySpec& spec, int k) {
+  return spec.windowed && k >= spec.window_offset() && k < spec.window_offset() + imflow::kernels::kWindowValues;
 }
 
 // Whether value k of a row is a flag column (compared exactly).
@@ -55,12 +65,13 @@ void check_tables(const imflow::PhotometryTable& gpu, const imflow::PhotometryTa
       continue;
     }
     const int k = static_cast<int>(i % static_cast<size_t>(stride));
-    INFO("source " << i / stride + 1 << " value " << k << ": GPU " << g << " CPU " << c);
+    INFO("source " << i / stride + 1 << " value " << k << ": GPU " << std::setprecision(17) << g << " CPU " << c);
     if (flag_column(cpu.spec, k)) {
       CHECK(g == c);
     } else {
+      const double tolerance = windowed_column(cpu.spec, k) ? kWindowedTolerance : kTolerance;
       CHECK(((std::isnan(g) && std::isnan(c)) ||
-             std::abs(g - c) <= kTolerance * std::max({std::abs(g), std::abs(c), 1.0})));
+             std::abs(g - c) <= tolerance * std::max({std::abs(g), std::abs(c), 1.0})));
     }
   }
   std::printf("photometry: %zu of %zu values bit-identical\n", identical, cpu.rows.size());

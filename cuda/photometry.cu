@@ -71,6 +71,17 @@ __global__ void __launch_bounds__(kRowThreads, kRowBlocksPerSm) rows_kernel(RowA
 
 int row_blocks(int64_t rows) { return detail::blocks_for(rows, kRowsPerBlock); }
 
+// The first min(results->nlabels, capacity) rows of `stride` values from device memory into
+// mapped host memory, consecutive threads storing consecutive values: a warp's stores cross PCIe
+// as 256-byte runs, where the rows kernel's would leave one 8-byte value at a time.
+__global__ void copy_rows_kernel(const double* __restrict__ rows, const DeviceResults* results, int64_t capacity,
+                                 int64_t stride, double* out) {
+  const int64_t count = min(static_cast<int64_t>(results->nlabels), capacity) * stride;
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * kThreads + threadIdx.x; i < count;
+       i += static_cast<int64_t>(gridDim.x) * kThreads)
+    out[i] = rows[i];
+}
+
 }  // namespace
 
 void photometry(GpuContext& gpu, const kernels::PhotometrySpec& spec) {
@@ -126,13 +137,19 @@ bool enqueue_catalog_photometry(GpuContext& gpu) {
   st.rows_in_stream = false;
   if (spec.vignet_size() > 0 || spec.stride() == 0) return false;
   const int64_t capacity = gpu.catalog_capacity;
-  st.rows_host.reserve(static_cast<size_t>(capacity * spec.stride()) + 1);
+  const auto values = static_cast<size_t>(capacity * spec.stride());
+  st.rows.reserve(values + 1);
+  st.rows_host.reserve(values + 1);
   RowArgs a = row_args(gpu, capacity, NAN);
   const MeasurementBackground background = measurement_background(gpu);
   if (background.rms_map == nullptr && background.any) a.noise = background.stats;
   a.results = gpu.results.data();
-  a.rows = st.rows_host.device_pointer();
+  a.rows = st.rows.data();
   rows_kernel<<<row_blocks(capacity), kRowThreads, 0, gpu.stream>>>(a);
+  IMFLOW_CUDA_CHECK_LAUNCH();
+  copy_rows_kernel<<<detail::blocks_for(static_cast<int64_t>(values), kThreads, static_cast<int64_t>(gpu.sm_count) * 8),
+                     kThreads, 0, gpu.stream>>>(st.rows.data(), gpu.results.data(), capacity, spec.stride(),
+                                                st.rows_host.device_pointer());
   IMFLOW_CUDA_CHECK_LAUNCH();
   st.rows_in_stream = true;
   return true;

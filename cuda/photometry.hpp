@@ -29,8 +29,9 @@ struct PhotometryState {
 void photometry(GpuContext& gpu, const kernels::PhotometrySpec& spec);
 
 // With the catalog rows (enqueue_download): when the spec asks for no VIGNET, enqueue the rows of
-// every catalog row the device holds (min(results.nlabels, catalog capacity)) straight into the
-// mapped pinned rows_host, reading the global noise from the device. Returns whether it did.
+// every catalog row the device holds (min(results.nlabels, catalog capacity)) into `rows`, then
+// copied into the mapped pinned rows_host in whole runs of bytes, reading the global noise from
+// the device. Returns whether it did.
 bool enqueue_catalog_photometry(GpuContext& gpu);
 
 // After gpu.stream completed: the `count` rows enqueue_catalog_photometry measured, into `rows`

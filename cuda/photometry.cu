@@ -1,11 +1,13 @@
 // The photometry kernels: the background-subtracted image and its mask, then one warp per
 // catalog row running kernels::measure_photometry (the CPU's definition, compiled for the device,
-// its lanes sharing the aperture pixels: cuda/warp_team.cuh).
+// its lanes sharing the aperture pixels: cuda/warp_team.cuh), or one block per row for large
+// sources (cuda/block_team.cuh).
 #include <cmath>
 #include <memory>
 #include <stdexcept>
 
 #include "cuda/background_mesh.hpp"
+#include "cuda/block_team.cuh"
 #include "cuda/device_common.cuh"
 #include "cuda/measured_image.hpp"
 #include "cuda/photometry.hpp"
@@ -20,6 +22,7 @@ constexpr int kThreads = 256;
 constexpr int kRowThreads = 128;  // a warp per source
 constexpr int kRowsPerBlock = kRowThreads / WarpTeam::size;
 constexpr int kRowBlocksPerSm = 3;  // 168 registers a thread: 7% faster than 255 (fewer warps)
+constexpr int kBlockRowThreads = 256;
 
 // data = image - (map or float(median)) in float32, as PhotometrySetting::measure; mask 1 where
 // that is not finite (and any_masked set).
@@ -52,24 +55,59 @@ struct RowArgs {
   float* vignets;
 };
 
-__global__ void __launch_bounds__(kRowThreads, kRowBlocksPerSm) rows_kernel(RowArgs a) {
-  kernels::ApertureImage image = a.image;
-  image.mask = *a.any_masked != 0 ? a.mask : nullptr;
-  if (a.noise != nullptr) image.noise_value = a.noise->std;
-  const double weight_gain_noise2 = a.weight_gain != nullptr ? a.weight_gain->std * a.weight_gain->std : 0.0;
+// The image as the rows see it (the mask only where a pixel is masked, the global noise read on
+// the device), the gain term and the number of rows.
+struct RowSetup {
+  kernels::ApertureImage image;
+  double weight_gain_noise2;
+  int64_t count;
+};
+
+__device__ RowSetup row_setup(const RowArgs& a) {
+  RowSetup r{a.image, 0.0, a.count};
+  r.image.mask = *a.any_masked != 0 ? a.mask : nullptr;
+  if (a.noise != nullptr) r.image.noise_value = a.noise->std;
+  if (a.weight_gain != nullptr) r.weight_gain_noise2 = a.weight_gain->std * a.weight_gain->std;
+  if (a.results != nullptr) r.count = min(static_cast<int64_t>(a.results->nlabels), a.count);
+  return r;
+}
+
+template <typename Team>
+__device__ void measure_row(const RowArgs& a, const RowSetup& r, const kernels::PhotometrySource& source, int64_t i) {
   const int64_t stride = a.spec.stride(), vignet_size = a.spec.vignet_size();
-  const int64_t count = a.results == nullptr ? a.count : min(static_cast<int64_t>(a.results->nlabels), a.count);
+  kernels::measure_photometry<Team>(r.image, a.labels, a.spec, source, a.rows + i * stride,
+                                    vignet_size > 0 ? a.vignets + i * vignet_size : nullptr, r.weight_gain_noise2);
+}
+
+// A warp per row, except the rows of large sources (block_rows_kernel's).
+__global__ void __launch_bounds__(kRowThreads, kRowBlocksPerSm) rows_kernel(RowArgs a) {
+  const RowSetup r = row_setup(a);
   // Whole warps take a row each, so every lane of a warp reaches the team's shuffles.
-  for (int64_t i = static_cast<int64_t>(blockIdx.x) * kRowsPerBlock + threadIdx.x / WarpTeam::size; i < count;
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * kRowsPerBlock + threadIdx.x / WarpTeam::size; i < r.count;
        i += static_cast<int64_t>(gridDim.x) * kRowsPerBlock) {
-    const Source s = a.sources[i];
-    const kernels::PhotometrySource source = kernels::photometry_source(s);
-    kernels::measure_photometry<WarpTeam>(image, a.labels, a.spec, source, a.rows + i * stride,
-                                          vignet_size > 0 ? a.vignets + i * vignet_size : nullptr, weight_gain_noise2);
+    const kernels::PhotometrySource source = kernels::photometry_source(a.sources[i]);
+    if (source.a >= kBlockRowMinA) continue;
+    measure_row<WarpTeam>(a, r, source, i);
   }
 }
 
-int row_blocks(int64_t rows) { return detail::blocks_for(rows, kRowsPerBlock); }
+// A block per row of a large source: its apertures' pixels shared by kBlockRowThreads threads.
+__global__ void __launch_bounds__(kBlockRowThreads) block_rows_kernel(RowArgs a) {
+  const RowSetup r = row_setup(a);
+  for (int64_t i = blockIdx.x; i < r.count; i += gridDim.x) {
+    const kernels::PhotometrySource source = kernels::photometry_source(a.sources[i]);
+    if (!(source.a >= kBlockRowMinA)) continue;
+    measure_row<BlockTeam<kBlockRowThreads>>(a, r, source, i);
+  }
+}
+
+// Both row kernels over `rows` rows (at most; the in-stream rows are counted on the device).
+void launch_rows(const RowArgs& a, int64_t rows, int sm_count, cudaStream_t stream) {
+  rows_kernel<<<detail::blocks_for(rows, kRowsPerBlock), kRowThreads, 0, stream>>>(a);
+  IMFLOW_CUDA_CHECK_LAUNCH();
+  block_rows_kernel<<<detail::blocks_for(rows, 1, static_cast<int64_t>(sm_count) * 4), kBlockRowThreads, 0, stream>>>(a);
+  IMFLOW_CUDA_CHECK_LAUNCH();
+}
 
 // The first min(results->nlabels, capacity) rows of `stride` values from device memory into
 // mapped host memory, consecutive threads storing consecutive values: a warp's stores cross PCIe
@@ -145,8 +183,7 @@ bool enqueue_catalog_photometry(GpuContext& gpu) {
   if (background.rms_map == nullptr && background.any) a.noise = background.stats;
   a.results = gpu.results.data();
   a.rows = st.rows.data();
-  rows_kernel<<<row_blocks(capacity), kRowThreads, 0, gpu.stream>>>(a);
-  IMFLOW_CUDA_CHECK_LAUNCH();
+  launch_rows(a, capacity, gpu.sm_count, gpu.stream);
   copy_rows_kernel<<<detail::blocks_for(static_cast<int64_t>(values), kThreads, static_cast<int64_t>(gpu.sm_count) * 8),
                      kThreads, 0, gpu.stream>>>(st.rows.data(), gpu.results.data(), capacity, spec.stride(),
                                                 st.rows_host.device_pointer());
@@ -178,8 +215,7 @@ void measure_catalog_photometry(GpuContext& gpu, int64_t count, std::vector<doub
   RowArgs a = row_args(gpu, count, measurement_stats_host(gpu).std);
   a.rows = st.rows.data();
   a.vignets = st.vignets.data();
-  rows_kernel<<<row_blocks(count), kRowThreads, 0, gpu.stream>>>(a);
-  IMFLOW_CUDA_CHECK_LAUNCH();
+  launch_rows(a, count, gpu.sm_count, gpu.stream);
   if (stride > 0) {
     IMFLOW_CUDA_CHECK(cudaMemcpyAsync(rows.data(), st.rows.data(), n * stride * sizeof(double), cudaMemcpyDeviceToHost,
                                       gpu.stream));

@@ -9,6 +9,12 @@
 
 namespace imflow::cuda {
 
+// Sources with a semi-major axis a of at least this (pixels) are measured by a whole block, not a
+// warp: their apertures reach 6 a (Kron, FLUX_RADIUS) and the window 4 sig beyond, and a warp
+// alone would take seconds over a bright galaxy's or a saturated star's hundreds of thousands
+// of pixels while the other rows wait.
+inline constexpr double kBlockRowMinA = 12.0;
+
 // One slot's photometry buffers, created by its first photometry and kept (they only grow):
 // the background-subtracted image, its mask of non-finite pixels, and the rows.
 struct PhotometryState {

@@ -20,6 +20,7 @@
 #include "imflow/pipeline.hpp"
 #include "src/steps/measure_photometry.hpp"
 #include "cuda/background_mesh.hpp"
+#include "cuda/photometry.hpp"
 #include "tests/tiling_test_helpers.hpp"
 
 using namespace gpu_test;
@@ -81,7 +82,8 @@ void check_tables(const imflow::PhotometryTable& gpu, const imflow::PhotometryTa
 
 // `steps` (YAML, ending with the measure step whose parameters are `measure`) on the GPU; then the
 // CPU's photometry of the GPU's catalog on the GPU's labels, background and noise, compared.
-void check_photometry(Slot& slot, const WorkItem& input, const std::string& steps, const std::string& measure) {
+// Returns the GPU's catalog.
+imflow::Catalog check_photometry(Slot& slot, const WorkItem& input, const std::string& steps, const std::string& measure) {
   const imflow::Pipeline pipeline =
       test::pipeline_from("device: cuda\nsteps: [" + steps + "{measure: " + measure + "}]\n");
   WorkItem gpu_item;
@@ -117,6 +119,7 @@ void check_photometry(Slot& slot, const WorkItem& input, const std::string& step
   REQUIRE(cpu_item.photometry.has_value());
   std::printf("photometry: %zu sources, %s\n", gpu_item.catalog->size(), measure.c_str());
   check_tables(*gpu_item.photometry, *cpu_item.photometry, gpu_item.catalog->size());
+  return *gpu_item.catalog;
 }
 
 const std::string kEverything =
@@ -147,6 +150,30 @@ TEST_CASE("GPU photometry equals the CPU's: mesh background and RMS map, deblend
                    "{label: {connectivity: 8}}, deblend, ",
                    kEverything);
   check_photometry(slot, item, mesh + "label, ", "{apertures: [4], aperture_subpix: 11, mask_neighbours: false}");
+}
+
+// A bright extended source (a ~ 19 px) among small ones: its row is measured by a whole block
+// (kBlockRowMinA), in the stream and, with VIGNETs, after it; the rows still equal the CPU's.
+TEST_CASE("GPU photometry of a large source, measured by a block", "[gpu][photometry]") {
+  Slot slot;
+  WorkItem item;
+  fill_sky(item, 320, 288, fresh_seed("photometry large source"), 30, 0.0005);
+  float* pixels = item.pixels.data();
+  for (int64_t y = 0; y < 288; ++y)
+    for (int64_t x = 0; x < 320; ++x) {
+      const double r2 = (x - 171.3) * (x - 171.3) + (y - 139.6) * (y - 139.6);
+      pixels[y * 320 + x] += static_cast<float>(3000.0 * std::exp(-r2 / (2 * 20.0 * 20.0)));
+    }
+  auto largest = [](const imflow::Catalog& catalog) {
+    double a = 0.0;
+    for (const auto& source : catalog) a = std::max(a, source.a);
+    return a;
+  };
+  const imflow::Catalog catalog = check_photometry(
+      slot, item, "background, segment, label, ", "{gain: 2, auto: true, apertures: [3, 12], flux_radius: [0.5], windowed: true}");
+  INFO("largest a " << largest(catalog));
+  CHECK(largest(catalog) >= imflow::cuda::kBlockRowMinA);
+  CHECK(largest(check_photometry(slot, item, "background, segment, label, ", kEverything)) >= imflow::cuda::kBlockRowMinA);
 }
 
 TEST_CASE("GPU photometry on an empty field", "[gpu][photometry]") {

@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <limits>
+#include <numbers>
 #include <vector>
 
 #include "imflow/kernels/aperture.hpp"
@@ -14,8 +15,6 @@ using Catch::Matchers::WithinAbs;
 using Catch::Matchers::WithinRel;
 
 namespace {
-
-constexpr double kPi = 3.14159265358979323846;
 
 struct TestImage {
   int64_t w, h;
@@ -39,13 +38,13 @@ TestImage gaussian(int64_t w, int64_t h, double cx, double cy, double sigma, dou
 }  // namespace
 
 TEST_CASE("exact overlaps of pixels with circles and ellipses", "[aperture]") {
-  CHECK_THAT(k::circle_overlap(0, 0, 1, 1, 1.0), WithinAbs(kPi / 4, 1e-14));
+  CHECK_THAT(k::circle_overlap(0, 0, 1, 1, 1.0), WithinAbs(std::numbers::pi / 4, 1e-14));
   CHECK(k::circle_overlap(0, 0, 1, 1, 2.0) == 1.0);
   CHECK(k::circle_overlap(2, 2, 3, 3, 1.0) == 0.0);
-  CHECK_THAT(k::circle_overlap(-1, -1, 1, 1, 1.0), WithinAbs(kPi, 1e-14));
-  CHECK_THAT(k::ellipse_overlap(0, 0, 2, 1, 2.0, 1.0, 0.0), WithinAbs(kPi / 2, 1e-13));
-  CHECK_THAT(k::ellipse_overlap(0, 0, 1, 2, 2.0, 1.0, kPi / 2), WithinAbs(kPi / 2, 1e-13));
-  CHECK_THAT(k::ellipse_overlap(-5, -5, 5, 5, 2.0, 1.0, 0.7), WithinAbs(2 * kPi, 1e-13));
+  CHECK_THAT(k::circle_overlap(-1, -1, 1, 1, 1.0), WithinAbs(std::numbers::pi, 1e-14));
+  CHECK_THAT(k::ellipse_overlap(0, 0, 2, 1, 2.0, 1.0, 0.0), WithinAbs(std::numbers::pi / 2, 1e-13));
+  CHECK_THAT(k::ellipse_overlap(0, 0, 1, 2, 2.0, 1.0, std::numbers::pi / 2), WithinAbs(std::numbers::pi / 2, 1e-13));
+  CHECK_THAT(k::ellipse_overlap(-5, -5, 5, 5, 2.0, 1.0, 0.7), WithinAbs(2 * std::numbers::pi, 1e-13));
   // The pixels' overlaps tile the aperture: they add up to its area wherever it is centred.
   for (const double r : {0.3, 1.0, 2.7, 7.45}) {
     for (const double cx : {0.0, 0.5, 0.27, -0.43}) {
@@ -65,8 +64,8 @@ TEST_CASE("exact overlaps of pixels with circles and ellipses", "[aperture]") {
           round_ellipse += round;
         }
       }
-      CHECK_THAT(circle, WithinRel(kPi * r * r, 1e-12));
-      CHECK_THAT(ellipse, WithinRel(kPi * r * r * 0.6, 1e-12));
+      CHECK_THAT(circle, WithinRel(std::numbers::pi * r * r, 1e-12));
+      CHECK_THAT(ellipse, WithinRel(std::numbers::pi * r * r * 0.6, 1e-12));
     }
   }
 }
@@ -76,22 +75,22 @@ TEST_CASE("sums on a constant image: areas, annuli, errors and the Poisson term"
   auto image = im.view();
   for (const double r : {0.8, 2.5, 5.3, 11.0}) {
     const auto s = k::sum_circle(image, 31.37, 30.81, r, 0);
-    CHECK_THAT(s.sum, WithinRel(3.0 * kPi * r * r, 1e-12));
-    CHECK_THAT(s.area, WithinRel(kPi * r * r, 1e-12));
+    CHECK_THAT(s.sum, WithinRel(3.0 * std::numbers::pi * r * r, 1e-12));
+    CHECK_THAT(s.area, WithinRel(std::numbers::pi * r * r, 1e-12));
     CHECK(s.error == 0.0);
     CHECK(s.flag == 0);
     // Subsampling approximates the area to about a subpixel per boundary pixel.
     const auto sub = k::sum_circle(image, 31.37, 30.81, r, 5);
     CHECK_THAT(sub.sum, WithinRel(s.sum, 0.25 / r / r + 0.01));
     const auto e = k::sum_ellipse(image, 31.37, 30.81, 2.0, 1.2, -0.6, r, 0);
-    CHECK_THAT(e.sum, WithinRel(3.0 * kPi * 2.4 * r * r, 1e-12));
+    CHECK_THAT(e.sum, WithinRel(3.0 * std::numbers::pi * 2.4 * r * r, 1e-12));
   }
   const auto outer = k::sum_circle(image, 30.2, 33.9, 9.0, 0), inner = k::sum_circle(image, 30.2, 33.9, 4.5, 0);
   const auto ring = k::sum_circann(image, 30.2, 33.9, 4.5, 9.0, 0);
   CHECK_THAT(ring.sum, WithinRel(outer.sum - inner.sum, 1e-12));
-  CHECK_THAT(ring.sum, WithinRel(3.0 * kPi * (81.0 - 20.25), 1e-12));
+  CHECK_THAT(ring.sum, WithinRel(3.0 * std::numbers::pi * (81.0 - 20.25), 1e-12));
   const auto ering = k::sum_ellipann(image, 30.2, 33.9, 1.5, 1.0, 0.3, 2.0, 5.0, 0);
-  CHECK_THAT(ering.sum, WithinRel(3.0 * kPi * 1.5 * (25.0 - 4.0), 1e-12));
+  CHECK_THAT(ering.sum, WithinRel(3.0 * std::numbers::pi * 1.5 * (25.0 - 4.0), 1e-12));
   // A local background annulus of the same constant leaves nothing.
   CHECK_THAT(k::sum_circle_bkgann(image, 30.2, 33.9, 4.0, 6.0, 9.0, 0).sum, WithinAbs(0.0, 1e-9));
 
@@ -99,12 +98,13 @@ TEST_CASE("sums on a constant image: areas, annuli, errors and the Poisson term"
   noisy.noise_kind = k::NoiseKind::stddev;
   noisy.noise_value = 2.0;
   const auto with_err = k::sum_circle(noisy, 31.0, 31.0, 4.0, 0);
-  CHECK_THAT(with_err.error, WithinRel(std::sqrt(4.0 * kPi * 16.0), 1e-12));
+  CHECK_THAT(with_err.error, WithinRel(std::sqrt(4.0 * std::numbers::pi * 16.0), 1e-12));
   noisy.noise_kind = k::NoiseKind::variance;
   noisy.noise_value = 4.0;
   noisy.gain = 2.0;
   const auto with_gain = k::sum_circle(noisy, 31.0, 31.0, 4.0, 0);
-  CHECK_THAT(with_gain.error, WithinRel(std::sqrt(4.0 * kPi * 16.0 + 3.0 * kPi * 16.0 / 2.0), 1e-12));
+  CHECK_THAT(with_gain.error,
+             WithinRel(std::sqrt(4.0 * std::numbers::pi * 16.0 + 3.0 * std::numbers::pi * 16.0 / 2.0), 1e-12));
   // Invalid parameters give NaN, as SEP raises.
   CHECK(std::isnan(k::sum_circle(image, 3, 3, -1.0).sum));
   CHECK(std::isnan(k::sum_ellipse(image, 3, 3, 1.0, 2.0, 0.0, 1.0).sum));
@@ -119,7 +119,7 @@ TEST_CASE("masks, truncation and their flags", "[aperture]") {
   image.mask = mask.data();
   const auto s = k::sum_circle(image, 20.0, 20.0, 5.0, 0);
   CHECK(s.flag == k::kAperHasMasked);
-  CHECK_THAT(s.sum, WithinRel(2.0 * kPi * 25.0, 1e-12));  // masked pixels take the mean value
+  CHECK_THAT(s.sum, WithinRel(2.0 * std::numbers::pi * 25.0, 1e-12));  // masked pixels take the mean value
   image.mask_threshold = 1.0;                             // mask > threshold: nothing masked now
   CHECK(k::sum_circle(image, 20.0, 20.0, 5.0, 0).flag == 0);
   image.mask_threshold = 0.0;
@@ -151,10 +151,10 @@ TEST_CASE("Kron radius, half-light radius and windowed position of known profile
   const double sigma = 3.0;
   const TestImage g = gaussian(121, 121, 60.0, 60.0, sigma, 100.0);
   const auto kron = k::kron_radius(g.view(), 60.0, 60.0, 1.0 / (sigma * sigma), 1.0 / (sigma * sigma), 0.0, 6.0);
-  CHECK_THAT(kron.radius, WithinRel(std::sqrt(kPi / 2), 0.01));
+  CHECK_THAT(kron.radius, WithinRel(std::sqrt(std::numbers::pi / 2), 0.01));
   const double fractions[] = {0.5, 0.9};
   double radii[2];
-  const double total = 2 * kPi * sigma * sigma * 100.0;
+  const double total = 2 * std::numbers::pi * sigma * sigma * 100.0;
   CHECK(k::flux_radius(g.view(), 60.0, 60.0, 30.0, fractions, total, 5, radii) == 0);
   CHECK_THAT(radii[0], WithinRel(sigma * std::sqrt(2 * std::log(2.0)), 0.01));
   CHECK_THAT(radii[1], WithinRel(sigma * std::sqrt(2 * std::log(10.0)), 0.01));
@@ -177,7 +177,7 @@ TEST_CASE("Kron radius, half-light radius and windowed position of known profile
   // AUTO: the ellipse at 2.5 Kron radii holds nearly all of a Gaussian's flux...
   const auto big = k::auto_flux(g.view(), 60.0, 60.0, sigma, sigma, 0.0);
   CHECK_FALSE(big.circular);
-  CHECK_THAT(big.flux, WithinRel(total * (1 - std::exp(-0.5 * 6.25 * kPi / 2)), 0.02));
+  CHECK_THAT(big.flux, WithinRel(total * (1 - std::exp(-0.5 * 6.25 * std::numbers::pi / 2)), 0.02));
   // ... and a point-like source falls back to the circle of radius 1.75.
   const TestImage point = gaussian(41, 41, 20.0, 20.0, 0.4, 100.0);
   const auto small = k::auto_flux(point.view(), 20.0, 20.0, 0.4, 0.4, 0.0);

@@ -45,18 +45,16 @@ struct Agreement {
   }
 };
 
-double value_of(const json& v) { return v.is_null() ? std::nan("") : v.get<double>(); }
-
 // |ours - SEP's| / max(|SEP's|, floor); NaN on both sides agrees, on one side is infinitely off.
 double rel_diff(double ours, const json& sep_json, double floor = 0.0) {
-  const double sep = value_of(sep_json);
+  const double sep = test::number(sep_json);
   if (std::isnan(ours) || std::isnan(sep)) return std::isnan(ours) == std::isnan(sep) ? 0.0 : HUGE_VAL;
   const double d = std::fabs(ours - sep);
   return d == 0.0 ? 0.0 : d / std::max(std::fabs(sep), floor);
 }
 
 double px_diff(double ours, const json& sep_json) {
-  const double sep = value_of(sep_json);
+  const double sep = test::number(sep_json);
   if (std::isnan(ours) || std::isnan(sep)) return std::isnan(ours) == std::isnan(sep) ? 0.0 : HUGE_VAL;
   return std::fabs(ours - sep);
 }
@@ -106,7 +104,7 @@ TEST_CASE("aperture photometry equals SEP's recipes on sep.extract's catalogs", 
         }
       };
       auto compare_sum = [&](const std::string& key, const k::ApertureSum& s) {
-        const double err = value_of(row[key + "_err"]);
+        const double err = test::number(row[key + "_err"]);
         flux_check(key).diffs.push_back(rel_diff(s.sum, row[key], err));
         flux_check(key + "_err").diffs.push_back(rel_diff(s.error, row[key + "_err"]));
         flags_equal(s.flag, (key + "_flag").c_str());

@@ -7,10 +7,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
-#include <fstream>
 #include <limits>
 #include <random>
-#include <sstream>
 #include <thread>
 #include <vector>
 
@@ -26,13 +24,6 @@
 using namespace imflow;
 
 namespace {
-std::string read_file(const std::filesystem::path& path) {
-  std::ifstream stream(path, std::ios::binary);
-  std::ostringstream text;
-  text << stream.rdbuf();
-  return text.str();
-}
-
 // Sources with values of every magnitude and sign (long and short shortest forms, exponents).
 Catalog random_catalog(size_t n, unsigned seed) {
   std::mt19937_64 rng(seed);
@@ -131,7 +122,7 @@ TEST_CASE("the CSV streamed in blocks on many threads is catalog_csv's text", "[
       INFO(n << " rows, " << threads << " threads");
       const auto path = dir / ("cat" + std::to_string(n) + "_" + std::to_string(threads) + ".csv");
       tbb::task_arena(threads).execute([&] { write_catalog_csv(path, catalog); });
-      CHECK(read_file(path) == expected);
+      CHECK(test::read_text(path) == expected);
     }
   }
 }
@@ -143,12 +134,12 @@ TEST_CASE("a CSV catalog written from one buffer notes its text for its path, un
   write_catalog_csv(first, random_catalog(300, 1));
   const std::string_view* noted = written_text(first);
   REQUIRE(noted != nullptr);
-  CHECK(std::string(*noted) == read_file(first));
+  CHECK(std::string(*noted) == test::read_text(first));
   CHECK(written_text(second) == nullptr);
   write_catalog_csv(second, random_catalog(20, 2));  // the buffer now holds the second file's text
   CHECK(written_text(first) == nullptr);
   REQUIRE(written_text(second) != nullptr);
-  CHECK(std::string(*written_text(second)) == read_file(second));
+  CHECK(std::string(*written_text(second)) == test::read_text(second));
   std::thread([&] { CHECK(written_text(second) == nullptr); }).join();  // another thread's note
   forget_written_text();
   CHECK(written_text(second) == nullptr);
@@ -164,7 +155,7 @@ TEST_CASE("the FITS table written in blocks reads back every value, the same byt
   const auto one = dir / "one.fits", four = dir / "four.fits";
   tbb::task_arena(1).execute([&] { write_catalog_fits(one, catalog, {{"SRCFILE", "a.fits", "", false}}); });
   tbb::task_arena(4).execute([&] { write_catalog_fits(four, catalog, {{"SRCFILE", "a.fits", "", false}}); });
-  CHECK(read_file(one) == read_file(four));
+  CHECK(test::read_text(one) == test::read_text(four));
 
   fitsfile* file = nullptr;
   int status = 0;

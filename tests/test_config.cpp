@@ -7,7 +7,7 @@
 using Catch::Matchers::Contains;
 
 namespace {
-std::string error_of(const std::string& yaml) {
+std::string config_error_of(const std::string& yaml) {
   try {
     test::pipeline_from(yaml);
   } catch (const imflow::ConfigError& error) {
@@ -37,37 +37,37 @@ TEST_CASE("a minimal pipeline gets every default", "[config]") {
 }
 
 TEST_CASE("unknown keys are errors with line and column", "[config]") {
-  CHECK_THAT(error_of("steps:\n  - background: {kapa: 3}\n"),
+  CHECK_THAT(config_error_of("steps:\n  - background: {kapa: 3}\n"),
              Contains("test.yaml:2:") && Contains("steps[0].background.kapa") && Contains("unknown key"));
-  CHECK_THAT(error_of("inptu: {dir: x}\nsteps: [background]\n"), Contains("test.yaml:1:1") && Contains("inptu"));
+  CHECK_THAT(config_error_of("inptu: {dir: x}\nsteps: [background]\n"), Contains("test.yaml:1:1") && Contains("inptu"));
 }
 
 TEST_CASE("wrong types and out-of-range values are errors", "[config]") {
-  CHECK_THAT(error_of("steps:\n  - background:\n      kappa: abc\n"),
+  CHECK_THAT(config_error_of("steps:\n  - background:\n      kappa: abc\n"),
              Contains("test.yaml:3:14") && Contains("kappa") && Contains("expected a number"));
-  CHECK_THAT(error_of("steps:\n  - background: {max_iters: 0}\n"), Contains("max_iters") && Contains("out of range"));
-  CHECK_THAT(error_of("steps: [background, segment, {label: {connectivity: 6}}]\n"), Contains("connectivity"));
-  CHECK_THAT(error_of("device: gpu\nsteps: [background]\n"), Contains("test.yaml:1:9") && Contains("not one of"));
-  CHECK_THAT(error_of("output: {formats: [csv, xls]}\nsteps: [background]\n"), Contains("xls"));
+  CHECK_THAT(config_error_of("steps:\n  - background: {max_iters: 0}\n"), Contains("max_iters") && Contains("out of range"));
+  CHECK_THAT(config_error_of("steps: [background, segment, {label: {connectivity: 6}}]\n"), Contains("connectivity"));
+  CHECK_THAT(config_error_of("device: gpu\nsteps: [background]\n"), Contains("test.yaml:1:9") && Contains("not one of"));
+  CHECK_THAT(config_error_of("output: {formats: [csv, xls]}\nsteps: [background]\n"), Contains("xls"));
 }
 
 TEST_CASE("unknown steps and steps out of order are errors", "[config]") {
-  CHECK_THAT(error_of("steps: [backgrund]\n"), Contains("unknown step 'backgrund'") && Contains("known:"));
-  CHECK_THAT(error_of("steps: [background, label]\n"), Contains("steps[1].label") && Contains("needs 'mask'"));
-  CHECK_THAT(error_of("steps: []\n"), Contains("steps"));
-  CHECK_THAT(error_of("steps: [convolve: {mode: full}]\n"), Contains("apply_to: image"));
+  CHECK_THAT(config_error_of("steps: [backgrund]\n"), Contains("unknown step 'backgrund'") && Contains("known:"));
+  CHECK_THAT(config_error_of("steps: [background, label]\n"), Contains("steps[1].label") && Contains("needs 'mask'"));
+  CHECK_THAT(config_error_of("steps: []\n"), Contains("steps"));
+  CHECK_THAT(config_error_of("steps: [convolve: {mode: full}]\n"), Contains("apply_to: image"));
 }
 
 TEST_CASE("YAML syntax errors carry a position", "[config]") {
-  CHECK_THAT(error_of("steps: [background\n"), Contains("test.yaml:") && Contains("YAML syntax error"));
+  CHECK_THAT(config_error_of("steps: [background\n"), Contains("test.yaml:") && Contains("YAML syntax error"));
 }
 
 TEST_CASE("devices: all, a list, and bad values", "[config]") {
   CHECK(test::pipeline_from("steps: [background]\n").engine.devices.empty());
   CHECK(test::pipeline_from("devices: all\nsteps: [background]\n").engine.devices.empty());
   CHECK(test::pipeline_from("devices: [0, 1]\nsteps: [background]\n").engine.devices == std::vector<int>{0, 1});
-  CHECK_THAT(error_of("devices: [0, -1]\nsteps: [background]\n"), Contains("test.yaml:1:14") && Contains("devices"));
-  CHECK_THAT(error_of("devices: some\nsteps: [background]\n"), Contains("devices"));
+  CHECK_THAT(config_error_of("devices: [0, -1]\nsteps: [background]\n"), Contains("test.yaml:1:14") && Contains("devices"));
+  CHECK_THAT(config_error_of("devices: some\nsteps: [background]\n"), Contains("devices"));
   CHECK(imflow::parse_device_list("all").empty());
   CHECK(imflow::parse_device_list("1,0") == std::vector<int>{1, 0});
   CHECK_THROWS_AS(imflow::parse_device_list("0,x"), imflow::ConfigError);

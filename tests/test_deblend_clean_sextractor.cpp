@@ -18,8 +18,6 @@ using namespace imflow::kernels;
 using namespace imflow::kernels::deblend_detail;
 
 namespace {
-constexpr double kPi = 3.14159265358979323846;
-
 // A round object of radius a at (x, y): flux, pixel count and CLEAN's threshold of its
 // minarea-th pixel; the detection threshold 1.
 SepObject round_object(double x, double y, float a, float flux, int64_t npix, float mthresh) {

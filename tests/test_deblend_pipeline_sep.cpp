@@ -23,28 +23,17 @@
 namespace fs = std::filesystem;
 
 namespace {
-// A catalog number; null (SEP's NaN: a zero or negative flux) as NaN.
-double number(const nlohmann::json& v) { return v.is_null() ? std::nan("") : v.get<double>(); }
-
 // 0 when both are NaN, infinite when only one is.
 double relative(double ours, const nlohmann::json& theirs_json, double scale) {
-  const double theirs = number(theirs_json);
+  const double theirs = test::number(theirs_json);
   if (std::isnan(ours) || std::isnan(theirs)) return std::isnan(ours) && std::isnan(theirs) ? 0.0 : HUGE_VAL;
   return std::fabs(ours - theirs) / std::max({std::fabs(theirs), std::isnan(scale) ? 0.0 : scale, 1e-300});
 }
 
 double absolute(double ours, const nlohmann::json& theirs_json) {
-  const double theirs = number(theirs_json);
+  const double theirs = test::number(theirs_json);
   if (std::isnan(ours) || std::isnan(theirs)) return std::isnan(ours) && std::isnan(theirs) ? 0.0 : HUGE_VAL;
   return std::fabs(ours - theirs);
-}
-
-std::vector<int32_t> read_i32(const fs::path& path, size_t n) {
-  std::vector<int32_t> values(n);
-  std::ifstream in(path, std::ios::binary);
-  in.read(reinterpret_cast<char*>(values.data()), static_cast<std::streamsize>(n * sizeof(int32_t)));
-  if (in.gcount() != static_cast<std::streamsize>(n * sizeof(int32_t))) throw std::runtime_error(path.string() + ": short");
-  return values;
 }
 
 struct Worst {
@@ -76,7 +65,7 @@ TEST_CASE("the deblending pipeline gives sep.extract's catalog and segmentation 
       std::ifstream sep_file(dir / (name + "." + variant + ".sep_catalog.json"));
       REQUIRE(sep_file.good());
       const auto sep = nlohmann::json::parse(sep_file);
-      const auto segmap = read_i32(dir / (name + "." + variant + ".segmap.i32"), static_cast<size_t>(w * h));
+      const auto segmap = test::read_i32(dir / (name + "." + variant + ".segmap.i32"), static_cast<size_t>(w * h));
       int64_t pixels_differing = 0;
       for (size_t i = 0; i < segmap.size(); ++i) pixels_differing += item.labels[i] != segmap[i];
       CHECK(pixels_differing == 0);
@@ -99,40 +88,41 @@ TEST_CASE("the deblending pipeline gives sep.extract's catalog and segmentation 
         // Thresholds <= 0 (where the bicubic RMS map undershoots below zero, docs/peers.md): an
         // object's flux can then be ~0 or negative; SEP computes its moments from it regardless,
         // imflow gives NaN (docs/astronomy.md). Pixels, box and flags are compared above.
-        if (!(number(o["thresh"]) > 0 && number(o["flux"]) > 0)) {
+        if (!(test::number(o["thresh"]) > 0 && test::number(o["flux"]) > 0)) {
           ++non_positive;
           continue;
         }
         worst.centroid = std::max({worst.centroid, absolute(s.x, o["x"]), absolute(s.y, o["y"])});
         worst.flux = std::max(worst.flux, relative(s.flux_iso, o["flux"], 0.0));
-        const double scale = std::fabs(number(o["x2"])) + std::fabs(number(o["y2"]));
+        const double scale = std::fabs(test::number(o["x2"])) + std::fabs(test::number(o["y2"]));
         worst.moment = std::max({worst.moment, relative(s.x2, o["x2"], scale), relative(s.y2, o["y2"], scale),
                                  relative(s.xy, o["xy"], scale)});
         // a^2 and b^2 are eigenvalues of the moments: compared as moment errors (relative to
         // x2 + y2), which a thin object's b (b << a) would magnify.
-        worst.axis = std::max({worst.axis, relative(s.a * s.a, number(o["a"]) * number(o["a"]), scale),
-                               relative(s.b * s.b, number(o["b"]) * number(o["b"]), scale)});
+        worst.axis = std::max({worst.axis, relative(s.a * s.a, test::number(o["a"]) * test::number(o["a"]), scale),
+                               relative(s.b * s.b, test::number(o["b"]) * test::number(o["b"]), scale)});
         // cxx, cyy, cxy invert the moments: relative to cxx + cyy and divided by the moments'
         // condition number a^2 / b^2 (the most an inverse can magnify a moment error).
-        const double ellipse_scale = std::fabs(number(o["cxx"])) + std::fabs(number(o["cyy"]));
-        const double condition = std::max(1.0, number(o["a"]) * number(o["a"]) / (number(o["b"]) * number(o["b"])));
+        const double ellipse_scale = std::fabs(test::number(o["cxx"])) + std::fabs(test::number(o["cyy"]));
+        const double condition =
+            std::max(1.0, test::number(o["a"]) * test::number(o["a"]) / (test::number(o["b"]) * test::number(o["b"])));
         worst.ellipse = std::max({worst.ellipse, relative(s.cxx, o["cxx"], ellipse_scale) / condition,
                                   relative(s.cyy, o["cyy"], ellipse_scale) / condition,
                                   relative(s.cxy, o["cxy"], ellipse_scale) / condition});
         // theta as in tests/test_measure_sep.cpp: in units of the moment error that would explain
         // the difference; SEP's pi/4 for a diagonal pair with x2 == y2 aside.
-        const double theta_sep = number(o["theta"]);
+        const double theta_sep = test::number(o["theta"]);
         if (s.x2 == s.y2 && s.xy < 0 && std::fabs(theta_sep - std::numbers::pi / 4) < 1e-6) {
           ++theta_diagonal;
         } else {
           double d = std::fabs(s.theta - theta_sep);
           d = std::min(d, std::fabs(d - std::numbers::pi));
-          const double r = std::hypot(number(o["x2"]) - number(o["y2"]), 2 * number(o["xy"]));
+          const double r = std::hypot(test::number(o["x2"]) - test::number(o["y2"]), 2 * test::number(o["xy"]));
           if (!(std::isnan(s.theta) && std::isnan(theta_sep)))
             worst.theta = std::max(worst.theta, std::isnan(d) ? HUGE_VAL : d * r / std::max(scale, 1e-300));
         }
         if (rms_errors) {
-          const double error_scale = std::fabs(number(o["errx2"])) + std::fabs(number(o["erry2"]));
+          const double error_scale = std::fabs(test::number(o["errx2"])) + std::fabs(test::number(o["erry2"]));
           worst.error = std::max({worst.error, relative(s.errx2, o["errx2"], error_scale),
                                   relative(s.erry2, o["erry2"], error_scale), relative(s.errxy, o["errxy"], error_scale)});
           worst.flux_err = std::max(worst.flux_err, relative(s.flux_iso_err, o["flux_err"], 0.0));

@@ -30,15 +30,6 @@ using namespace imflow;
 using namespace imflow::kernels;
 
 namespace {
-std::vector<int32_t> read_i32(const fs::path& path, size_t n) {
-  std::vector<int32_t> values(n);
-  std::ifstream in(path, std::ios::binary);
-  in.read(reinterpret_cast<char*>(values.data()), static_cast<std::streamsize>(n * sizeof(int32_t)));
-  if (in.gcount() != static_cast<std::streamsize>(n * sizeof(int32_t)))
-    throw std::runtime_error(path.string() + ": fewer than " + std::to_string(n) + " int32 values");
-  return values;
-}
-
 // One case of tools/compare_sep_deblend.py: SEP's detection inputs rebuilt as SEP builds them
 // (data - back in float32, the threshold nsigma x rms as a float product, masked pixels never on).
 struct SepCase {
@@ -72,19 +63,16 @@ SepCase load_case(const fs::path& dir, const nlohmann::json& c) {
   return k;
 }
 
-// A catalog number; null (SEP's NaN) as NaN.
-double number(const nlohmann::json& v) { return v.is_null() ? std::numeric_limits<double>::quiet_NaN() : v.get<double>(); }
-
-struct Agreement {
+struct DeblendAgreement {
   size_t objects = 0, sep_objects = 0, matched = 0;
   int64_t pixels_differing = 0;
   double worst_isolated_centroid = 0, worst_blended_centroid = 0, worst_isolated_flux = 0;
   std::vector<double> blended_flux;  // |flux - SEP's| / SEP's, matched blended objects
 };
 
-Agreement compare(const SepCase& k, const std::vector<int32_t>& ours, const DeblendResult& result,
-                  const std::vector<int32_t>& sep_map, const nlohmann::json& sep) {
-  Agreement a;
+DeblendAgreement compare(const SepCase& k, const std::vector<int32_t>& ours, const DeblendResult& result,
+                         const std::vector<int32_t>& sep_map, const nlohmann::json& sep) {
+  DeblendAgreement a;
   a.objects = result.objects.size();
   a.sep_objects = sep.size();
   for (size_t i = 0; i < ours.size(); ++i) a.pixels_differing += ours[i] != sep_map[i];
@@ -96,7 +84,7 @@ Agreement compare(const SepCase& k, const std::vector<int32_t>& ours, const Debl
     cells[{static_cast<int64_t>(std::floor(result.objects[i].x)), static_cast<int64_t>(std::floor(result.objects[i].y))}]
         .push_back(i);
   for (size_t j = 0; j < sep.size(); ++j) {
-    const double sx = number(sep[j]["x"]), sy = number(sep[j]["y"]);
+    const double sx = test::number(sep[j]["x"]), sy = test::number(sep[j]["y"]);
     size_t best = result.objects.size();
     double best_d = 0.01;
     if (std::isfinite(sx) && std::isfinite(sy)) {
@@ -118,8 +106,8 @@ Agreement compare(const SepCase& k, const std::vector<int32_t>& ours, const Debl
     ++a.matched;
     const bool sep_blended = (sep[j]["flag"].get<int>() & 1) != 0;
     CHECK(sep_blended == result.objects[best].blended);
-    const double flux_rel = std::fabs(catalog[best].flux - number(sep[j]["flux"])) /
-                            std::max(std::fabs(number(sep[j]["flux"])), 1e-30);
+    const double flux_rel = std::fabs(catalog[best].flux - test::number(sep[j]["flux"])) /
+                            std::max(std::fabs(test::number(sep[j]["flux"])), 1e-30);
     if (result.objects[best].blended) {
       a.worst_blended_centroid = std::max(a.worst_blended_centroid, best_d);
       a.blended_flux.push_back(flux_rel);
@@ -154,7 +142,7 @@ TEST_CASE("deblend: the objects and segmentation maps of sep.extract with deblen
       std::ifstream sep_file(dir / (name + "." + variant + ".sep_catalog.json"));
       REQUIRE(sep_file.good());
       const auto sep = nlohmann::json::parse(sep_file);
-      const auto sep_map = read_i32(dir / (name + "." + variant + ".segmap.i32"), k.sub.size());
+      const auto sep_map = test::read_i32(dir / (name + "." + variant + ".segmap.i32"), k.sub.size());
       DeblendInput input;
       input.detection = {k.sub.data(), k.w, k.h};
       input.threshold_map = global ? nullptr : k.threshold.data();
@@ -177,12 +165,12 @@ TEST_CASE("deblend: the objects and segmentation maps of sep.extract with deblen
       const auto start = std::chrono::steady_clock::now();
       const DeblendResult exact = deblend_sources(input, params, ours.data());
       const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-      const Agreement a = compare(k, ours, exact, sep_map, sep);
+      const DeblendAgreement a = compare(k, ours, exact, sep_map, sep);
       // Most probable branch instead of SEP's draws.
       params.allocation = DeblendAllocation::most_probable;
       std::vector<int32_t> ours_mp(k.sub.size());
       const DeblendResult mp = deblend_sources(input, params, ours_mp.data());
-      const Agreement b = compare(k, ours_mp, mp, sep_map, sep);
+      const DeblendAgreement b = compare(k, ours_mp, mp, sep_map, sep);
       std::printf("deblend %-32s %-7s SEP %5zu objects, ours %5zu (matched %5zu), pixels differing %lld; "
                   "worst centroid isolated %.2g px, blended %.2g px; flux isolated %.2g rel, blended median %.2g max %.2g "
                   "| most probable: %zu objects, %zu matched, pixels differing %lld, blended flux median %.2g p90 %.2g max %.2g"

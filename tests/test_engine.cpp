@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <fstream>
 #include <set>
-#include <sstream>
 
 #include "imflow/engine.hpp"
 #include "imflow/io/fits.hpp"
@@ -16,16 +15,9 @@
 using namespace imflow;
 
 namespace {
-std::string read_text(const std::filesystem::path& path) {
-  std::ifstream stream(path);
-  std::ostringstream text;
-  text << stream.rdbuf();
-  return text.str();
-}
-
 size_t count_lines(const std::string& text) { return static_cast<size_t>(std::count(text.begin(), text.end(), '\n')); }
 
-void make_inputs(const std::filesystem::path& in) {
+void make_mixed_inputs(const std::filesystem::path& in) {
   std::filesystem::create_directories(in / "night2");
   for (int i = 0; i < 6; ++i) test::write_fits(in / ("field" + std::to_string(i) + ".fits"), -32, {96, 80}, test::star_field(96, 80, i));
   test::write_fits(in / "night2" / "cube.fits", 16, {64, 64, 3},
@@ -62,7 +54,7 @@ Pipeline make_pipeline(const std::filesystem::path& in, const std::filesystem::p
 
 TEST_CASE("a mixed directory: good items processed, bad ones reported, the rest carries on", "[engine]") {
   test::TempDir dir("engine_mixed");
-  make_inputs(dir / "in");
+  make_mixed_inputs(dir / "in");
   for (auto [threads, buffers] : {std::pair{1, 1}, std::pair{4, 3}}) {
     INFO("threads " << threads << " buffers " << buffers);
     const auto out = dir / ("out" + std::to_string(threads));
@@ -72,7 +64,7 @@ TEST_CASE("a mixed directory: good items processed, bad ones reported, the rest 
     // 6 fields + 3 cube planes + 1 MEF extension + 1 constant = 11 good; 3 bad files.
     CHECK(summary.succeeded() == 11);
     CHECK(summary.failed() == 3);
-    const nlohmann::json json = nlohmann::json::parse(read_text(out / "summary.json"));
+    const nlohmann::json json = nlohmann::json::parse(test::read_text(out / "summary.json"));
     CHECK(json["totals"]["failed"] == 3);
     std::set<std::string> failed;
     for (const auto& item : json["items"]) {
@@ -91,7 +83,7 @@ TEST_CASE("a mixed directory: good items processed, bad ones reported, the rest 
     CHECK(std::filesystem::exists(out / "field3.bgsub.fits"));
     CHECK(!std::filesystem::exists(out / "notes.cat.csv"));
     // The constant image is processed: std 0, no sources.
-    CHECK(count_lines(read_text(out / "constant.cat.csv")) == 1);
+    CHECK(count_lines(test::read_text(out / "constant.cat.csv")) == 1);
     // The catalog equals the steps run directly on the image.
     ImageBuffer image;
     read_fits_plane(dir / "in" / "field3.fits", 0, 0, image);
@@ -100,7 +92,7 @@ TEST_CASE("a mixed directory: good items processed, bad ones reported, the rest 
     for (const auto& item : json["items"]) {
       if (item["file"].get<std::string>().find("field3") != std::string::npos) {
         CHECK(item["background"]["median"].get<double>() == stats.median);
-        CHECK(item["nsources"].get<int>() + 1 == static_cast<int>(count_lines(read_text(out / "field3.cat.csv"))));
+        CHECK(item["nsources"].get<int>() + 1 == static_cast<int>(count_lines(test::read_text(out / "field3.cat.csv"))));
         CHECK(item["nsources"].get<int>() >= 1);
       }
     }
@@ -108,7 +100,7 @@ TEST_CASE("a mixed directory: good items processed, bad ones reported, the rest 
   }
   // Both runs wrote identical catalogs.
   for (const char* name : {"field0.cat.csv", "night2/cube.p1.cat.csv", "mef.hdu1.cat.csv"}) {
-    CHECK(read_text(dir / "out1" / name) == read_text(dir / "out4" / name));
+    CHECK(test::read_text(dir / "out1" / name) == test::read_text(dir / "out4" / name));
   }
 }
 
@@ -244,7 +236,7 @@ TEST_CASE("a plane whose background noise is 0 is processed with a warning namin
   Pipeline pipeline = make_pipeline(dir / "in", dir / "out", 2, 4);
   pipeline.output.formats = {"csv"};
   REQUIRE(run_pipeline(pipeline, {}).failed() == 0);
-  const nlohmann::json json = nlohmann::json::parse(read_text(dir / "out" / "summary.json"));
+  const nlohmann::json json = nlohmann::json::parse(test::read_text(dir / "out" / "summary.json"));
   for (const auto& item : json["items"]) {
     const bool dq = item["file"].get<std::string>().find("dq.fits") != std::string::npos;
     CHECK(item.contains("warnings") == dq);

@@ -4,6 +4,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <random>
 #include <stdexcept>
 #include <string>
@@ -107,6 +108,12 @@ inline std::vector<double> star_field(int width, int height, unsigned seed, int 
 
 // A pipeline from YAML text (steps and settings), for tests.
 inline imflow::Pipeline pipeline_from(const std::string& yaml) { return imflow::parse_pipeline(yaml, "test.yaml"); }
+
+// A file's bytes (empty when it cannot be read).
+inline std::string read_text(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
 
 // `n` native float32 values from a raw file (the reference scripts' .f32 outputs); throws when short.
 inline std::vector<float> read_f32(const std::filesystem::path& path, size_t n) {

@@ -10,7 +10,6 @@
 #include <limits>
 #include <numbers>
 #include <random>
-#include <sstream>
 
 #include <nlohmann/json.hpp>
 
@@ -45,7 +44,7 @@ std::vector<float> map_values(const std::string& text, const std::vector<float>&
 }
 float map_value(const std::string& text, float x = 0.0f) { return map_values(text, {x})[0]; }
 
-std::string error_of(const std::string& text) {
+std::string map_error_of(const std::string& text) {
   try {
     kernels::compile_map_expression(text);
   } catch (const kernels::MapExpressionError& error) {
@@ -62,13 +61,6 @@ int64_t ulps(float a, float b) {
     return bits < 0 ? std::numeric_limits<int32_t>::min() - bits : bits;
   };
   return std::abs(ordered(a) - ordered(b));
-}
-
-std::string read_text(const std::filesystem::path& path) {
-  std::ifstream stream(path);
-  std::ostringstream text;
-  text << stream.rdbuf();
-  return text.str();
 }
 }  // namespace
 
@@ -248,7 +240,7 @@ TEST_CASE("map propagates NaN and Inf as IEEE float does", "[map]") {
 }
 
 TEST_CASE("map expression errors name the column and what was expected", "[map]") {
-  CHECK_THAT(error_of("asinh(sqr(x))"),
+  CHECK_THAT(map_error_of("asinh(sqr(x))"),
              Contains("col 7: unknown function 'sqr'; did you mean 'sqrt'? (known: abs, acos,") &&
                  Contains("clip(v, lo, hi)") && Contains("trunc)"));
   try {
@@ -256,33 +248,33 @@ TEST_CASE("map expression errors name the column and what was expected", "[map]"
   } catch (const kernels::MapExpressionError& error) {
     CHECK(error.column() == 7);
   }
-  CHECK(error_of("x +") == "col 4: expected a number, x, a constant, a function or '(', got the end of the expression");
-  CHECK(error_of("(x + 1") == "col 7: expected ')' to close the '(' at col 1, got the end of the expression");
-  CHECK(error_of("y * 2") == "col 1: unknown name 'y' (known: x, pi, e, inf, nan)");
-  CHECK(error_of("X") == "col 1: unknown name 'X'; did you mean 'x'? (known: x, pi, e, inf, nan)");
-  CHECK(error_of("min(x)") == "col 1: min takes 2 arguments, got 1");
-  CHECK(error_of("1 + sqrt(x, 2)") == "col 5: sqrt takes 1 argument, got 2");
-  CHECK(error_of("x ** 2") == "col 3: '**' is not an operator: write a power as a ^ b");
-  CHECK(error_of("2x") ==
+  CHECK(map_error_of("x +") == "col 4: expected a number, x, a constant, a function or '(', got the end of the expression");
+  CHECK(map_error_of("(x + 1") == "col 7: expected ')' to close the '(' at col 1, got the end of the expression");
+  CHECK(map_error_of("y * 2") == "col 1: unknown name 'y' (known: x, pi, e, inf, nan)");
+  CHECK(map_error_of("X") == "col 1: unknown name 'X'; did you mean 'x'? (known: x, pi, e, inf, nan)");
+  CHECK(map_error_of("min(x)") == "col 1: min takes 2 arguments, got 1");
+  CHECK(map_error_of("1 + sqrt(x, 2)") == "col 5: sqrt takes 1 argument, got 2");
+  CHECK(map_error_of("x ** 2") == "col 3: '**' is not an operator: write a power as a ^ b");
+  CHECK(map_error_of("2x") ==
         "col 2: expected an operator (+ - * / ^) or the end of the expression, got 'x' (multiplication is written with *)");
-  CHECK(error_of("1e") == "col 1: malformed number '1e': expected digits after the exponent");
-  CHECK(error_of("x * 1e+") == "col 5: malformed number '1e+': expected digits after the exponent");
-  CHECK(error_of("1e999") == "col 1: number '1e999' is out of the float32 range");
-  CHECK(error_of("") == "col 1: empty expression: write one in x, e.g. asinh(x / 10)");
-  CHECK(error_of("   ") == "col 4: empty expression: write one in x, e.g. asinh(x / 10)");
-  CHECK(error_of("sqrt") == "col 1: function 'sqrt' needs its arguments in parentheses: sqrt(...)");
-  CHECK(error_of("x(2)") == "col 1: 'x' is the pixel value, not a function (multiplication is written with *)");
-  CHECK(error_of("pi(2)") == "col 1: 'pi' is a constant, not a function");
-  CHECK(error_of("x # 2") == "col 3: expected an operator (+ - * / ^) or the end of the expression, got '#'");
-  CHECK(error_of("x + \xC3\xA9") == "col 5: expected a number, x, a constant, a function or '(', got byte 0xC3");
-  CHECK(error_of("min(x,)") == "col 7: expected a number, x, a constant, a function or '(', got ')'");
-  CHECK(error_of("min(x 2)") ==
+  CHECK(map_error_of("1e") == "col 1: malformed number '1e': expected digits after the exponent");
+  CHECK(map_error_of("x * 1e+") == "col 5: malformed number '1e+': expected digits after the exponent");
+  CHECK(map_error_of("1e999") == "col 1: number '1e999' is out of the float32 range");
+  CHECK(map_error_of("") == "col 1: empty expression: write one in x, e.g. asinh(x / 10)");
+  CHECK(map_error_of("   ") == "col 4: empty expression: write one in x, e.g. asinh(x / 10)");
+  CHECK(map_error_of("sqrt") == "col 1: function 'sqrt' needs its arguments in parentheses: sqrt(...)");
+  CHECK(map_error_of("x(2)") == "col 1: 'x' is the pixel value, not a function (multiplication is written with *)");
+  CHECK(map_error_of("pi(2)") == "col 1: 'pi' is a constant, not a function");
+  CHECK(map_error_of("x # 2") == "col 3: expected an operator (+ - * / ^) or the end of the expression, got '#'");
+  CHECK(map_error_of("x + \xC3\xA9") == "col 5: expected a number, x, a constant, a function or '(', got byte 0xC3");
+  CHECK(map_error_of("min(x,)") == "col 7: expected a number, x, a constant, a function or '(', got ')'");
+  CHECK(map_error_of("min(x 2)") ==
         "col 7: expected ',' or ')' to close the '(' at col 4, got '2' (multiplication is written with *)");
-  CHECK(error_of(")") == "col 1: expected a number, x, a constant, a function or '(', got ')'");
-  CHECK(error_of(".") == "col 1: expected a number, got '.'");
-  CHECK(error_of(std::string(300, '(') + "x" + std::string(300, ')')) == "col 201: nested too deeply (more than 200 levels)");
-  CHECK(error_of(std::string(300, '-') + "x") == "col 201: nested too deeply (more than 200 levels)");
-  CHECK(error_of("x" + std::string(5000, ' ')) == "the expression is 5001 characters long, more than 4096");
+  CHECK(map_error_of(")") == "col 1: expected a number, x, a constant, a function or '(', got ')'");
+  CHECK(map_error_of(".") == "col 1: expected a number, got '.'");
+  CHECK(map_error_of(std::string(300, '(') + "x" + std::string(300, ')')) == "col 201: nested too deeply (more than 200 levels)");
+  CHECK(map_error_of(std::string(300, '-') + "x") == "col 201: nested too deeply (more than 200 levels)");
+  CHECK(map_error_of("x" + std::string(5000, ' ')) == "the expression is 5001 characters long, more than 4096");
 }
 
 TEST_CASE("map programs are limited to 64 operations and 16 stack values", "[map]") {
@@ -290,8 +282,8 @@ TEST_CASE("map programs are limited to 64 operations and 16 stack values", "[map
   for (int i = 0; i < 21; ++i) sum += " + sqrt(x)";  // 1 + 21 * 3 = 64 operations
   REQUIRE(kernels::compile_map_expression(sum).length == 64);
   CHECK(map_value(sum, 4.0f) == 46.0f);
-  CHECK(error_of(sum + " + x") == "the expression needs 66 operations, more than the 64 a map step runs: "
-                                  "split it over two map steps");
+  CHECK(map_error_of(sum + " + x") == "the expression needs 66 operations, more than the 64 a map step runs: "
+                                      "split it over two map steps");
   auto nested = [](int terms) {  // x + (x + (x + ...)): every x waits on the stack
     std::string text;
     for (int i = 1; i < terms; ++i) text += "x + (";
@@ -299,7 +291,7 @@ TEST_CASE("map programs are limited to 64 operations and 16 stack values", "[map
   };
   REQUIRE(kernels::compile_map_expression(nested(16)).max_stack == 16);
   CHECK(map_value(nested(16), 0.5f) == 8.0f);
-  CHECK_THAT(error_of(nested(17)), Contains("needs 17 values at once, more than 16: nest less to the right"));
+  CHECK_THAT(map_error_of(nested(17)), Contains("needs 17 values at once, more than 16: nest less to the right"));
   try {
     kernels::compile_map_expression(nested(17));
   } catch (const kernels::MapExpressionError& error) {
@@ -364,7 +356,7 @@ TEST_CASE("an engine run with map before detection equals detection on pre-mappe
     const RunSummary summary = run_pipeline(pipeline, {});
     CHECK(summary.succeeded() == 3);
     CHECK(summary.failed() == 0);
-    return nlohmann::json::parse(read_text(dir / output / "summary.json"));
+    return nlohmann::json::parse(test::read_text(dir / output / "summary.json"));
   };
   const auto with_map = run("raw", "out_map", "[{map: {expression: '" + expression + "'}}, background, segment, label, measure]");
   run("mapped", "out_ref", "[background, segment, label, measure]");
@@ -378,8 +370,8 @@ TEST_CASE("an engine run with map before detection equals detection on pre-mappe
     CHECK(std::isnan(written.data()[7 + i]));
     CHECK(std::equal(written.begin(), written.end(), expected.begin(), expected.end(),
                      [](float a, float b) { return a == b || (std::isnan(a) && std::isnan(b)); }));
-    const std::string catalog = read_text(dir / "out_map" / (stem + ".cat.csv"));
-    CHECK(catalog == read_text(dir / "out_ref" / (stem + ".cat.csv")));
+    const std::string catalog = test::read_text(dir / "out_map" / (stem + ".cat.csv"));
+    CHECK(catalog == test::read_text(dir / "out_ref" / (stem + ".cat.csv")));
     CHECK(std::count(catalog.begin(), catalog.end(), '\n') >= 2);  // the header and at least one source
     std::vector<float> work;
     const double median = kernels::kappa_sigma_clip(expected.view(), 3.0, 100, work).median;

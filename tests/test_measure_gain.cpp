@@ -5,8 +5,7 @@
 #include <fitsio.h>
 #include <nlohmann/json.hpp>
 
-#include <fstream>
-#include <sstream>
+#include <string>
 
 #include "imflow/engine.hpp"
 #include "imflow/errors.hpp"
@@ -44,14 +43,7 @@ double catalog_gain(const fs::path& catalog) {
   return gain;
 }
 
-std::string read_text(const fs::path& path) {
-  std::ifstream stream(path);
-  std::ostringstream text;
-  text << stream.rdbuf();
-  return text.str();
-}
-
-RunSummary run(const fs::path& in, const fs::path& out, const std::string& measure) {
+RunSummary run_with_measure(const fs::path& in, const fs::path& out, const std::string& measure) {
   Pipeline pipeline = test::pipeline_from("output: {formats: [csv, fits]}\ndevice: cpu\n"
                                           "steps: [background, segment, label, {measure: " + measure + "}]\n");
   pipeline.input.dir = in;
@@ -100,10 +92,10 @@ TEST_CASE("measure's gain_keyword sets each item's gain; the catalogs record it"
   test::write_fits(dir / "in" / "text.fits", -32, {96, 80}, test::star_field(96, 80, 6));
   write_key(dir / "in" / "text.fits", 0, "GAIN", 0.0, "high");
 
-  const RunSummary summary = run(dir / "in", dir / "out", "{gain: 1.25, gain_keyword: GAIN}");
+  const RunSummary summary = run_with_measure(dir / "in", dir / "out", "{gain: 1.25, gain_keyword: GAIN}");
   CHECK(summary.succeeded() == 3);
   REQUIRE(summary.failed() == 1);
-  const auto json = nlohmann::json::parse(read_text(dir / "out" / "summary.json"));
+  const auto json = nlohmann::json::parse(test::read_text(dir / "out" / "summary.json"));
   for (const auto& item : json["items"]) {
     if (item["status"] != "failed") continue;
     const std::string error = item["error"];
@@ -121,10 +113,10 @@ TEST_CASE("measure's gain_keyword sets each item's gain; the catalogs record it"
                                    std::pair{"1.25", "plain.cat.csv"}}) {
     INFO(name);
     const fs::path out = dir / ("out_" + std::string(gain));
-    CHECK(run(dir / "in", out, std::string("{gain: ") + gain + "}").failed() == 0);
-    CHECK(read_text(out / name) == read_text(dir / "out" / name));
+    CHECK(run_with_measure(dir / "in", out, std::string("{gain: ") + gain + "}").failed() == 0);
+    CHECK(test::read_text(out / name) == test::read_text(dir / "out" / name));
   }
-  CHECK(read_text(dir / "out_1.25" / "mef.hdu1.cat.csv") != read_text(dir / "out" / "mef.hdu1.cat.csv"));
+  CHECK(test::read_text(dir / "out_1.25" / "mef.hdu1.cat.csv") != test::read_text(dir / "out" / "mef.hdu1.cat.csv"));
 }
 
 TEST_CASE("gain_keyword must be a FITS keyword name", "[config][gain]") {

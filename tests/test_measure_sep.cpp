@@ -24,7 +24,7 @@ namespace fs = std::filesystem;
 namespace {
 using SegmentKey = std::tuple<int64_t, int64_t, int64_t, int64_t, int64_t>;  // bounding box, npix
 
-double relative(double ours, double theirs, double scale) {
+double relative_difference(double ours, double theirs, double scale) {
   return std::fabs(ours - theirs) / std::max({std::fabs(theirs), scale, 1e-300});
 }
 }  // namespace
@@ -72,23 +72,25 @@ TEST_CASE("segments and measurements match sep.extract", "[sep]") {
       }
       const nlohmann::json& o = *found->second;
       // SEP sums its flux in float32: relative to the segment's absolute flux scale.
-      worst_flux = std::max(worst_flux, relative(s.flux_iso, o["flux"], 0.0));
+      worst_flux = std::max(worst_flux, relative_difference(s.flux_iso, o["flux"], 0.0));
       worst_position = std::max({worst_position, std::fabs(s.x - o["x"].get<double>()), std::fabs(s.y - o["y"].get<double>())});
       // Moments can be ~0 while their terms are not: relative to x2 + y2.
       const double scale = std::fabs(o["x2"].get<double>()) + std::fabs(o["y2"].get<double>());
-      worst_moment = std::max({worst_moment, relative(s.x2, o["x2"], scale), relative(s.y2, o["y2"], scale),
-                               relative(s.xy, o["xy"], scale)});
-      worst_axis = std::max({worst_axis, relative(s.a, o["a"], 0.0), relative(s.b, o["b"], 0.0)});
-      worst_flux_err = std::max(worst_flux_err, relative(s.flux_iso_err, o["flux_err"], 0.0));
+      worst_moment = std::max({worst_moment, relative_difference(s.x2, o["x2"], scale),
+                               relative_difference(s.y2, o["y2"], scale), relative_difference(s.xy, o["xy"], scale)});
+      worst_axis = std::max({worst_axis, relative_difference(s.a, o["a"], 0.0), relative_difference(s.b, o["b"], 0.0)});
+      worst_flux_err = std::max(worst_flux_err, relative_difference(s.flux_iso_err, o["flux_err"], 0.0));
       // The centroid's (co)variances, relative to errx2 + erry2 as the moments are.
       const double error_scale = std::fabs(o["errx2"].get<double>()) + std::fabs(o["erry2"].get<double>());
-      worst_position_err = std::max({worst_position_err, relative(s.errx2, o["errx2"], error_scale),
-                                     relative(s.erry2, o["erry2"], error_scale), relative(s.errxy, o["errxy"], error_scale)});
+      worst_position_err = std::max({worst_position_err, relative_difference(s.errx2, o["errx2"], error_scale),
+                                     relative_difference(s.erry2, o["erry2"], error_scale),
+                                     relative_difference(s.errxy, o["errxy"], error_scale)});
       // SEP stores cxx, cyy, cxy as float32 and they inherit the moments' differences (their inverse):
       // relative to cxx + cyy.
       const double ellipse_scale = std::fabs(o["cxx"].get<double>()) + std::fabs(o["cyy"].get<double>());
-      worst_ellipse = std::max({worst_ellipse, relative(s.cxx, o["cxx"], ellipse_scale),
-                                relative(s.cyy, o["cyy"], ellipse_scale), relative(s.cxy, o["cxy"], ellipse_scale)});
+      worst_ellipse = std::max({worst_ellipse, relative_difference(s.cxx, o["cxx"], ellipse_scale),
+                                relative_difference(s.cyy, o["cyy"], ellipse_scale),
+                                relative_difference(s.cxy, o["cxy"], ellipse_scale)});
       // SEP takes pi/4 whenever x2 == y2, also for a diagonal pair with xy < 0 (at -pi/4; docs/astronomy.md).
       const double theta_sep = o["theta"];
       if (s.x2 == s.y2 && s.xy < 0 && std::fabs(theta_sep - std::numbers::pi / 4) < 1e-6) {

@@ -14,11 +14,6 @@
 #include "test_helpers.hpp"
 
 namespace {
-std::string file_text(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-}
-
 // 200 items with 0..6 rows each (one of them failed, one with no rows), their catalogs in `dir`.
 nlohmann::json make_items(const std::filesystem::path& dir) {
   nlohmann::json items = nlohmann::json::array();
@@ -60,7 +55,7 @@ TEST_CASE("the merged catalog made during the run is the merge's, in any finishi
     imflow::MergedCatalogStream stream(dir / "catalog.csv", size_t{64} << 20);
     tbb::parallel_for(size_t{0}, order.size(), [&](size_t k) { stream.add(order[k], items[order[k]]); });
     REQUIRE(stream.finish(pointers(items)));
-    CHECK(file_text(dir / "catalog.csv") == file_text(dir / "merged.csv"));
+    CHECK(test::read_text(dir / "catalog.csv") == test::read_text(dir / "merged.csv"));
   }
   CHECK(no_temporaries(dir.path()));
 }

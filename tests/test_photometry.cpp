@@ -5,6 +5,7 @@
 #include <catch2/catch.hpp>
 
 #include <cmath>
+#include <numbers>
 #include <vector>
 
 #include "imflow/kernels/photometry.hpp"
@@ -15,8 +16,6 @@ using Catch::Matchers::WithinRel;
 
 namespace {
 
-constexpr double kPi = 3.14159265358979323846;
-
 struct Field {
   int64_t w, h;
   std::vector<float> pixels;
@@ -24,7 +23,7 @@ struct Field {
   k::ApertureImage view() const { return {{pixels.data(), w, h}}; }
 };
 
-Field gaussian(int64_t w, int64_t h, double cx, double cy, double sigma, double amp) {
+Field gaussian_field(int64_t w, int64_t h, double cx, double cy, double sigma, double amp) {
   Field f{w, h, std::vector<float>(w * h), std::vector<int32_t>(w * h, 0)};
   for (int64_t y = 0; y < h; ++y) {
     for (int64_t x = 0; x < w; ++x) {
@@ -89,10 +88,10 @@ TEST_CASE("aperture fluxes of a constant image are area x value, errors sqrt(are
   image.noise_kind = k::NoiseKind::stddev;
   image.noise_value = 3.0;
   const auto row = measure(field, spec, {31.3, 30.8, 1.0, 1.0, 0.0, 1}, image);
-  CHECK_THAT(row[0], WithinRel(kPi * 4.0 * 2.0, 1e-12));
-  CHECK_THAT(row[1], WithinRel(std::sqrt(kPi * 4.0) * 3.0, 1e-12));
-  CHECK_THAT(row[2], WithinRel(kPi * 3.75 * 3.75 * 2.0, 1e-12));
-  CHECK_THAT(row[3], WithinRel(std::sqrt(kPi * 3.75 * 3.75) * 3.0, 1e-12));
+  CHECK_THAT(row[0], WithinRel(std::numbers::pi * 4.0 * 2.0, 1e-12));
+  CHECK_THAT(row[1], WithinRel(std::sqrt(std::numbers::pi * 4.0) * 3.0, 1e-12));
+  CHECK_THAT(row[2], WithinRel(std::numbers::pi * 3.75 * 3.75 * 2.0, 1e-12));
+  CHECK_THAT(row[3], WithinRel(std::sqrt(std::numbers::pi * 3.75 * 3.75) * 3.0, 1e-12));
   // A local background from the annulus 6..9: a flat sky leaves nothing, its noise adds in quadrature.
   spec.aperture_bkgann = true;
   spec.bkgann_rin = 6.0;
@@ -103,17 +102,18 @@ TEST_CASE("aperture fluxes of a constant image are area x value, errors sqrt(are
   // The gain adds the flux's Poisson variance.
   image.gain = 4.0;
   const auto poisson = measure(field, everything(), {31.3, 30.8, 1.0, 1.0, 0.0, 1}, image);
-  CHECK_THAT(poisson[5], WithinRel(std::sqrt(kPi * 4.0 * 9.0 + kPi * 4.0 * 2.0 / 4.0), 1e-12));
+  CHECK_THAT(poisson[5], WithinRel(std::sqrt(std::numbers::pi * 4.0 * 9.0 + std::numbers::pi * 4.0 * 2.0 / 4.0), 1e-12));
 }
 
 TEST_CASE("a Gaussian's Kron radius, FLUX_AUTO, half-light radius and windowed centre", "[photometry]") {
   const double sigma = 2.0, cx = 32.3, cy = 31.7, amp = 100.0;
-  const Field field = gaussian(64, 64, cx, cy, sigma, amp);
+  const Field field = gaussian_field(64, 64, cx, cy, sigma, amp);
   const auto row = measure(field, everything(), {cx, cy, sigma, sigma, 0.0, 1}, field.view());
   // Kron radius in units of a (= sigma): E[r] of a 2-D Gaussian, sqrt(pi / 2).
-  CHECK_THAT(row[0], WithinRel(std::sqrt(kPi / 2.0), 1e-2));
+  CHECK_THAT(row[0], WithinRel(std::sqrt(std::numbers::pi / 2.0), 1e-2));
   // FLUX_AUTO: the flux inside 2.5 x that radius, 1 - exp(-(2.5 R)^2 / 2) of the total.
-  const double total = 2.0 * kPi * sigma * sigma * amp, inside = 1.0 - std::exp(-std::pow(2.5 * row[0], 2) / 2.0);
+  const double total = 2.0 * std::numbers::pi * sigma * sigma * amp,
+               inside = 1.0 - std::exp(-std::pow(2.5 * row[0], 2) / 2.0);
   CHECK_THAT(row[1], WithinRel(total * inside, 1e-2));
   CHECK(row[2] == 0.0);  // no noise, no gain
   CHECK(row[3] == 0.0);
@@ -132,7 +132,7 @@ TEST_CASE("a Gaussian's Kron radius, FLUX_AUTO, half-light radius and windowed c
 }
 
 TEST_CASE("a small Kron ellipse gives way to the min_radius circle", "[photometry]") {
-  const Field field = gaussian(32, 32, 15.0, 16.0, 0.5, 100.0);
+  const Field field = gaussian_field(32, 32, 15.0, 16.0, 0.5, 100.0);
   k::PhotometrySpec spec;
   spec.auto_flux = true;
   spec.min_diameter = 5.0;
@@ -143,7 +143,7 @@ TEST_CASE("a small Kron ellipse gives way to the min_radius circle", "[photometr
 
 TEST_CASE("neighbours' pixels are replaced by the symmetric pixels, or left out", "[photometry]") {
   const double cx = 20.0, cy = 20.0;
-  const Field alone = gaussian(48, 48, cx, cy, 1.5, 50.0);
+  const Field alone = gaussian_field(48, 48, cx, cy, 1.5, 50.0);
   Field crowded = alone;
   for (int64_t y = 20; y <= 21; ++y) {  // a neighbour at x 24..25, inside the 12-pixel aperture
     for (int64_t x = 24; x <= 25; ++x) {
@@ -188,7 +188,7 @@ TEST_CASE("neighbours' pixels are replaced by the symmetric pixels, or left out"
 
 TEST_CASE("windowed flux, moments and position errors follow SExtractor's sums", "[photometry]") {
   const double sigma = 1.8, cx = 30.4, cy = 29.6, amp = 80.0, rms = 2.0, gain = 4.0;
-  const Field field = gaussian(64, 64, cx, cy, sigma, amp);
+  const Field field = gaussian_field(64, 64, cx, cy, sigma, amp);
   k::PhotometrySpec spec;
   spec.windowed = true;
   k::ApertureImage image = field.view();
@@ -238,7 +238,7 @@ TEST_CASE("windowed flux, moments and position errors follow SExtractor's sums",
 }
 
 TEST_CASE("FLAGS_WIN set: the windowed errors and moments are the isophotal ones", "[photometry]") {
-  Field field = gaussian(48, 48, 24.0, 24.0, 1.5, 50.0);
+  Field field = gaussian_field(48, 48, 24.0, 24.0, 1.5, 50.0);
   for (float& pixel : field.pixels) pixel = -pixel;  // no positive windowed flux
   k::PhotometrySpec spec;
   spec.windowed = true;
@@ -257,7 +257,7 @@ TEST_CASE("FLAGS_WIN set: the windowed errors and moments are the isophotal ones
 
 TEST_CASE("min_kron_radius raises a small Kron radius to SExtractor's minimum", "[photometry]") {
   const double sigma = 2.0, cx = 32.3, cy = 31.7;
-  const Field field = gaussian(64, 64, cx, cy, sigma, 100.0);
+  const Field field = gaussian_field(64, 64, cx, cy, sigma, 100.0);
   k::PhotometrySpec spec;
   spec.auto_flux = true;
   spec.min_diameter = 0.0;
@@ -314,7 +314,7 @@ TEST_CASE("VIGNET stamps: SExtractor's centre pixel, -1e30 outside the image and
 }
 
 TEST_CASE("the row's last value or-s every measurement's aperture flags", "[photometry]") {
-  const Field field = gaussian(48, 48, 6.0, 24.0, 1.5, 50.0);  // 6 px from the left edge
+  const Field field = gaussian_field(48, 48, 6.0, 24.0, 1.5, 50.0);  // 6 px from the left edge
   k::PhotometrySpec spec;
   spec.apertures = 1;
   spec.aperture_diameters[0] = 6.0;

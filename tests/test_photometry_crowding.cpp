@@ -17,10 +17,10 @@ constexpr int64_t kSide = 64;
 constexpr double kCentre = 32.0, kSigma = 1.5;
 
 // A Gaussian source (label 1 within 3 px) at the centre of a 64 x 64 field.
-struct Field {
+struct CrowdedField {
   std::vector<float> pixels = std::vector<float>(kSide * kSide);
   std::vector<int32_t> labels = std::vector<int32_t>(kSide * kSide, 0);
-  Field() {
+  CrowdedField() {
     for (int64_t y = 0; y < kSide; ++y) {
       for (int64_t x = 0; x < kSide; ++x) {
         const double r2 = (x - kCentre) * (x - kCentre) + (y - kCentre) * (y - kCentre);
@@ -50,7 +50,7 @@ struct Field {
 struct Count {
   int64_t pixels = 0, blanked = 0;
 };
-Count count(const Field& field, double r, bool closed) {
+Count count(const CrowdedField& field, double r, bool closed) {
   const k::EllipseCoeffs e = k::ellipse_coeffs(kSigma, kSigma, 0.0);
   Count c;
   for (int64_t y = 0; y < kSide; ++y) {
@@ -65,7 +65,7 @@ Count count(const Field& field, double r, bool closed) {
   return c;
 }
 
-k::AutoFlux auto_flux(const Field& field) {
+k::AutoFlux auto_flux(const CrowdedField& field) {
   return k::auto_flux(field.image(), kCentre, kCentre, kSigma, kSigma, 0.0);
 }
 
@@ -90,13 +90,13 @@ TEST_CASE("crowding compares as SExtractor does, in float", "[photometry]") {
 }
 
 TEST_CASE("crowding counts other objects' pixels in the Kron radius's and FLUX_AUTO's ellipses", "[photometry]") {
-  const k::AutoFlux alone = auto_flux(Field());
+  const k::AutoFlux alone = auto_flux(CrowdedField());
   CHECK_FALSE(alone.crowded);
   REQUIRE(alone.kron_radius > 0.0);
   // A neighbour at the edge of the 6 a circle (9 px), ever wider: the first step's share rises.
   int flagged = 0;
   for (int64_t width = 0; width <= 8; ++width) {
-    Field field;
+    CrowdedField field;
     if (width > 0) field.neighbour(41 - width + 1, 41, 23, 41);
     const k::AutoFlux automatic = auto_flux(field);
     const Count kron = count(field, 6.0, true), sum = count(field, 2.5 * automatic.kron_radius, false);
@@ -109,7 +109,7 @@ TEST_CASE("crowding counts other objects' pixels in the Kron radius's and FLUX_A
   CHECK(flagged > 0);
   CHECK(flagged < 8);
   // A small neighbour close in: under 10% of the Kron radius's pixels, over 10% of FLUX_AUTO's.
-  Field near;
+  CrowdedField near;
   near.neighbour(35, 37, 30, 34);
   const k::AutoFlux automatic = auto_flux(near);
   const Count kron = count(near, 6.0, true), sum = count(near, 2.5 * automatic.kron_radius, false);
@@ -121,7 +121,7 @@ TEST_CASE("crowding counts other objects' pixels in the Kron radius's and FLUX_A
 }
 
 TEST_CASE("the row carries crowding in flags_auto and the or-ed flags; masked pixels count", "[photometry]") {
-  Field field;
+  CrowdedField field;
   field.neighbour(35, 37, 30, 34);
   k::PhotometrySpec spec;
   spec.auto_flux = true;

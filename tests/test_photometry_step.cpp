@@ -20,7 +20,7 @@ using Catch::Matchers::Contains;
 using Catch::Matchers::WithinRel;
 
 namespace {
-std::string error_of(const std::string& measure) {
+std::string measure_error_of(const std::string& measure) {
   try {
     test::pipeline_from("steps: [background, segment, label, {measure: " + measure + "}]\n");
   } catch (const ConfigError& error) {
@@ -77,7 +77,7 @@ std::map<std::string, long> ldac_repeats(const fs::path& ldac, const std::vector
   return repeats;
 }
 
-RunSummary run(const fs::path& in, const fs::path& out, const std::string& measure, const std::string& extra = "") {
+RunSummary run_photometry(const fs::path& in, const fs::path& out, const std::string& measure, const std::string& extra = "") {
   Pipeline pipeline = test::pipeline_from("output: {formats: [csv, fits, ldac]}\ndevice: cpu\n" + extra +
                                           "steps: [{background: {method: mesh, size: 32}}, segment, label, "
                                           "{measure: " + measure + "}]\n");
@@ -88,23 +88,23 @@ RunSummary run(const fs::path& in, const fs::path& out, const std::string& measu
 }  // namespace
 
 TEST_CASE("photometry parameters are checked", "[config][photometry]") {
-  CHECK(error_of("{auto: {kron_fact: 2.5, min_radius: 3.5}, apertures: [3, 7.5], flux_radius: [0.5, 0.9], "
-                 "windowed: true, zeropoint: 25, zeropoint_keyword: MAGZPT, mask_neighbours: false}") == "no error");
-  CHECK(error_of("{auto: true}") == "no error");
-  CHECK(error_of("{auto: {kron_fact: 2.5, min_radius: 0, min_kron_radius: 3.5}, vignet: [35, 35]}") == "no error");
-  CHECK_THAT(error_of("{vignet: [35]}"), Contains("vignet") && Contains("[width, height]"));
-  CHECK_THAT(error_of("{vignet: [3.5, 4]}"), Contains("vignet") && Contains("whole pixels"));
-  CHECK_THAT(error_of("{vignet: [0, 4]}"), Contains("vignet"));
-  CHECK_THAT(error_of("{auto: {kron_factor: 2}}"), Contains("measure.auto.kron_factor") && Contains("unknown key"));
-  CHECK_THAT(error_of("{auto: {kron_fact: 0}}"), Contains("kron_fact") && Contains("out of range"));
-  CHECK_THAT(error_of("{auto: maybe}"), Contains("auto") && Contains("expected true, false"));
-  CHECK_THAT(error_of("{apertures: [3, -1]}"), Contains("apertures") && Contains("> 0"));
-  CHECK_THAT(error_of("{apertures: [3, 3]}"), Contains("listed twice"));
-  CHECK_THAT(error_of("{apertures: 3}"), Contains("apertures") && Contains("list of numbers"));
-  CHECK_THAT(error_of("{aperture_bkgann: [6, 9]}"), Contains("aperture_bkgann") && Contains("needs apertures"));
-  CHECK_THAT(error_of("{apertures: [3], aperture_bkgann: [9, 6]}"), Contains("rin < rout"));
-  CHECK_THAT(error_of("{flux_radius: [0.5, 1.5]}"), Contains("flux_radius") && Contains("(0, 1]"));
-  CHECK_THAT(error_of("{zeropoint_keyword: MAG ZP}"), Contains("zeropoint_keyword") && Contains("not a FITS keyword"));
+  CHECK(measure_error_of("{auto: {kron_fact: 2.5, min_radius: 3.5}, apertures: [3, 7.5], flux_radius: [0.5, 0.9], "
+                         "windowed: true, zeropoint: 25, zeropoint_keyword: MAGZPT, mask_neighbours: false}") == "no error");
+  CHECK(measure_error_of("{auto: true}") == "no error");
+  CHECK(measure_error_of("{auto: {kron_fact: 2.5, min_radius: 0, min_kron_radius: 3.5}, vignet: [35, 35]}") == "no error");
+  CHECK_THAT(measure_error_of("{vignet: [35]}"), Contains("vignet") && Contains("[width, height]"));
+  CHECK_THAT(measure_error_of("{vignet: [3.5, 4]}"), Contains("vignet") && Contains("whole pixels"));
+  CHECK_THAT(measure_error_of("{vignet: [0, 4]}"), Contains("vignet"));
+  CHECK_THAT(measure_error_of("{auto: {kron_factor: 2}}"), Contains("measure.auto.kron_factor") && Contains("unknown key"));
+  CHECK_THAT(measure_error_of("{auto: {kron_fact: 0}}"), Contains("kron_fact") && Contains("out of range"));
+  CHECK_THAT(measure_error_of("{auto: maybe}"), Contains("auto") && Contains("expected true, false"));
+  CHECK_THAT(measure_error_of("{apertures: [3, -1]}"), Contains("apertures") && Contains("> 0"));
+  CHECK_THAT(measure_error_of("{apertures: [3, 3]}"), Contains("listed twice"));
+  CHECK_THAT(measure_error_of("{apertures: 3}"), Contains("apertures") && Contains("list of numbers"));
+  CHECK_THAT(measure_error_of("{aperture_bkgann: [6, 9]}"), Contains("aperture_bkgann") && Contains("needs apertures"));
+  CHECK_THAT(measure_error_of("{apertures: [3], aperture_bkgann: [9, 6]}"), Contains("rin < rout"));
+  CHECK_THAT(measure_error_of("{flux_radius: [0.5, 1.5]}"), Contains("flux_radius") && Contains("(0, 1]"));
+  CHECK_THAT(measure_error_of("{zeropoint_keyword: MAG ZP}"), Contains("zeropoint_keyword") && Contains("not a FITS keyword"));
   // Photometry reads pixels around each source, which tiles do not have.
   const auto tiled = [] {
     return test::pipeline_from("tiling: {size: 64}\nsteps: [background, segment, label, {measure: {apertures: [5]}}]\n");
@@ -125,8 +125,8 @@ TEST_CASE("photometry columns in the CSV, FITS and FITS_LDAC catalogs", "[engine
   test::write_fits(image, -32, {128, 96}, test::star_field(128, 96, 11, 12));
   write_zeropoint(image, 27.5);
   const RunSummary summary =
-      run(dir / "in", dir / "out", "{auto: {}, apertures: [3, 7.5], flux_radius: [0.5, 0.9], windowed: true, "
-                                   "zeropoint_keyword: MAGZPT, gain: 2}");
+      run_photometry(dir / "in", dir / "out", "{auto: {}, apertures: [3, 7.5], flux_radius: [0.5, 0.9], windowed: true, "
+                                              "zeropoint_keyword: MAGZPT, gain: 2}");
   REQUIRE(summary.failed() == 0);
   const Csv csv = read_csv(dir / "out" / "stars.cat.csv");
   REQUIRE(csv.rows.size() >= 8);
@@ -197,8 +197,8 @@ TEST_CASE("mask_neighbours: false and magnitudes of non-positive fluxes", "[engi
   fs::create_directories(dir / "in");
   test::write_fits(dir / "in" / "stars.fits", -32, {128, 96}, test::star_field(128, 96, 12, 12));
   // A zeropoint_keyword missing from the header falls back to `zeropoint`.
-  REQUIRE(run(dir / "in", dir / "masked", "{apertures: [20], zeropoint_keyword: MAGZPT, zeropoint: 20}").failed() == 0);
-  REQUIRE(run(dir / "in", dir / "plain", "{apertures: [20], zeropoint: 20, mask_neighbours: false}").failed() == 0);
+  REQUIRE(run_photometry(dir / "in", dir / "masked", "{apertures: [20], zeropoint_keyword: MAGZPT, zeropoint: 20}").failed() == 0);
+  REQUIRE(run_photometry(dir / "in", dir / "plain", "{apertures: [20], zeropoint: 20, mask_neighbours: false}").failed() == 0);
   const Csv masked = read_csv(dir / "masked" / "stars.cat.csv"), plain = read_csv(dir / "plain" / "stars.cat.csv");
   REQUIRE(masked.rows.size() == plain.rows.size());
   int differ = 0;
@@ -210,7 +210,7 @@ TEST_CASE("mask_neighbours: false and magnitudes of non-positive fluxes", "[engi
     CHECK(row.at("magerr_aper_20") == 99.0);
   }
   // Without a fallback the item fails, naming the keyword.
-  const RunSummary missing = run(dir / "in", dir / "missing", "{apertures: [5], zeropoint_keyword: MAGZPT}");
+  const RunSummary missing = run_photometry(dir / "in", dir / "missing", "{apertures: [5], zeropoint_keyword: MAGZPT}");
   CHECK(missing.failed() == 1);
 }
 

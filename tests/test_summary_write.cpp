@@ -13,11 +13,6 @@
 namespace {
 using nlohmann::json;
 
-std::string read_file(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-}
-
 // Peak RSS can grow between two calls: the one value that may differ.
 std::string without_peak_rss(const std::string& text) {
   static const std::regex peak("\"peak_rss_megabytes\": [0-9.e+-]+");
@@ -64,7 +59,7 @@ TEST_CASE("summary.json from the stored records is to_json().dump(2), items in i
   imflow::RunSummary summary;
   fill(summary);
   summary.write(dir / "summary.json");
-  const std::string written = read_file(dir / "summary.json");
+  const std::string written = test::read_text(dir / "summary.json");
   const std::string dumped = summary.to_json().dump(2, ' ', false, json::error_handler_t::replace) + "\n";
   CHECK(without_peak_rss(written) == without_peak_rss(dumped));
   const json parsed = json::parse(written);
@@ -81,7 +76,7 @@ TEST_CASE("summary.json from the stored records is to_json().dump(2), items in i
   // Adding after a write sorts again; the new record takes its place.
   summary.add_record(record("a.nii", 0, 2, "ok", nullptr), true, 100, 12, {});
   summary.write(dir / "summary.json");
-  CHECK(json::parse(read_file(dir / "summary.json"))["items"][3]["plane"] == 2);
+  CHECK(json::parse(test::read_text(dir / "summary.json"))["items"][3]["plane"] == 2);
 }
 
 TEST_CASE("an empty summary writes an empty items array", "[summary]") {
@@ -89,7 +84,7 @@ TEST_CASE("an empty summary writes an empty items array", "[summary]") {
   imflow::RunSummary summary;
   summary.finish(0.5);
   summary.write(dir / "summary.json");
-  const std::string written = read_file(dir / "summary.json");
+  const std::string written = test::read_text(dir / "summary.json");
   CHECK(without_peak_rss(written) == without_peak_rss(summary.to_json().dump(2) + "\n"));
   CHECK(written.find("\n  \"items\": [],\n") != std::string::npos);
 }
@@ -108,8 +103,8 @@ TEST_CASE("metrics.csv: rows made as records are added equal rows made at the en
       "a.nii,0,3,0.0123456789,25,0.99,0.5,3,0\n"
       "a.nii,1,2,0.0123456789,inf,0.99,0.5,3,5\n"
       "b.png,0,2,0.0123456789,30.5,0.99,0.5,3,0\n";
-  CHECK(read_file(dir / "at_end.csv") == expected);
-  CHECK(read_file(dir / "when_added.csv") == expected);
+  CHECK(test::read_text(dir / "at_end.csv") == expected);
+  CHECK(test::read_text(dir / "when_added.csv") == expected);
 }
 
 TEST_CASE("the merged catalog from a run summary equals the one from its JSON", "[summary]") {
@@ -124,6 +119,6 @@ TEST_CASE("the merged catalog from a run summary equals the one from its JSON", 
   summary.add_record(x, true, 1, 1, {});
   CHECK(imflow::write_merged_catalog(summary, dir / "from_summary.csv") == 3);
   CHECK(imflow::write_merged_catalog(summary.to_json(), dir / "from_json.csv") == 3);
-  CHECK(read_file(dir / "from_summary.csv") == "file,hdu,plane,id,x\nx.fits,0,0,1,2.5\ny.fits,0,0,1,9\ny.fits,0,0,2,10\n");
-  CHECK(read_file(dir / "from_json.csv") == read_file(dir / "from_summary.csv"));
+  CHECK(test::read_text(dir / "from_summary.csv") == "file,hdu,plane,id,x\nx.fits,0,0,1,2.5\ny.fits,0,0,1,9\ny.fits,0,0,2,10\n");
+  CHECK(test::read_text(dir / "from_json.csv") == test::read_text(dir / "from_summary.csv"));
 }

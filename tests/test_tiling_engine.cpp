@@ -25,7 +25,7 @@ namespace {
 // halo: auto = the convolution's reach + 1 (measure's masked-neighbour flag).
 int64_t tiling_halo_for(const std::string& pipeline) { return pipeline == "global" ? 1 : pipeline == "convolve8" ? 4 : 8; }
 
-RunSummary run(const std::string& yaml, const fs::path& in, const fs::path& out, int64_t tile, int threads = 2) {
+RunSummary run_tiled(const std::string& yaml, const fs::path& in, const fs::path& out, int64_t tile, int threads = 2) {
   Pipeline pipeline = test::pipeline_from(yaml);
   pipeline.input.dir = in;
   pipeline.output.dir = out;
@@ -50,13 +50,13 @@ TEST_CASE("tiled runs equal whole-image runs", "[tiling][engine]") {
   };
   for (const auto& [name, yaml] : pipelines) {
     const fs::path whole = dir / (name + "-whole");
-    const RunSummary reference = run(yaml, dir / "in", whole, 0);
+    const RunSummary reference = run_tiled(yaml, dir / "in", whole, 0);
     REQUIRE(reference.failed() == 0);
     const auto reference_records = records(reference);
     for (int64_t tile : {64, 50, 37, 8, 4096}) {
       INFO("pipeline " << name << ", tile " << tile);
       const fs::path out = dir / (name + "-" + std::to_string(tile));
-      const RunSummary tiled = run(yaml, dir / "in", out, tile);
+      const RunSummary tiled = run_tiled(yaml, dir / "in", out, tile);
       REQUIRE(tiled.failed() == 0);
       CHECK(tiled.items() == reference.items());
       for (const auto& [key, record] : records(tiled)) {
@@ -99,12 +99,12 @@ TEST_CASE("tiled runs with convolve are the whole-image run every time, with mor
   test::write_fits(dir / "in" / "big.fits", -32, {width, height}, border_field(width, height, 21));
   const std::string yaml = "output: {formats: [csv]}\n"
                            "steps: [{convolve: {size: 9, sigma: 2.0}}, background, segment, label, measure]\n";
-  const RunSummary whole = run(yaml, dir / "in", dir / "whole", 0, 8);
+  const RunSummary whole = run_tiled(yaml, dir / "in", dir / "whole", 0, 8);
   REQUIRE(whole.failed() == 0);
   for (int repeat = 0; repeat < 8; ++repeat) {
     INFO("repeat " << repeat);
     const fs::path out = dir / ("tiled-" + std::to_string(repeat));
-    const RunSummary tiled = run(yaml, dir / "in", out, 48, 8);
+    const RunSummary tiled = run_tiled(yaml, dir / "in", out, 48, 8);
     REQUIRE(tiled.failed() == 0);
     check_same_catalog(dir / "whole" / "big.cat.csv", out / "big.cat.csv");
   }

@@ -16,17 +16,17 @@
 using namespace imflow;
 
 namespace {
-constexpr int64_t kSide = 7;
+constexpr int64_t kWeightedSide = 7;
 
 // A 7 x 7 image of 1s (one pixel -1) with variance 2 everywhere, gain 2, backsig^2 4: a pixel's
 // term is 1 / 2 x 2 / 4 = 0.25.
-struct Field {
-  std::vector<float> data = std::vector<float>(kSide * kSide, 1.0f);
-  std::vector<float> variance = std::vector<float>(kSide * kSide, 2.0f);
-  std::vector<float> mask = std::vector<float>(kSide * kSide, 0.0f);
+struct WeightedField {
+  std::vector<float> data = std::vector<float>(kWeightedSide * kWeightedSide, 1.0f);
+  std::vector<float> variance = std::vector<float>(kWeightedSide * kWeightedSide, 2.0f);
+  std::vector<float> mask = std::vector<float>(kWeightedSide * kWeightedSide, 0.0f);
   kernels::ApertureImage image() const {
     kernels::ApertureImage out;
-    out.data = {data.data(), kSide, kSide};
+    out.data = {data.data(), kWeightedSide, kWeightedSide};
     out.noise = variance.data();
     out.noise_kind = kernels::NoiseKind::variance;
     out.gain = 2.0;
@@ -64,13 +64,13 @@ TEST_CASE("FLUXERR_ISO with WEIGHT_GAIN sums each pixel's scaled term", "[weight
 }
 
 TEST_CASE("an aperture's WEIGHT_GAIN terms cover every pixel within r + 0.75, not weighed by overlap", "[weight][gain]") {
-  Field field;
+  WeightedField field;
   // r = 1 about (3, 3): the pixels at squared distances 0, 1 and 2 (< 1.75^2), 9 of them, though
   // the corners (sqrt 2 away) lie mostly outside the circle.
   CHECK(kernels::weight_gain_circle(field.image(), 3.0, 3.0, 1.0, 4.0) == Approx(9 * 0.25));
-  field.data[4 * kSide + 4] = -1.0f;  // a negative corner adds nothing
+  field.data[4 * kWeightedSide + 4] = -1.0f;  // a negative corner adds nothing
   CHECK(kernels::weight_gain_circle(field.image(), 3.0, 3.0, 1.0, 4.0) == Approx(8 * 0.25));
-  field.mask[2 * kSide + 3] = 1.0f;  // nor does a masked pixel (its variance is area-corrected)
+  field.mask[2 * kWeightedSide + 3] = 1.0f;  // nor does a masked pixel (its variance is area-corrected)
   kernels::ApertureImage masked = field.image();
   masked.mask = field.mask.data();
   CHECK(kernels::weight_gain_circle(masked, 3.0, 3.0, 1.0, 4.0) == Approx(7 * 0.25));
@@ -79,7 +79,7 @@ TEST_CASE("an aperture's WEIGHT_GAIN terms cover every pixel within r + 0.75, no
 }
 
 TEST_CASE("the AUTO ellipse's WEIGHT_GAIN terms cover the pixels whose centre is inside", "[weight][gain]") {
-  const Field field;
+  const WeightedField field;
   kernels::AutoParams params;
   params.kron_factor = 2.5;
   params.min_radius = 0.0;
@@ -92,7 +92,7 @@ TEST_CASE("the AUTO ellipse's WEIGHT_GAIN terms cover the pixels whose centre is
 
 TEST_CASE("measure_photometry's WEIGHT_GAIN replaces the apertures' flux / gain by the per-pixel terms",
           "[weight][gain]") {
-  const Field field;
+  const WeightedField field;
   kernels::PhotometrySpec spec;
   spec.apertures = 1;
   spec.aperture_diameters[0] = 2.0;
@@ -114,7 +114,7 @@ TEST_CASE("measure_photometry's WEIGHT_GAIN replaces the apertures' flux / gain 
 }
 
 TEST_CASE("WEIGHT_GAIN scales each windowed pixel's Poisson term by its variance / backsig^2", "[weight][gain]") {
-  Field field;
+  WeightedField field;
   std::fill(field.data.begin(), field.data.end(), 1.0f);  // every pixel positive: every pixel has the term
   kernels::ApertureImage image = field.image();           // variance 2, gain 2: value / gain = 0.5
   image.gain = 0.0;

@@ -14,7 +14,7 @@
 namespace imflow {
 
 namespace {
-const std::vector<std::string> kFormats = {"csv", "fits", "ldac", "labels", "bgsub", "png", "fits_image", "metrics"};
+const std::vector<std::string> kOutputFormats = {"csv", "fits", "ldac", "labels", "bgsub", "png", "fits_image", "metrics"};
 
 InputConfig parse_input(ParamReader reader) {
   InputConfig input;
@@ -42,9 +42,9 @@ OutputConfig parse_output(ParamReader reader, const YAML::Node& node) {
   output.fsync = reader.boolean("fsync", false);
   output.png_compression = static_cast<int>(reader.integer("png_compression", 1, 0, 9));
   for (const auto& format : output.formats) {
-    if (std::find(kFormats.begin(), kFormats.end(), format) == kFormats.end()) {
+    if (std::find(kOutputFormats.begin(), kOutputFormats.end(), format) == kOutputFormats.end()) {
       std::string known;
-      for (const auto& name : kFormats) known += (known.empty() ? "" : ", ") + name;
+      for (const auto& name : kOutputFormats) known += (known.empty() ? "" : ", ") + name;
       reader.fail(node["formats"], "formats", "unknown format '" + format + "' (known: " + known + ")");
     }
   }

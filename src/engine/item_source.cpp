@@ -20,13 +20,6 @@ namespace imflow {
 namespace fs = std::filesystem;
 
 namespace {
-// EXTNAME as compared: upper case, trailing blanks dropped (FITS pads strings; case varies).
-std::string normalized_extname(std::string name) {
-  while (!name.empty() && name.back() == ' ') name.pop_back();
-  std::transform(name.begin(), name.end(), name.begin(), [](unsigned char c) { return static_cast<char>(std::toupper(c)); });
-  return name;
-}
-
 // "m.hdu1.p2" -> {"m.hdu1", "m"}, "m.p3" -> {"m"}, "m.hdu1" -> {"m"}: the names whose outputs
 // could be called `stem` (output_name adds .hduH and .pP).
 std::vector<std::string> generated_from(const std::string& stem) {

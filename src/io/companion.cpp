@@ -17,12 +17,6 @@ namespace fs = std::filesystem;
 namespace {
 constexpr std::string_view kStem = "{stem}";
 
-std::string normalized_extname(std::string name) {
-  while (!name.empty() && name.back() == ' ') name.pop_back();
-  std::transform(name.begin(), name.end(), name.begin(), [](unsigned char c) { return static_cast<char>(std::toupper(c)); });
-  return name;
-}
-
 std::string place_name(const fs::path& path, int hdu, int64_t plane, int64_t planes) {
   std::string name = path.string();
   if (hdu > 0) name += "[hdu " + std::to_string(hdu) + "]";

@@ -40,7 +40,7 @@ constexpr std::string_view kPngSuffixes[] = {".png"};
 // NIfTI single files, and the .hdr of .hdr/.img pairs (NIfTI-1 "ni1", Analyze 7.5).
 constexpr std::string_view kNiftiSuffixes[] = {".nii", ".nii.gz", ".hdr", ".hdr.gz"};
 
-const InputFormat kFormats[] = {
+const InputFormat kInputFormats[] = {
     {"fits", kFitsSuffixes, scan_fits_planes, read_fits},
     {"png", kPngSuffixes, scan_png_planes, read_png_plane},
     {"nifti", kNiftiSuffixes, scan_nifti_planes, read_nifti_plane, nifti_data_files},
@@ -49,7 +49,7 @@ const InputFormat kFormats[] = {
 // The longest registered suffix that `filename` ends with (after a non-empty stem), and its format.
 std::pair<const InputFormat*, size_t> longest_suffix(const fs::path& filename) {
   std::pair<const InputFormat*, size_t> best{nullptr, 0};
-  for (const InputFormat& format : kFormats) {
+  for (const InputFormat& format : kInputFormats) {
     for (std::string_view suffix : format.suffixes) {
       if (suffix.size() > best.second && name_ends_with(filename, suffix)) best = {&format, suffix.size()};
     }
@@ -77,7 +77,7 @@ bool whole_file_compressed(const fs::path& path) {
 
 std::vector<std::string> default_input_patterns() {
   std::vector<std::string> patterns;
-  for (const InputFormat& format : kFormats) {
+  for (const InputFormat& format : kInputFormats) {
     for (std::string_view suffix : format.suffixes) patterns.emplace_back("*").append(suffix);
   }
   return patterns;
@@ -85,6 +85,12 @@ std::vector<std::string> default_input_patterns() {
 
 std::string strip_image_extension(const std::string& filename) {
   return filename.substr(0, filename.size() - longest_suffix(fs::path(filename)).second);
+}
+
+std::string normalized_extname(std::string name) {
+  while (!name.empty() && name.back() == ' ') name.pop_back();
+  std::transform(name.begin(), name.end(), name.begin(), [](unsigned char c) { return static_cast<char>(std::toupper(c)); });
+  return name;
 }
 
 std::string output_name(const std::string& filename, int hdu, int64_t plane, int64_t planes) {

@@ -9,11 +9,11 @@
 #include <cmath>
 #include <limits>
 
+#include "sep_backstat.hpp"
+
 namespace imflow::kernels {
 
 namespace {
-
-constexpr double kBig = 1e30;              // SEP's BIG
 
 // Median of n floats as SEP's fqmedian (mean of the middle two, in float). Reorders the values
 // (ascending, NaN last).
@@ -33,7 +33,7 @@ void fill_and_filter(MeshGrid& grid, int64_t filter_width, int64_t filter_height
   std::vector<float> filled(back);
   for (int64_t py = 0, i = 0; py < ny; ++py) {
     for (int64_t px = 0; px < nx; ++px, ++i) {
-      if (back[i] > -kBig) continue;
+      if (back[i] > -backstat::kBig) continue;
       // Reads only valid meshes, whose back and sigma this loop never changes.
       const MeshValue value = fill_dropped_mesh(back.data(), sigma.data(), nx, ny, px, py);
       filled[i] = value.back;
@@ -170,7 +170,7 @@ MeshGrid mesh_grid(ConstImageView image, const MeshParams& params) {
       grid.back[my * grid.nx + mx] = e.back;
       grid.sigma[my * grid.nx + mx] = e.sigma;
       grid.valid += e.valid;
-      if (!(e.back > -kBig)) ++grid.dropped;
+      if (!(e.back > -backstat::kBig)) ++grid.dropped;
     }
   }
   fill_and_filter(grid, params.filter_width, params.filter_height, params.filter_threshold);

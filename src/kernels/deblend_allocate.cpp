@@ -7,13 +7,13 @@
 // of the segment measured on all its pixels as sortit() does (a blended object keeps the
 // barycentre of its branch).
 #include <cmath>
+#include <numbers>
 
 #include "deblend_internal.hpp"
 
 namespace imflow::kernels::deblend_detail {
 
 namespace {
-constexpr double kPi = 3.14159265358979323846;
 constexpr float kRandMax = 2147483647.0f;  // (float)RAND_MAX
 
 // The cumulative weights of the branches at pixel p (p[0] = 0), SEP's float arithmetic; returns
@@ -59,7 +59,7 @@ void gather_model(const SegmentPixels& s, const SegmentSplit& split, GatherModel
     SepObject& o = model.branches[i];
     o.thresh = s.thresh0;  // past the deblending: back to the segment's threshold
     for (const int32_t p : split.branches[i]) model.in_branch[static_cast<size_t>(p)] = 1;
-    const float dist = static_cast<float>(static_cast<double>(o.fdnpix) / (2 * kPi * o.abcor * o.a * o.b));
+    const float dist = static_cast<float>(static_cast<double>(o.fdnpix) / (2 * std::numbers::pi * o.abcor * o.a * o.b));
     float amp = static_cast<float>(dist < 70.0 ? o.thresh * std::exp(dist) : 4.0 * o.fdpeak);
     if (amp > 4.0 * o.fdpeak) amp = static_cast<float>(4.0 * o.fdpeak);
     model.amp[i] = amp;

@@ -3,6 +3,7 @@
 // fields where SEP has them, float64 sums. And glibc's rand_r, the generator SEP draws from.
 #include <algorithm>
 #include <cmath>
+#include <numbers>
 #include <vector>
 
 #include "deblend_internal.hpp"
@@ -14,7 +15,6 @@ namespace deblend_detail {
 namespace {
 constexpr float kBig = 1e+30f;
 constexpr int64_t kMaxPicSize = 1048576;
-constexpr double kPi = 3.14159265358979323846;  // SEP's PI (M_PI)
 }  // namespace
 
 void sep_preanalyse(const SegmentPixels& s, const int32_t* idx, int64_t n, SepObject& o) {
@@ -91,7 +91,7 @@ void sep_analyse(const SegmentPixels& s, const int32_t* idx, int64_t n, bool rob
     temp2 = xm2 * ym2 - xym * xym;
   }
   double temp = xm2 - ym2;
-  const double theta = std::fabs(temp) > 0.0 ? std::atan2(2.0 * xym, temp) / 2.0 : kPi / 4.0;
+  const double theta = std::fabs(temp) > 0.0 ? std::atan2(2.0 * xym, temp) / 2.0 : std::numbers::pi / 4.0;
   temp = std::sqrt(0.25 * temp * temp + xym * xym);
   double pmx2 = 0.5 * (xm2 + ym2), pmy2 = pmx2;
   pmx2 += temp;
@@ -113,7 +113,7 @@ void sep_analyse(const SegmentPixels& s, const int32_t* idx, int64_t n, bool rob
   const double t1t2 = thresh / thresh2;
   if (t1t2 > 0.0) {
     o.abcor = static_cast<float>((darea < 0.0 ? darea : -1.0) /
-                                 (2 * kPi * std::log(t1t2 < 1.0 ? t1t2 : 0.99) * o.a * o.b));
+                                 (2 * std::numbers::pi * std::log(t1t2 < 1.0 ? t1t2 : 0.99) * o.a * o.b));
     if (o.abcor > 1.0) o.abcor = 1.0f;
   } else {
     o.abcor = 1.0f;

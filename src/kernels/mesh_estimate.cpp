@@ -13,19 +13,13 @@
 
 #include "imflow/kernels/background_mesh.hpp"
 #include "imflow/kernels/mesh_mode.hpp"
+#include "sep_backstat.hpp"
 
 namespace imflow::kernels {
 
 namespace {
 
-constexpr double kBig = 1e30;              // SEP's BIG
-constexpr double kMinGoodFraction = 0.5;   // BACK_MINGOODFRAC
-constexpr int kHistogramSigmas = 5;        // QUANTIF_NSIGMA
-constexpr int64_t kMaxLevels = 4096;       // QUANTIF_NMAXLEVELS
-constexpr int kModePixels = 4;             // QUANTIF_AMIN
-constexpr double kPi = 3.1415926535898;    // SEP's PI (sepcore.h)
-
-bool usable(float v) { return std::isfinite(v) && v > -kBig; }
+bool usable(float v) { return std::isfinite(v) && v > -backstat::kBig; }
 
 struct Sums {
   double sum = 0.0, squares = 0.0;
@@ -118,7 +112,7 @@ struct Clip {
 
 Clip clip_of(const Sums& valid, int64_t w, int64_t h) {
   Clip c;
-  if (static_cast<float>(valid.n) < static_cast<float>(static_cast<double>(w * h) * kMinGoodFraction)) return c;
+  if (static_cast<float>(valid.n) < static_cast<float>(static_cast<double>(w * h) * backstat::kMinGoodFraction)) return c;
   const double mean = valid.sum / static_cast<double>(valid.n);
   const double var = valid.squares / static_cast<double>(valid.n) - mean * mean;
   const double sigma = var > 0.0 ? std::sqrt(var) : 0.0;
@@ -135,11 +129,11 @@ MeshEstimate mesh_mode(const float* origin, int64_t stride, int64_t w, int64_t h
   const double mean = clipped.sum / static_cast<double>(kept);
   const double var = clipped.squares / static_cast<double>(kept) - mean * mean;
   const double sigma = var > 0.0 ? std::sqrt(var) : 0.0;
-  const double step = std::sqrt(2.0 / kPi) * kHistogramSigmas / kModePixels;
+  const double step = std::sqrt(2.0 / backstat::kPi) * backstat::kHistogramSigmas / backstat::kModePixels;
   int64_t nlevels = static_cast<int64_t>(static_cast<int>(step * static_cast<double>(kept) + 1));
-  if (nlevels > kMaxLevels) nlevels = kMaxLevels;
-  const float qscale = sigma > 0.0 ? static_cast<float>(2 * kHistogramSigmas * sigma / static_cast<double>(nlevels)) : 1.0f;
-  const float qzero = static_cast<float>(mean - kHistogramSigmas * sigma);
+  if (nlevels > backstat::kMaxLevels) nlevels = backstat::kMaxLevels;
+  const float qscale = sigma > 0.0 ? static_cast<float>(2 * backstat::kHistogramSigmas * sigma / static_cast<double>(nlevels)) : 1.0f;
+  const float qzero = static_cast<float>(mean - backstat::kHistogramSigmas * sigma);
 
   // backhisto: every pixel whose bin falls in [0, nlevels) (NaN never does). The bins of a row
   // first (one vectorised division per pixel, the others sent to the spare bin nlevels), then
@@ -187,7 +181,7 @@ void estimate_band(const float* origin, int64_t stride, int64_t w, int64_t h, in
   const int64_t pairs = count / 2;
   const __m128d no_sign = _mm_castsi128_pd(_mm_set1_epi64x(INT64_MAX));
   const __m128d largest = _mm_set1_pd(std::numeric_limits<double>::max());
-  const __m128d lowest = _mm_set1_pd(-kBig);
+  const __m128d lowest = _mm_set1_pd(-backstat::kBig);
   std::vector<Sums> valid(static_cast<size_t>(count)), clipped(static_cast<size_t>(count));
   std::vector<PairSums> sums;
   band_sums(origin, stride, w, h, pairs,

@@ -8,18 +8,13 @@
 #include <vector>
 
 #include "imflow/kernels/mesh_mode.hpp"
+#include "sep_backstat.hpp"
 
 namespace imflow::kernels {
 
 namespace {
-constexpr double kBig = 1e30;
-constexpr double kMinGoodFraction = 0.5;  // BACK_MINGOODFRAC
-constexpr int kHistogramSigmas = 5;       // QUANTIF_NSIGMA
-constexpr int64_t kMaxLevels = 4096;      // QUANTIF_NMAXLEVELS
-constexpr int kModePixels = 4;            // QUANTIF_AMIN
-constexpr double kPi = 3.1415926535898;
 
-struct Moments {
+struct RunningMoments {
   double sum = 0.0, squares = 0.0;
   int64_t n = 0;
   void add(double v) {
@@ -38,12 +33,12 @@ struct Moments {
 struct Quantisation {
   int64_t nlevels = 1;
   float qscale = 1.0f, qzero = 0.0f, cste = 0.0f;
-  explicit Quantisation(const Moments& m) {
-    const double step = std::sqrt(2.0 / kPi) * kHistogramSigmas / kModePixels;
+  explicit Quantisation(const RunningMoments& m) {
+    const double step = std::sqrt(2.0 / backstat::kPi) * backstat::kHistogramSigmas / backstat::kModePixels;
     const double mean = m.mean(), sigma = m.sigma();
-    nlevels = std::min<int64_t>(static_cast<int>(step * static_cast<double>(m.n) + 1), kMaxLevels);
-    qscale = sigma > 0.0 ? static_cast<float>(2 * kHistogramSigmas * sigma / static_cast<double>(nlevels)) : 1.0f;
-    qzero = static_cast<float>(mean - kHistogramSigmas * sigma);
+    nlevels = std::min<int64_t>(static_cast<int>(step * static_cast<double>(m.n) + 1), backstat::kMaxLevels);
+    qscale = sigma > 0.0 ? static_cast<float>(2 * backstat::kHistogramSigmas * sigma / static_cast<double>(nlevels)) : 1.0f;
+    qzero = static_cast<float>(mean - backstat::kHistogramSigmas * sigma);
     cste = static_cast<float>(0.499999 - static_cast<double>(qzero / qscale));
   }
   // The bin of v, or -1 outside [0, nlevels) (SExtractor's (int)(v / qscale + cste)).
@@ -53,12 +48,12 @@ struct Quantisation {
   }
 };
 
-bool usable(float pixel, float variance) { return std::isfinite(pixel) && pixel > -kBig && variance < kBig; }
+bool usable(float pixel, float variance) { return std::isfinite(pixel) && pixel > -backstat::kBig && variance < backstat::kBig; }
 
 // The variance mode and sigma of one mesh (w x h pixels at offset `origin` of both maps).
 MeshEstimate variance_mesh(const float* pixels, const float* variance, int64_t stride, int64_t w, int64_t h,
                            std::vector<int32_t>& histogram, std::vector<int32_t>& prefix) {
-  Moments image, weights;
+  RunningMoments image, weights;
   for (int64_t y = 0; y < h; ++y) {
     for (int64_t x = 0; x < w; ++x) {
       const float p = pixels[y * stride + x], v = variance[y * stride + x];
@@ -67,12 +62,12 @@ MeshEstimate variance_mesh(const float* pixels, const float* variance, int64_t s
       weights.add(v);
     }
   }
-  if (static_cast<float>(image.n) < static_cast<float>(static_cast<double>(w * h) * kMinGoodFraction)) return {};
+  if (static_cast<float>(image.n) < static_cast<float>(static_cast<double>(w * h) * backstat::kMinGoodFraction)) return {};
   const auto lcut = static_cast<float>(image.mean() - 2.0 * image.sigma());
   const auto hcut = static_cast<float>(image.mean() + 2.0 * image.sigma());
   const auto wlcut = static_cast<float>(weights.mean() - 2.0 * weights.sigma());
   const auto whcut = static_cast<float>(weights.mean() + 2.0 * weights.sigma());
-  Moments clipped, wclipped;
+  RunningMoments clipped, wclipped;
   for (int64_t y = 0; y < h; ++y) {
     for (int64_t x = 0; x < w; ++x) {
       const float p = pixels[y * stride + x], v = variance[y * stride + x];
@@ -87,7 +82,7 @@ MeshEstimate variance_mesh(const float* pixels, const float* variance, int64_t s
   for (int64_t y = 0; y < h; ++y) {
     for (int64_t x = 0; x < w; ++x) {
       const float p = pixels[y * stride + x], v = variance[y * stride + x];
-      if (!(v < kBig) || q.bin(p) < 0) continue;
+      if (!(v < backstat::kBig) || q.bin(p) < 0) continue;
       if (const int64_t b = wq.bin(v); b >= 0) ++histogram[static_cast<size_t>(b)];
     }
   }

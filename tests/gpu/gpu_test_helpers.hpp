@@ -13,6 +13,7 @@
 
 #include "cuda/background.hpp"
 #include "cuda/convolve.hpp"
+#include "cuda/cuda_check.hpp"
 #include "cuda/gpu_context.hpp"
 #include "cuda/label.hpp"
 #include "cuda/measure.hpp"
@@ -38,6 +39,23 @@ struct Slot {
 inline void make_pinned(WorkItem& item, int64_t width, int64_t height) {
   item.pixels.set_allocator(imflow::cuda::pinned_allocator());
   item.pixels.resize(width, height);
+}
+
+// n floats of device memory, on the host.
+inline std::vector<float> from_device(const float* device, size_t n) {
+  std::vector<float> out(n);
+  if (n > 0) IMFLOW_CUDA_CHECK(cudaMemcpy(out.data(), device, n * sizeof(float), cudaMemcpyDeviceToHost));
+  return out;
+}
+
+// ||a - b|| / ||b|| over n values (||a - b|| where b is all zero), in double.
+inline double rel_diff(const float* a, const float* b, size_t n) {
+  double d = 0.0, r = 0.0;
+  for (size_t i = 0; i < n; ++i) {
+    d += (double(a[i]) - b[i]) * (double(a[i]) - b[i]);
+    r += double(b[i]) * b[i];
+  }
+  return r > 0.0 ? std::sqrt(d / r) : std::sqrt(d);
 }
 
 // A fresh seed per run (std::random_device), printed so that a failure can be reproduced by

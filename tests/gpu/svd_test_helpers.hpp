@@ -45,14 +45,7 @@ void run_on_gpu(Slot& slot, WorkItem& item, F&& steps) {
   icuda::collect_results(slot.gpu, item);
 }
 
-inline double rel_diff(const float* a, const float* b, size_t n) {
-  double d = 0.0, r = 0.0;
-  for (size_t i = 0; i < n; ++i) {
-    d += (double(a[i]) - b[i]) * (double(a[i]) - b[i]);
-    r += double(b[i]) * b[i];
-  }
-  return r > 0.0 ? std::sqrt(d / r) : std::sqrt(d);
-}
+using gpu_test::rel_diff;
 
 // An m x n row-major matrix with singular values `sigma` (random orthonormal factors, double).
 inline std::vector<float> known_spectrum(int64_t m, int64_t n, const std::vector<double>& sigma, uint32_t seed) {

@@ -19,12 +19,6 @@ using namespace gpu_test;
 
 namespace {
 
-std::vector<float> from_device(const float* device, size_t n) {
-  std::vector<float> out(n);
-  IMFLOW_CUDA_CHECK(cudaMemcpy(out.data(), device, n * sizeof(float), cudaMemcpyDeviceToHost));
-  return out;
-}
-
 // A crowded field (stars with close companions on unit noise) on a sky with a pedestal and a gradient.
 void fill_crowded(WorkItem& item, int64_t w, int64_t h, uint32_t seed, int stars) {
   const deblend_test::Field f = deblend_test::stars(seed, w, h, stars, true, false);

@@ -34,12 +34,6 @@ constexpr double kTolerance = 1e-9;  // relative (with the same absolute margin)
 // can stop one step apart (3e-8 px, and FLUX_WIN 2.5e-8 relative apart, seen on 1 run in 40).
 constexpr double kWindowedTolerance = 1e-6;
 
-std::vector<float> from_device(const float* device, size_t n) {
-  std::vector<float> out(n);
-  if (n > 0) IMFLOW_CUDA_CHECK(cudaMemcpy(out.data(), device, n * sizeof(float), cudaMemcpyDeviceToHost));
-  return out;
-}
-
 // Whether value k of a row is in the windowed block (compared within kWindowedTolerance).
 bool windowed_column(const imflow::kernels::PhotometrySpec& spec, int k) {
   return spec.windowed && k >= spec.window_offset() && k < spec.window_offset() + imflow::kernels::kWindowValues;

@@ -19,15 +19,6 @@ using imflow::kernels::ConvolveMode;
 
 namespace {
 
-double rel_diff(const float* a, const float* b, size_t n) {
-  double d = 0.0, r = 0.0;
-  for (size_t i = 0; i < n; ++i) {
-    d += (double(a[i]) - b[i]) * (double(a[i]) - b[i]);
-    r += double(b[i]) * b[i];
-  }
-  return r > 0.0 ? std::sqrt(d / r) : std::sqrt(d);
-}
-
 // An m x n row-major matrix of exact rank `rank` (sum of random outer products) plus nothing else,
 // so that every solver, the randomized one included, recovers it at k = rank.
 std::vector<float> low_rank(int64_t m, int64_t n, int rank, uint32_t seed) {

@@ -61,4 +61,7 @@ std::string strip_image_extension(const std::string& filename);
 // HDU after the primary and ".pP" for a plane of a cube or volume ("m.fits", HDU 1 -> "m.hdu1").
 std::string output_name(const std::string& filename, int hdu, int64_t plane, int64_t planes);
 
+// An EXTNAME as compared: upper case, trailing blanks dropped (FITS pads strings; case varies).
+std::string normalized_extname(std::string name);
+
 }  // namespace imflow

@@ -9,8 +9,8 @@ build=${SANITIZE_BUILD_DIR:-build-asan}
 generator=(); command -v ninja >/dev/null && generator=(-G Ninja)
 launcher=(); command -v ccache >/dev/null && launcher=(-DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
 # -O1 -g1: cheaper to compile than -O2 -g (the build is most of the time on 2 cores), and line
-# numbers in every stack.
-cmake -S . -B "$build" "${generator[@]}" "${launcher[@]}" -DIMFLOW_CUDA=OFF -DIMFLOW_FUZZ=OFF \
+# numbers in every stack; a unity build, as tools/test.sh's.
+cmake -S . -B "$build" "${generator[@]}" "${launcher[@]}" -DIMFLOW_CUDA=OFF -DIMFLOW_FUZZ=OFF -DCMAKE_UNITY_BUILD=ON \
   -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_C_FLAGS_RELWITHDEBINFO="-O1 -g1 -DNDEBUG" \
   -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1 -DNDEBUG" -DIMFLOW_SANITIZE=address,undefined >/dev/null
 cmake --build "$build" -j"$(nproc)"

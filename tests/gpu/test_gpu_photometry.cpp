@@ -148,7 +148,7 @@ TEST_CASE("GPU photometry equals the CPU's: mesh background and RMS map, deblend
 
 // A bright extended source (a ~ 19 px) among small ones: its row is measured by a whole block
 // (kBlockRowMinA), in the stream and, with VIGNETs, after it; the rows still equal the CPU's.
-TEST_CASE("GPU photometry of a large source, measured by a block", "[gpu][photometry]") {
+TEST_CASE("GPU photometry of a large source, measured by a block", "[gpu][photometry][sanitize]") {
   Slot slot;
   WorkItem item;
   fill_sky(item, 320, 288, fresh_seed("photometry large source"), 30, 0.0005);

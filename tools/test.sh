@@ -9,7 +9,7 @@ tools/install-deps.sh
 if [ "${1:-}" = "--sanitize" ]; then shift; exec tools/sanitize.sh "$@"; fi
 tools/install-python-deps.sh  # the Python package's module and tests (ctest's `python`)
 # Unity build: each target's sources compiled in batches of 8, which spares the headers' parsing
-# and template instantiation they share (a clean build on 2 cores takes about 40% less CPU time).
+# and template instantiation they share (a clean build takes about a third less CPU time).
 tools/build.sh -DCMAKE_UNITY_BUILD=ON -DIMFLOW_PYTHON=ON -DPython_EXECUTABLE="$(command -v python3)" "$@"
 cd "${BUILD_DIR:-build}"
 ctest --output-on-failure -j "$(nproc)" --timeout 900

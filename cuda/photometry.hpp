@@ -24,6 +24,7 @@ struct PhotometryState {
   DeviceBuffer<float> vignets;
   PinnedBuffer<double> rows_host;  // mapped: the rows measured in the stream (catalog capacity x stride)
   bool rows_in_stream = false;     // the current item's rows are in rows_host
+  int row_clusters = -1;           // clusters of the large rows' kernel resident at once (0: none), found once
 };
 
 // After cuda::measure: enqueue the background-subtracted image the rows are measured on

@@ -146,8 +146,9 @@ TEST_CASE("GPU photometry equals the CPU's: mesh background and RMS map, deblend
   check_photometry(slot, item, mesh + "label, ", "{apertures: [4], aperture_subpix: 11, mask_neighbours: false}");
 }
 
-// A bright extended source (a ~ 19 px) among small ones: its row is measured by a whole block
-// (kBlockRowMinA), in the stream and, with VIGNETs, after it; the rows still equal the CPU's.
+// A bright extended source (a ~ 19 px) among small ones: its row is measured by a cluster of
+// blocks (kBlockRowMinA; a single block where the device has no clusters, forced here too), in
+// the stream and, with VIGNETs, after it; the rows still equal the CPU's.
 TEST_CASE("GPU photometry of a large source, measured by a block", "[gpu][photometry][sanitize]") {
   Slot slot;
   WorkItem item;
@@ -163,11 +164,14 @@ TEST_CASE("GPU photometry of a large source, measured by a block", "[gpu][photom
     for (const auto& source : catalog) a = std::max(a, source.a);
     return a;
   };
-  const imflow::Catalog catalog = check_photometry(
-      slot, item, "background, segment, label, ", "{gain: 2, auto: true, apertures: [3, 12], flux_radius: [0.5], windowed: true}");
+  const std::string in_stream = "{gain: 2, auto: true, apertures: [3, 12], flux_radius: [0.5], windowed: true}";
+  const imflow::Catalog catalog = check_photometry(slot, item, "background, segment, label, ", in_stream);
   INFO("largest a " << largest(catalog));
   CHECK(largest(catalog) >= imflow::cuda::kBlockRowMinA);
   CHECK(largest(check_photometry(slot, item, "background, segment, label, ", kEverything)) >= imflow::cuda::kBlockRowMinA);
+  slot.gpu.photometry->row_clusters = 0;  // as on a device without cluster launches: one block per row
+  check_photometry(slot, item, "background, segment, label, ", in_stream);
+  check_photometry(slot, item, "background, segment, label, ", kEverything);
 }
 
 TEST_CASE("GPU photometry on an empty field", "[gpu][photometry]") {

@@ -1,0 +1,78 @@
+// A cluster of GPU blocks as a pixel team (imflow/kernels/pixel_team.hpp), for the largest
+// sources: each block reduces as a BlockTeam does, then every thread adds the blocks' totals from
+// their shared memory (distributed shared memory, sm_90) in rank order, so all hold the same
+// value. Every thread of the cluster must call sum() and bit_or() together; launch with a cluster
+// of kBlocks blocks of kThreads threads (cudaLaunchAttributeClusterDimension).
+#pragma once
+#include <cstdint>
+
+#ifdef __CUDACC__
+#include <cooperative_groups.h>
+#endif
+
+#include "imflow/kernels/host_device.hpp"
+
+namespace imflow::cuda {
+
+template <int kBlocks, int kThreads>
+struct ClusterTeam {
+  static_assert(kThreads % 32 == 0 && kThreads <= 1024, "ClusterTeam: whole warps, at most 1024 threads a block");
+  static constexpr int size = kBlocks * kThreads;
+  static constexpr int kWarps = kThreads / 32;
+  static constexpr unsigned kAllLanes = 0xffffffffu;
+  // Host versions exist only so the host side of the shared templates compiles; they never run.
+  IMFLOW_HOST_DEVICE static int rank() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    return static_cast<int>(cooperative_groups::this_cluster().block_rank()) * kThreads + static_cast<int>(threadIdx.x);
+#else
+    return 0;
+#endif
+  }
+  template <typename T>
+  IMFLOW_HOST_DEVICE static T sum(T v) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    __shared__ T warp_total[kWarps];
+    __shared__ T block_total;
+    for (int lanes = 16; lanes > 0; lanes /= 2) v += __shfl_xor_sync(kAllLanes, v, lanes);
+    if ((threadIdx.x & 31) == 0) warp_total[threadIdx.x / 32] = v;
+    __syncthreads();
+    if (threadIdx.x == 0) {
+      T total = warp_total[0];
+      for (int w = 1; w < kWarps; ++w) total += warp_total[w];
+      block_total = total;
+    }
+    auto cluster = cooperative_groups::this_cluster();
+    cluster.sync();  // every block's total is written
+    T total = *cluster.map_shared_rank(&block_total, 0);
+    for (int b = 1; b < kBlocks; ++b) total += *cluster.map_shared_rank(&block_total, b);
+    cluster.sync();  // every block has read them before the next call writes
+    return total;
+#else
+    return v;
+#endif
+  }
+  IMFLOW_HOST_DEVICE static int32_t bit_or(int32_t v) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    __shared__ unsigned warp_bits[kWarps];
+    __shared__ unsigned block_bits;
+    const unsigned warp = __reduce_or_sync(kAllLanes, static_cast<unsigned>(v));
+    if ((threadIdx.x & 31) == 0) warp_bits[threadIdx.x / 32] = warp;
+    __syncthreads();
+    if (threadIdx.x == 0) {
+      unsigned bits = 0;
+      for (int w = 0; w < kWarps; ++w) bits |= warp_bits[w];
+      block_bits = bits;
+    }
+    auto cluster = cooperative_groups::this_cluster();
+    cluster.sync();
+    unsigned bits = 0;
+    for (int b = 0; b < kBlocks; ++b) bits |= *cluster.map_shared_rank(&block_bits, b);
+    cluster.sync();
+    return static_cast<int32_t>(bits);
+#else
+    return v;
+#endif
+  }
+};
+
+}  // namespace imflow::cuda

@@ -1,17 +1,15 @@
 // The files a tools/compare_sep_*.py script writes for a [sep] test: their directory (the
 // environment variable's value when set, else the ctest fixture's IMFLOW_TEST_OUTPUT_DIR/<name>)
-// and the cases.json that lists them, and readers for the values in those files.
+// and the cases.json that lists them, and how a catalog number in them reads.
 #pragma once
 #include <nlohmann/json.hpp>
 
-#include <cstdint>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <limits>
 #include <stdexcept>
 #include <string>
-#include <vector>
 
 namespace test {
 
@@ -33,17 +31,6 @@ inline SepFixture sep_fixture(const char* env_var, const char* name) {
 // A catalog number; null (SEP's NaN: a zero or negative flux) as NaN.
 inline double number(const nlohmann::json& v) {
   return v.is_null() ? std::numeric_limits<double>::quiet_NaN() : v.get<double>();
-}
-
-// `n` native int32 values from a raw file (the scripts' .i32 segmentation maps); throws when short.
-inline std::vector<int32_t> read_i32(const std::filesystem::path& path, size_t n) {
-  std::vector<int32_t> values(n);
-  std::ifstream in(path, std::ios::binary);
-  in.read(reinterpret_cast<char*>(values.data()), static_cast<std::streamsize>(n * sizeof(int32_t)));
-  if (in.gcount() != static_cast<std::streamsize>(n * sizeof(int32_t))) {
-    throw std::runtime_error(path.string() + ": fewer than " + std::to_string(n) + " int32 values");
-  }
-  return values;
 }
 
 }  // namespace test

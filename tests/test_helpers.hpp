@@ -2,6 +2,7 @@
 #pragma once
 #include <fitsio.h>
 
+#include <cstdint>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -115,15 +116,26 @@ inline std::string read_text(const std::filesystem::path& path) {
   return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
 }
 
-// `n` native float32 values from a raw file (the reference scripts' .f32 outputs); throws when short.
-inline std::vector<float> read_f32(const std::filesystem::path& path, size_t n) {
-  std::vector<float> values(n);
+// `n` native values of type T from a raw file; throws, naming `type`, when it holds fewer.
+template <typename T>
+std::vector<T> read_raw(const std::filesystem::path& path, size_t n, const char* type) {
+  std::vector<T> values(n);
   std::ifstream in(path, std::ios::binary);
-  in.read(reinterpret_cast<char*>(values.data()), static_cast<std::streamsize>(n * sizeof(float)));
-  if (in.gcount() != static_cast<std::streamsize>(n * sizeof(float))) {
-    throw std::runtime_error(path.string() + ": fewer than " + std::to_string(n) + " float32 values");
+  in.read(reinterpret_cast<char*>(values.data()), static_cast<std::streamsize>(n * sizeof(T)));
+  if (in.gcount() != static_cast<std::streamsize>(n * sizeof(T))) {
+    throw std::runtime_error(path.string() + ": fewer than " + std::to_string(n) + " " + type + " values");
   }
   return values;
+}
+
+// `n` native float32 values from a raw file (the reference scripts' .f32 outputs); throws when short.
+inline std::vector<float> read_f32(const std::filesystem::path& path, size_t n) {
+  return read_raw<float>(path, n, "float32");
+}
+
+// `n` native int32 values from a raw file (the scripts' .i32 segmentation maps); throws when short.
+inline std::vector<int32_t> read_i32(const std::filesystem::path& path, size_t n) {
+  return read_raw<int32_t>(path, n, "int32");
 }
 
 }  // namespace test

@@ -5,6 +5,7 @@
 #pragma once
 #include <cstdint>
 
+#include "cuda/warp_team.cuh"
 #include "imflow/kernels/host_device.hpp"
 
 namespace imflow::cuda {
@@ -14,7 +15,6 @@ struct BlockTeam {
   static_assert(kThreads % 32 == 0 && kThreads <= 1024, "BlockTeam: whole warps, at most 1024 threads");
   static constexpr int size = kThreads;
   static constexpr int kWarps = kThreads / 32;
-  static constexpr unsigned kAllLanes = 0xffffffffu;
   // Host versions exist only so the host side of the shared templates compiles; they never run.
   IMFLOW_HOST_DEVICE static int rank() {
 #ifdef __CUDA_ARCH__
@@ -27,7 +27,7 @@ struct BlockTeam {
   IMFLOW_HOST_DEVICE static T sum(T v) {
 #ifdef __CUDA_ARCH__
     __shared__ T partial[kWarps];
-    for (int lanes = 16; lanes > 0; lanes /= 2) v += __shfl_xor_sync(kAllLanes, v, lanes);
+    v = WarpTeam::sum(v);
     if ((threadIdx.x & 31) == 0) partial[threadIdx.x / 32] = v;
     __syncthreads();
     T total = partial[0];
@@ -41,7 +41,7 @@ struct BlockTeam {
   IMFLOW_HOST_DEVICE static int32_t bit_or(int32_t v) {
 #ifdef __CUDA_ARCH__
     __shared__ unsigned partial[kWarps];
-    const unsigned warp = __reduce_or_sync(kAllLanes, static_cast<unsigned>(v));
+    const auto warp = static_cast<unsigned>(WarpTeam::bit_or(v));
     if ((threadIdx.x & 31) == 0) partial[threadIdx.x / 32] = warp;
     __syncthreads();
     unsigned total = 0;

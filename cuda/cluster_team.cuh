@@ -10,6 +10,7 @@
 #include <cooperative_groups.h>
 #endif
 
+#include "cuda/warp_team.cuh"
 #include "imflow/kernels/host_device.hpp"
 
 namespace imflow::cuda {
@@ -19,7 +20,6 @@ struct ClusterTeam {
   static_assert(kThreads % 32 == 0 && kThreads <= 1024, "ClusterTeam: whole warps, at most 1024 threads a block");
   static constexpr int size = kBlocks * kThreads;
   static constexpr int kWarps = kThreads / 32;
-  static constexpr unsigned kAllLanes = 0xffffffffu;
   // Host versions exist only so the host side of the shared templates compiles; they never run.
   IMFLOW_HOST_DEVICE static int rank() {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
@@ -33,7 +33,7 @@ struct ClusterTeam {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
     __shared__ T warp_total[kWarps];
     __shared__ T block_total;
-    for (int lanes = 16; lanes > 0; lanes /= 2) v += __shfl_xor_sync(kAllLanes, v, lanes);
+    v = WarpTeam::sum(v);
     if ((threadIdx.x & 31) == 0) warp_total[threadIdx.x / 32] = v;
     __syncthreads();
     if (threadIdx.x == 0) {
@@ -55,7 +55,7 @@ struct ClusterTeam {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
     __shared__ unsigned warp_bits[kWarps];
     __shared__ unsigned block_bits;
-    const unsigned warp = __reduce_or_sync(kAllLanes, static_cast<unsigned>(v));
+    const auto warp = static_cast<unsigned>(WarpTeam::bit_or(v));
     if ((threadIdx.x & 31) == 0) warp_bits[threadIdx.x / 32] = warp;
     __syncthreads();
     if (threadIdx.x == 0) {

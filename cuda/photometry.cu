@@ -2,6 +2,7 @@
 // catalog row running kernels::measure_photometry (the CPU's definition, compiled for the device,
 // its lanes sharing the aperture pixels: cuda/warp_team.cuh), or one block per row for large
 // sources (cuda/block_team.cuh).
+#include <algorithm>
 #include <cmath>
 #include <memory>
 #include <stdexcept>
@@ -137,7 +138,7 @@ int resident_row_clusters(int device, int sm_count) {
   IMFLOW_CUDA_CHECK(cudaDeviceGetAttribute(&supported, cudaDevAttrClusterLaunch, device));
   if (supported == 0) return 0;
   cudaLaunchAttribute attribute{};
-  const cudaLaunchConfig_t config = cluster_config(sm_count / kClusterBlocks, nullptr, attribute);
+  const cudaLaunchConfig_t config = cluster_config(std::max(1, sm_count / kClusterBlocks), nullptr, attribute);
   int clusters = 0;
   IMFLOW_CUDA_CHECK(cudaOccupancyMaxActiveClusters(&clusters, cluster_rows_kernel, &config));
   return clusters;

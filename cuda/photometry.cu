@@ -1,7 +1,8 @@
 // The photometry kernels: the background-subtracted image and its mask, then one warp per
 // catalog row running kernels::measure_photometry (the CPU's definition, compiled for the device,
-// its lanes sharing the aperture pixels: cuda/warp_team.cuh), or one block per row for large
-// sources (cuda/block_team.cuh).
+// its lanes sharing the aperture pixels: cuda/warp_team.cuh), or a cluster of blocks per row for
+// large sources (cuda/cluster_team.cuh; one block where the device has no clusters,
+// cuda/block_team.cuh).
 #include <algorithm>
 #include <cmath>
 #include <memory>
@@ -82,7 +83,7 @@ __device__ void measure_row(const RowArgs& a, const RowSetup& r, const kernels::
                                     vignet_size > 0 ? a.vignets + i * vignet_size : nullptr, r.weight_gain_noise2);
 }
 
-// A warp per row, except the rows of large sources (block_rows_kernel's).
+// A warp per row, except the rows of large sources (the cluster or block kernel's).
 __global__ void __launch_bounds__(kRowThreads, kRowBlocksPerSm) rows_kernel(RowArgs a) {
   const RowSetup r = row_setup(a);
   // Whole warps take a row each, so every lane of a warp reaches the team's shuffles.

@@ -129,11 +129,9 @@ MeshEstimate mesh_mode(const float* origin, int64_t stride, int64_t w, int64_t h
   const double mean = clipped.sum / static_cast<double>(kept);
   const double var = clipped.squares / static_cast<double>(kept) - mean * mean;
   const double sigma = var > 0.0 ? std::sqrt(var) : 0.0;
-  const double step = std::sqrt(2.0 / backstat::kPi) * backstat::kHistogramSigmas / backstat::kModePixels;
-  int64_t nlevels = static_cast<int64_t>(static_cast<int>(step * static_cast<double>(kept) + 1));
-  if (nlevels > backstat::kMaxLevels) nlevels = backstat::kMaxLevels;
-  const float qscale = sigma > 0.0 ? static_cast<float>(2 * backstat::kHistogramSigmas * sigma / static_cast<double>(nlevels)) : 1.0f;
-  const float qzero = static_cast<float>(mean - backstat::kHistogramSigmas * sigma);
+  const backstat::Quantisation scale(mean, sigma, kept);
+  const int64_t nlevels = scale.nlevels;
+  const float qscale = scale.qscale, qzero = scale.qzero, cste = scale.cste;
 
   // backhisto: every pixel whose bin falls in [0, nlevels) (NaN never does). The bins of a row
   // first (one vectorised division per pixel, the others sent to the spare bin nlevels), then
@@ -142,7 +140,6 @@ MeshEstimate mesh_mode(const float* origin, int64_t stride, int64_t w, int64_t h
   histogram.assign(static_cast<size_t>(nlevels) + 1, 0);
   scratch.bins.resize(static_cast<size_t>(w));
   int32_t* bins = scratch.bins.data();
-  const float cste = static_cast<float>(0.499999 - static_cast<double>(qzero / qscale));
   const float levels = static_cast<float>(nlevels);
   for (int64_t y = 0; y < h; ++y) {
     const float* row = origin + y * stride;

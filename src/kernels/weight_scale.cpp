@@ -29,18 +29,9 @@ struct RunningMoments {
   }
 };
 
-// A histogram's scale as backstat sets it from the clipped moments.
-struct Quantisation {
-  int64_t nlevels = 1;
-  float qscale = 1.0f, qzero = 0.0f, cste = 0.0f;
-  explicit Quantisation(const RunningMoments& m) {
-    const double step = std::sqrt(2.0 / backstat::kPi) * backstat::kHistogramSigmas / backstat::kModePixels;
-    const double mean = m.mean(), sigma = m.sigma();
-    nlevels = std::min<int64_t>(static_cast<int>(step * static_cast<double>(m.n) + 1), backstat::kMaxLevels);
-    qscale = sigma > 0.0 ? static_cast<float>(2 * backstat::kHistogramSigmas * sigma / static_cast<double>(nlevels)) : 1.0f;
-    qzero = static_cast<float>(mean - backstat::kHistogramSigmas * sigma);
-    cste = static_cast<float>(0.499999 - static_cast<double>(qzero / qscale));
-  }
+// A histogram's scale as backstat sets it from the clipped moments, and a value's bin.
+struct MomentsHistogram : backstat::Quantisation {
+  explicit MomentsHistogram(const RunningMoments& m) : Quantisation(m.mean(), m.sigma(), m.n) {}
   // The bin of v, or -1 outside [0, nlevels) (SExtractor's (int)(v / qscale + cste)).
   int64_t bin(float v) const {
     const float f = v / qscale + cste;
@@ -77,7 +68,7 @@ MeshEstimate variance_mesh(const float* pixels, const float* variance, int64_t s
     }
   }
   if (clipped.n == 0 || wclipped.n == 0) return {};
-  const Quantisation q(clipped), wq(wclipped);
+  const MomentsHistogram q(clipped), wq(wclipped);
   histogram.assign(static_cast<size_t>(wq.nlevels) + 1, 0);
   for (int64_t y = 0; y < h; ++y) {
     for (int64_t x = 0; x < w; ++x) {

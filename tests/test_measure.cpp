@@ -129,6 +129,31 @@ TEST_CASE("flags: image edge and a NaN pixel next to the segment", "[measure]") 
   CHECK(clean[2].flags == kFlagSingular);
 }
 
+TEST_CASE("flags: only the 8 neighbours count, infinities too, on the first and last rows", "[measure]") {
+  // 40x5 (rows wider than a vector of floats): one-pixel sources away from the edges.
+  const int width = 40, height = 5;
+  std::vector<float> image(width * height, 0.f);
+  std::vector<int32_t> labels(width * height, 0);
+  auto at = [&](int x, int y) { return y * width + x; };
+  auto source = [&](int x, int y, int32_t label) {
+    image[at(x, y)] = 5;
+    labels[at(x, y)] = label;
+  };
+  source(10, 1, 1);  // a NaN two rows below: not a neighbour
+  image[at(10, 3)] = NAN;
+  source(20, 1, 2);  // +infinity on the row above, one column left
+  image[at(19, 0)] = INFINITY;
+  source(30, 4, 3);  // last row; -infinity two columns right on the row above: not a neighbour
+  image[at(32, 3)] = -INFINITY;
+  source(35, 4, 4);  // last row; NaN on the row above, one column right
+  image[at(36, 3)] = NAN;
+  const auto catalog = imflow::kernels::measure_sources({image.data(), width, height}, labels.data(), 4);
+  CHECK((catalog[0].flags & imflow::kFlagMaskedNeighbour) == 0);
+  CHECK((catalog[1].flags & imflow::kFlagMaskedNeighbour) != 0);
+  CHECK((catalog[2].flags & imflow::kFlagMaskedNeighbour) == 0);
+  CHECK((catalog[3].flags & imflow::kFlagMaskedNeighbour) != 0);
+}
+
 TEST_CASE("merging the parts of a source cut by a tile border gives the whole", "[measure]") {
   const int64_t w = 64, h = 48;
   const auto image = gaussian_blob(w, h, 30.2, 20.7, 4.0, 2.0, 1.1, 10.0);

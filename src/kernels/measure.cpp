@@ -13,10 +13,42 @@
 #include <cstring>
 #include <optional>
 #include <stdexcept>
+#include <vector>
 
 namespace imflow::kernels {
 
 namespace {
+// Whether each row of the image holds a non-finite pixel, found when first asked (one vectorised
+// pass over the row): most images have none, and then no source pixel's neighbours are visited.
+class NonFiniteRows {
+ public:
+  explicit NonFiniteRows(ConstImageView image) : image_(image), state_(static_cast<size_t>(image.height), kUnknown) {}
+
+  // Whether row y - 1, y or y + 1 (those inside the image) holds a non-finite pixel.
+  bool near(int64_t y) { return (y > 0 && holds(y - 1)) || holds(y) || (y + 1 < image_.height && holds(y + 1)); }
+
+ private:
+  static constexpr int8_t kUnknown = -1;
+
+  bool holds(int64_t y) {
+    int8_t& state = state_[static_cast<size_t>(y)];
+    if (state == kUnknown) {
+      const float* row = image_.data + y * image_.width;
+      uint32_t non_finite = 0;
+      for (int64_t x = 0; x < image_.width; ++x) {
+        uint32_t bits;
+        std::memcpy(&bits, row + x, sizeof bits);
+        non_finite |= static_cast<uint32_t>((bits & 0x7f800000u) == 0x7f800000u);  // exponent all ones
+      }
+      state = static_cast<int8_t>(non_finite);
+    }
+    return state != 0;
+  }
+
+  ConstImageView image_;
+  std::vector<int8_t> state_;
+};
+
 // Whether one of the 8 neighbours of (x, y) inside the image is not finite.
 bool masked_neighbour(ConstImageView image, int64_t x, int64_t y) {
   for (int64_t ny = y - 1; ny <= y + 1; ++ny) {
@@ -55,9 +87,11 @@ std::vector<SourceSums> accumulate_sources(ConstImageView image, const int32_t* 
     grid_rms.resize(static_cast<size_t>(image.width));
   }
   const double backnoise2 = background.weight_gain_rms * background.weight_gain_rms;  // 0: no WEIGHT_GAIN
+  NonFiniteRows non_finite_rows(image);
   for (int64_t y = 0; y < image.height; ++y) {
     const int64_t row = y * image.width;
     bool grid_row_ready = false;
+    int8_t near_non_finite = -1;  // whether rows y - 1..y + 1 hold a non-finite pixel; -1: not asked yet
     for (int64_t x = 0; x < image.width; ++x) {
       x = next_labelled(labels + row, x, image.width);
       if (x == image.width) break;
@@ -80,7 +114,8 @@ std::vector<SourceSums> accumulate_sources(ConstImageView image, const int32_t* 
         s.add(x0 + x, y0 + y, value, background.level,
               pixel_variance(rms, value - background.level, background.gain, backnoise2));
       }
-      if (masked_neighbour(image, x, y)) s.flags |= kFlagMaskedNeighbour;
+      if (near_non_finite < 0) near_non_finite = non_finite_rows.near(y) ? 1 : 0;
+      if (near_non_finite != 0 && masked_neighbour(image, x, y)) s.flags |= kFlagMaskedNeighbour;
     }
   }
   return sums;

@@ -3,6 +3,7 @@
 #include "imflow/kernels/segment_sep.hpp"
 
 #include <cmath>
+#include <limits>
 #include <optional>
 #include <vector>
 
@@ -35,17 +36,33 @@ void for_each_row(ConstImageView image, const SepDetection& d, Body body) {
 }
 }  // namespace
 
+namespace {
+// One row of sep_threshold_mask, the background and noise rows (or levels) chosen at compile
+// time so that the loop has no branch and is vectorised; the same float32 operations.
+template <bool kBackRow, bool kRmsRow>
+uint32_t sep_threshold_row(const float* pixels, const float* back, float level, const float* rms, float nsigma,
+                           float fixed, int64_t width, uint8_t* mask) {
+  constexpr float kLargest = std::numeric_limits<float>::max();
+  uint32_t count = 0;
+  for (int64_t x = 0; x < width; ++x) {
+    const float value = pixels[x] - (kBackRow ? back[x] : level);
+    const float limit = kRmsRow ? nsigma * rms[x] : fixed;
+    const uint8_t on = static_cast<uint8_t>((std::fabs(pixels[x]) <= kLargest) & (value > limit));  // NaN: false
+    mask[x] = on;
+    count += on;
+  }
+  return count;
+}
+}  // namespace
+
 int64_t sep_threshold_mask(ConstImageView image, const SepDetection& d, uint8_t* mask) {
   int64_t count = 0;
   const float nsigma = d.nsigma, fixed = d.threshold(), level = d.back_level;
   for_each_row(image, d, [&](int64_t row, const float* pixels, const float* back, const float* rms) {
-    for (int64_t x = 0; x < image.width; ++x) {
-      const float value = pixels[x] - (back != nullptr ? back[x] : level);
-      const float limit = rms != nullptr ? nsigma * rms[x] : fixed;
-      const bool on = std::isfinite(pixels[x]) && value > limit;
-      mask[row + x] = on ? 1 : 0;
-      count += on;
-    }
+    const auto threshold_row = back != nullptr
+                                   ? (rms != nullptr ? sep_threshold_row<true, true> : sep_threshold_row<true, false>)
+                                   : (rms != nullptr ? sep_threshold_row<false, true> : sep_threshold_row<false, false>);
+    count += threshold_row(pixels, back, level, rms, nsigma, fixed, image.width, mask + row);
   });
   return count;
 }

@@ -10,4 +10,8 @@ namespace imflow::kernels {
 // Returns the number of pixels set.
 int64_t threshold_mask(ConstImageView image, double threshold, uint8_t* mask);
 
+// The largest float F with (double)F <= threshold (-infinity below the finite floats, FLT_MAX
+// above them, NaN for NaN), so that for every float v: ((double)v > threshold) == (v > F).
+float float_threshold_below(double threshold);
+
 }  // namespace imflow::kernels

@@ -1,5 +1,5 @@
 // Per-source measurements on the CPU: one raster pass accumulating float64 sums per label
-// (runs of background labels skipped eight at a time).
+// (runs of background labels skipped sixteen at a time).
 #include "imflow/kernels/measure.hpp"
 
 #include "imflow/kernels/deblend.hpp"
@@ -61,14 +61,15 @@ bool masked_neighbour(ConstImageView image, int64_t x, int64_t y) {
   return false;
 }
 
-// The first x >= from with row[x] != 0 (or width): most of a label map is 0, skipped eight
-// labels at a time.
+// The first x >= from with row[x] != 0 (or width): most of a label map is 0, skipped sixteen
+// labels (a cache line) at a time.
 int64_t next_labelled(const int32_t* row, int64_t from, int64_t width) {
+  constexpr int64_t kStep = 16;
   int64_t x = from;
-  for (; x + 8 <= width; x += 8) {
-    uint64_t words[4];
-    std::memcpy(words, row + x, sizeof words);
-    if ((words[0] | words[1] | words[2] | words[3]) != 0) break;
+  for (; x + kStep <= width; x += kStep) {
+    int32_t any = 0;
+    for (int64_t k = 0; k < kStep; ++k) any |= row[x + k];
+    if (any != 0) break;
   }
   while (x < width && row[x] == 0) ++x;
   return x;

@@ -10,7 +10,7 @@
 #include <cooperative_groups.h>
 #endif
 
-#include "cuda/warp_team.cuh"
+#include "cuda/block_team.cuh"
 #include "imflow/kernels/host_device.hpp"
 
 namespace imflow::cuda {
@@ -19,7 +19,6 @@ template <int kBlocks, int kThreads>
 struct ClusterTeam {
   static_assert(kThreads % 32 == 0 && kThreads <= 1024, "ClusterTeam: whole warps, at most 1024 threads a block");
   static constexpr int size = kBlocks * kThreads;
-  static constexpr int kWarps = kThreads / 32;
   // Host versions exist only so the host side of the shared templates compiles; they never run.
   IMFLOW_HOST_DEVICE static int rank() {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
@@ -31,16 +30,9 @@ struct ClusterTeam {
   template <typename T>
   IMFLOW_HOST_DEVICE static T sum(T v) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-    __shared__ T warp_total[kWarps];
     __shared__ T block_total;
-    v = WarpTeam::sum(v);
-    if ((threadIdx.x & 31) == 0) warp_total[threadIdx.x / 32] = v;
-    __syncthreads();
-    if (threadIdx.x == 0) {
-      T total = warp_total[0];
-      for (int w = 1; w < kWarps; ++w) total += warp_total[w];
-      block_total = total;
-    }
+    const T block = BlockTeam<kThreads>::sum(v);
+    if (threadIdx.x == 0) block_total = block;
     auto cluster = cooperative_groups::this_cluster();
     cluster.sync();  // every block's total is written
     T total = *cluster.map_shared_rank(&block_total, 0);
@@ -53,16 +45,9 @@ struct ClusterTeam {
   }
   IMFLOW_HOST_DEVICE static int32_t bit_or(int32_t v) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-    __shared__ unsigned warp_bits[kWarps];
     __shared__ unsigned block_bits;
-    const auto warp = static_cast<unsigned>(WarpTeam::bit_or(v));
-    if ((threadIdx.x & 31) == 0) warp_bits[threadIdx.x / 32] = warp;
-    __syncthreads();
-    if (threadIdx.x == 0) {
-      unsigned bits = 0;
-      for (int w = 0; w < kWarps; ++w) bits |= warp_bits[w];
-      block_bits = bits;
-    }
+    const auto block = static_cast<unsigned>(BlockTeam<kThreads>::bit_or(v));
+    if (threadIdx.x == 0) block_bits = block;
     auto cluster = cooperative_groups::this_cluster();
     cluster.sync();
     unsigned bits = 0;

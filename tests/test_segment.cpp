@@ -13,18 +13,18 @@
 #include "imflow/kernels/segment_sep.hpp"
 
 namespace {
-constexpr float kInf = std::numeric_limits<float>::infinity();
+constexpr float kFloatInfinity = std::numeric_limits<float>::infinity();
 constexpr float kFloatMax = std::numeric_limits<float>::max();
 
 // Pixels that straddle `threshold`: the floats nearest to it and a few ulps away, the float
 // range's ends, zeros, subnormals, NaN, infinities, and noise around it.
 std::vector<float> straddling_pixels(double threshold, std::mt19937& random) {
   std::vector<float> pixels = {0.0f, -0.0f, std::numeric_limits<float>::denorm_min(), -kFloatMax, kFloatMax,
-                               std::numeric_limits<float>::quiet_NaN(), kInf, -kInf};
+                               std::numeric_limits<float>::quiet_NaN(), kFloatInfinity, -kFloatInfinity};
   if (std::isfinite(threshold) && std::fabs(threshold) <= kFloatMax) {
     float near = static_cast<float>(threshold);
-    for (int step = 0; step < 4; ++step) near = std::nextafter(near, -kInf);
-    for (int step = 0; step < 9; ++step, near = std::nextafter(near, kInf)) pixels.push_back(near);
+    for (int step = 0; step < 4; ++step) near = std::nextafter(near, -kFloatInfinity);
+    for (int step = 0; step < 9; ++step, near = std::nextafter(near, kFloatInfinity)) pixels.push_back(near);
   }
   std::normal_distribution<double> noise(std::isfinite(threshold) ? threshold : 0.0, 3.0);
   while (pixels.size() % 64 != 37) pixels.push_back(static_cast<float>(noise(random)));  // a vector tail too
@@ -35,7 +35,7 @@ std::vector<float> straddling_pixels(double threshold, std::mt19937& random) {
 TEST_CASE("float_threshold_below: (double)v > t exactly when v > the float below t", "[segment]") {
   std::mt19937 random(7);
   std::vector<double> thresholds = {0.0,   -0.0,      1.0,  0.1,   -0.1,  1e-45, -1e-45, 3.4028234663852886e38,
-                                    1e300, -1e300,    1e39, -1e39, kInf,  -kInf, 16777217.0, -16777217.0,
+                                    1e300, -1e300,    1e39, -1e39, kFloatInfinity,  -kFloatInfinity, 16777217.0, -16777217.0,
                                     std::numeric_limits<double>::quiet_NaN()};
   std::uniform_real_distribution<double> mantissa(-1.0, 1.0);
   std::uniform_int_distribution<int> exponent(-150, 130);
@@ -84,8 +84,8 @@ TEST_CASE("sep_threshold_mask: float32 value > nsigma x rms with maps or levels"
   // Pixels on the threshold to the ulp, with either map.
   for (size_t i = 0; i < n; i += 7) pixels[i] = 200.0f + 1.5f * 4.0f;
   for (size_t i = 3; i < n; i += 11) pixels[i] = (i % 2 ? -1.0f : 1.0f) * std::numeric_limits<float>::quiet_NaN();
-  pixels[5] = kInf;
-  pixels[6] = -kInf;
+  pixels[5] = kFloatInfinity;
+  pixels[6] = -kFloatInfinity;
   pixels[n - 1] = kFloatMax;
   for (const bool back_map : {false, true}) {
     for (const bool rms_map : {false, true}) {

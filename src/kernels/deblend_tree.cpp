@@ -13,11 +13,30 @@ namespace imflow::kernels::deblend_detail {
 namespace {
 constexpr int kMaxDebArea = 3;  // SEP's MAXDEBAREA
 
+// A branch of the tree: its pixels (a range of its level's pool, chain order), its
+// measurements (preanalyse, thresh = the node's level) and its sons (a range of the next level).
 struct Node {
-  std::vector<int32_t> pixels;  // indices into the segment, chain order
-  SepObject object;             // preanalyse, thresh = the node's level
-  std::vector<int32_t> sons;    // indices into the next level
+  int64_t first_pixel = 0, pixels = 0;
+  SepObject object;
+  int64_t first_son = 0, sons = 0;
   uint8_t ok = 1;
+};
+
+struct Level {
+  std::vector<Node> nodes;
+  std::vector<int32_t> pool;  // the nodes' pixels (indices into the segment), node after node
+  const int32_t* pixels_of(const Node& node) const { return pool.data() + node.first_pixel; }
+};
+
+// What one thread keeps from segment to segment: a crowded field has tens of thousands of them,
+// each with up to nthresh levels. Kept only after segments of at most kKeptPixels pixels, so that
+// a thread holds at most ~nthresh x 64 KiB between images.
+constexpr int64_t kKeptPixels = 16384;
+struct TreeScratch {
+  std::vector<Level> levels;
+  std::vector<uint8_t> mask;
+  std::vector<int32_t> stamp;  // per segment pixel: the parent it was last seen in
+  Components components;
 };
 }  // namespace
 
@@ -26,35 +45,46 @@ void split_segment(const SegmentPixels& s, const DeblendParams& params, LutzScra
   split.levels.clear();
   const int xn = params.nthresh;
   if (xn < 2) return;
-  std::vector<std::vector<Node>> levels(static_cast<size_t>(xn));
-  {
-    Node root;
-    root.pixels.resize(static_cast<size_t>(s.size()));
-    for (int32_t i = 0; i < static_cast<int32_t>(s.size()); ++i) root.pixels[static_cast<size_t>(i)] = i;
-    sep_preanalyse(s, root.pixels.data(), s.size(), root.object);
-    root.object.thresh = s.thresh0;
-    levels[0].push_back(std::move(root));
+  thread_local TreeScratch scratch;
+  if (scratch.levels.size() < static_cast<size_t>(xn)) scratch.levels.resize(static_cast<size_t>(xn));
+  std::vector<Level>& levels = scratch.levels;
+  for (int k = 0; k < xn; ++k) {
+    levels[static_cast<size_t>(k)].nodes.clear();
+    levels[static_cast<size_t>(k)].pool.clear();
   }
-  const double value0 = levels[0][0].object.fdflux * params.mincont;
+  {
+    Level& top = levels[0];
+    top.pool.resize(static_cast<size_t>(s.size()));
+    for (int32_t i = 0; i < static_cast<int32_t>(s.size()); ++i) top.pool[static_cast<size_t>(i)] = i;
+    Node root;
+    root.pixels = s.size();
+    sep_preanalyse(s, top.pool.data(), s.size(), root.object);
+    root.object.thresh = s.thresh0;
+    top.nodes.push_back(root);
+  }
+  const double value0 = levels[0].nodes[0].object.fdflux * params.mincont;
   const double thresh0 = s.thresh0;
-  const double peak = levels[0][0].object.fdpeak;
+  const double peak = levels[0].nodes[0].object.fdpeak;
   const int64_t min_pixels = std::min(params.minarea, kMaxDebArea);
 
-  std::vector<uint8_t> mask;
-  std::vector<int32_t> stamp(static_cast<size_t>(s.size()), -1);  // the parent a pixel was last seen in
-  Components components;
+  std::vector<uint8_t>& mask = scratch.mask;
+  std::vector<int32_t>& stamp = scratch.stamp;
+  stamp.assign(static_cast<size_t>(s.size()), -1);
+  Components& components = scratch.components;
   int32_t stamp_id = 0;
   for (int k = 1; k < xn; ++k) {
     // SEP stores the level as a float (PIXTYPE).
     const float level = peak > 0.0 ? static_cast<float>(thresh0 * std::pow(peak / thresh0, static_cast<double>(k) / xn))
                                    : static_cast<float>(thresh0);
-    std::vector<Node>& parents = levels[static_cast<size_t>(k - 1)];
-    std::vector<Node>& sons = levels[static_cast<size_t>(k)];
-    for (Node& parent : parents) {
+    Level& parents = levels[static_cast<size_t>(k - 1)];
+    Level& sons = levels[static_cast<size_t>(k)];
+    for (Node& parent : parents.nodes) {
+      parent.first_son = static_cast<int64_t>(sons.nodes.size());
       const SepObject& po = parent.object;
       if (!(po.fdpeak > level)) continue;  // no pixel above the level: no branch
       ++stamp_id;
-      for (const int32_t p : parent.pixels) stamp[static_cast<size_t>(p)] = stamp_id;
+      const int32_t* parent_pixels = parents.pixels_of(parent);
+      for (int64_t i = 0; i < parent.pixels; ++i) stamp[static_cast<size_t>(parent_pixels[i])] = stamp_id;
       const int64_t bw = po.xmax - po.xmin + 1, bh = po.ymax - po.ymin + 1;
       mask.assign(static_cast<size_t>(bw * bh), 0);
       // SEP scans every pixel of the segment inside the parent's box, then keeps the groups
@@ -72,13 +102,13 @@ void split_segment(const SegmentPixels& s, const DeblendParams& params, LutzScra
         };
         if (stamp[static_cast<size_t>(to_segment(components.pixels[static_cast<size_t>(begin)]))] != stamp_id) continue;
         Node son;
-        son.pixels.resize(static_cast<size_t>(end - begin));
-        for (int64_t i = begin; i < end; ++i)
-          son.pixels[static_cast<size_t>(i - begin)] = to_segment(components.pixels[static_cast<size_t>(i)]);
-        sep_preanalyse(s, son.pixels.data(), end - begin, son.object);
+        son.first_pixel = static_cast<int64_t>(sons.pool.size());
+        son.pixels = end - begin;
+        for (int64_t i = begin; i < end; ++i) sons.pool.push_back(to_segment(components.pixels[static_cast<size_t>(i)]));
+        sep_preanalyse(s, sons.pixels_of(son), son.pixels, son.object);
         son.object.thresh = level;
-        parent.sons.push_back(static_cast<int32_t>(sons.size()));
-        sons.push_back(std::move(son));
+        sons.nodes.push_back(son);
+        ++parent.sons;
       }
     }
   }
@@ -89,31 +119,31 @@ void split_segment(const SegmentPixels& s, const DeblendParams& params, LutzScra
     return above > value0;
   };
   for (int k = xn - 2; k >= 0; --k) {
-    std::vector<Node>& nodes = levels[static_cast<size_t>(k)];
-    std::vector<Node>& sons = levels[static_cast<size_t>(k + 1)];
-    for (Node& node : nodes) {
+    Level& nodes = levels[static_cast<size_t>(k)];
+    const Level& sons = levels[static_cast<size_t>(k + 1)];
+    for (Node& node : nodes.nodes) {
+      const Node* first = sons.nodes.data() + node.first_son;
       int m = 0;
-      for (const int32_t j : node.sons) {
-        if (significant(sons[static_cast<size_t>(j)].object)) ++m;
-        node.ok &= sons[static_cast<size_t>(j)].ok;
+      for (const Node* son = first; son != first + node.sons; ++son) {
+        if (significant(son->object)) ++m;
+        node.ok &= son->ok;
       }
       if (m > 1) {
-        for (const int32_t j : node.sons) {
-          Node& son = sons[static_cast<size_t>(j)];
-          if (son.ok && significant(son.object)) {
-            split.levels.push_back(son.object.thresh);
-            split.branches.push_back(std::move(son.pixels));
+        for (const Node* son = first; son != first + node.sons; ++son) {
+          if (son->ok && significant(son->object)) {
+            split.levels.push_back(son->object.thresh);
+            split.branches.emplace_back(sons.pixels_of(*son), sons.pixels_of(*son) + son->pixels);
           }
         }
         node.ok = 0;
       }
     }
-    levels[static_cast<size_t>(k + 1)].clear();  // no longer needed below
   }
-  if (levels[0][0].ok) {
+  if (levels[0].nodes[0].ok) {
     split.branches.clear();
     split.levels.clear();
   }
+  if (s.size() > kKeptPixels) scratch = TreeScratch{};
 }
 
 }  // namespace imflow::kernels::deblend_detail

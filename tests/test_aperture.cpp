@@ -70,6 +70,37 @@ TEST_CASE("exact overlaps of pixels with circles and ellipses", "[aperture]") {
   }
 }
 
+TEST_CASE("subsampled overlaps equal SEP's loop of additions", "[aperture]") {
+  // SEP's loop: the subpixel centres by repeated additions, the area by one addition per point.
+  auto sep_loop = [](double dx, double dy, int subpix, auto inside) {
+    const double scale = 1.0 / subpix, scale2 = scale * scale, offset = 0.5 * (scale - 1.0);
+    double overlap = 0.0, sy = dy + offset;
+    for (int j = 0; j < subpix; ++j, sy += scale) {
+      double sx = dx + offset;
+      for (int i = 0; i < subpix; ++i, sx += scale)
+        if (inside(sx, sy, sy * sy)) overlap += scale2;
+    }
+    return overlap;
+  };
+  const double r = 4.3, cxx = 0.9, cyy = 0.35, cxy = 0.41;
+  auto circle = [r](double sx, double, double sy2) { return sx * sx + sy2 < r * r; };
+  auto ellipse = [&](double sx, double sy, double sy2) { return cxx * sx * sx + cyy * sy2 + cxy * sx * sy < r * r; };
+  int cut = 0;
+  for (const int subpix : {1, 2, 5, 11, 32, 33, 40}) {  // 33 and 40: past the host's cached x row
+    for (double dy = -5.6; dy < 5.6; dy += 0.37) {
+      for (double dx = -5.9; dx < 5.9; dx += 0.41) {
+        const double c = k::subsampled_overlap(dx, dy, subpix, circle);
+        const double e = k::subsampled_overlap(dx, dy, subpix, ellipse);
+        INFO("subpix " << subpix << " at " << dx << ", " << dy);
+        REQUIRE(c == sep_loop(dx, dy, subpix, circle));
+        REQUIRE(e == sep_loop(dx, dy, subpix, ellipse));
+        cut += c > 0.0 && c < 1.0;
+      }
+    }
+  }
+  CHECK(cut > 100);  // many pixels straddle the boundaries
+}
+
 TEST_CASE("sums on a constant image: areas, annuli, errors and the Poisson term", "[aperture]") {
   const TestImage im = constant(64, 64, 3.0f);
   auto image = im.view();

@@ -34,9 +34,7 @@ void for_each_row(ConstImageView image, const SepDetection& d, Body body) {
     body(row, image.data + row, d.back != nullptr ? d.back + row : nullptr, rms);
   }
 }
-}  // namespace
 
-namespace {
 // One row of sep_threshold_mask, the background and noise rows (or levels) chosen at compile
 // time so that the loop has no branch and is vectorised; the same float32 operations.
 template <bool kBackRow, bool kRmsRow>

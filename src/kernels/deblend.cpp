@@ -47,7 +47,7 @@ bool branch_truncated(const SegmentPixels& s, const SegmentObjects& objects, siz
 template <typename Body>
 void for_each_segment(size_t count, Body body) {
   tbb::parallel_for(tbb::blocked_range<size_t>(0, count, 1), [&](const tbb::blocked_range<size_t>& range) {
-    LutzScratch scratch;
+    SegmentScratch scratch;
     for (size_t i = range.begin(); i != range.end(); ++i) body(i, scratch);
   });
 }
@@ -87,10 +87,10 @@ DeblendResult deblend_sources(const DeblendInput& input, const DeblendParams& pa
   result.segments = static_cast<int64_t>(order.size());
   std::vector<SegmentWork> work(order.size());
   // Per segment: its pixels in chain order, the split, the allocation model and its draws.
-  for_each_segment(order.size(), [&](size_t i, LutzScratch& scratch) {
+  for_each_segment(order.size(), [&](size_t i, SegmentScratch& scratch) {
     const Box& b = boxes[static_cast<size_t>(order[i])];
     SegmentWork& w = work[i];
-    gather_segment(input, order[i], b.xmin, b.ymin, b.xmax - b.xmin + 1, b.ymax - b.ymin + 1, scratch, w.pixels);
+    gather_segment(input, order[i], b.xmin, b.ymin, b.xmax - b.xmin + 1, b.ymax - b.ymin + 1, scratch.lutz, w.pixels);
     split_segment(w.pixels, params, scratch, w.split);
     gather_model(w.pixels, w.split, w.model);
     std::vector<int32_t>().swap(w.pixels.submap);
@@ -106,7 +106,7 @@ DeblendResult deblend_sources(const DeblendInput& input, const DeblendParams& pa
   // SExtractor's numbers: one rand() stream for the image, each segment its part in scan order.
   std::vector<int32_t> stream;
   if (params.allocation == DeblendAllocation::sextractor_random) glibc_rand_stream(draws, stream);
-  for_each_segment(order.size(), [&](size_t i, LutzScratch&) {
+  for_each_segment(order.size(), [&](size_t i, SegmentScratch&) {
     SegmentWork& w = work[i];
     allocate_segment(w.pixels, w.split, w.model, params.allocation, w.seed,
                      stream.empty() ? nullptr : stream.data() + w.first_draw, w.objects);

@@ -77,7 +77,31 @@ struct SegmentSplit {
   std::vector<std::vector<int32_t>> branches;
   std::vector<float> levels;  // each branch's level
 };
-void split_segment(const SegmentPixels& s, const DeblendParams& params, LutzScratch& lutz, SegmentSplit& split);
+
+// The tree's working storage. A branch: its pixels (a range of its level's pool, chain order), its
+// measurements (preanalyse, thresh = the node's level) and its sons (a range of the next level).
+struct TreeNode {
+  int64_t first_pixel = 0, pixels = 0;
+  SepObject object;
+  int64_t first_son = 0, sons = 0;
+  uint8_t ok = 1;
+};
+struct TreeLevel {
+  std::vector<TreeNode> nodes;
+  std::vector<int32_t> pool;  // the nodes' pixels (indices into the segment), node after node
+  const int32_t* pixels_of(const TreeNode& node) const { return pool.data() + node.first_pixel; }
+};
+
+// What a run of segments on one thread reuses from segment to segment (a crowded field has tens of
+// thousands, each with up to nthresh levels): the Lutz scan's and the tree's storage.
+struct SegmentScratch {
+  LutzScratch lutz;
+  std::vector<TreeLevel> levels;
+  std::vector<uint8_t> mask;
+  std::vector<int32_t> stamp;  // per segment pixel: the parent it was last seen in
+  Components components;
+};
+void split_segment(const SegmentPixels& s, const DeblendParams& params, SegmentScratch& scratch, SegmentSplit& split);
 
 // ---- The allocation of the pixels of a split segment outside its branches (gatherup).
 // The model: each branch measured on its own pixels (analyse at its level), its amplitude, and

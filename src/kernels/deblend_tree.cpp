@@ -12,51 +12,24 @@ namespace imflow::kernels::deblend_detail {
 
 namespace {
 constexpr int kMaxDebArea = 3;  // SEP's MAXDEBAREA
-
-// A branch of the tree: its pixels (a range of its level's pool, chain order), its
-// measurements (preanalyse, thresh = the node's level) and its sons (a range of the next level).
-struct Node {
-  int64_t first_pixel = 0, pixels = 0;
-  SepObject object;
-  int64_t first_son = 0, sons = 0;
-  uint8_t ok = 1;
-};
-
-struct Level {
-  std::vector<Node> nodes;
-  std::vector<int32_t> pool;  // the nodes' pixels (indices into the segment), node after node
-  const int32_t* pixels_of(const Node& node) const { return pool.data() + node.first_pixel; }
-};
-
-// What one thread keeps from segment to segment: a crowded field has tens of thousands of them,
-// each with up to nthresh levels. Kept only after segments of at most kKeptPixels pixels, so that
-// a thread holds at most ~nthresh x 64 KiB between images.
-constexpr int64_t kKeptPixels = 16384;
-struct TreeScratch {
-  std::vector<Level> levels;
-  std::vector<uint8_t> mask;
-  std::vector<int32_t> stamp;  // per segment pixel: the parent it was last seen in
-  Components components;
-};
 }  // namespace
 
-void split_segment(const SegmentPixels& s, const DeblendParams& params, LutzScratch& lutz, SegmentSplit& split) {
+void split_segment(const SegmentPixels& s, const DeblendParams& params, SegmentScratch& scratch, SegmentSplit& split) {
   split.branches.clear();
   split.levels.clear();
   const int xn = params.nthresh;
   if (xn < 2) return;
-  thread_local TreeScratch scratch;
   if (scratch.levels.size() < static_cast<size_t>(xn)) scratch.levels.resize(static_cast<size_t>(xn));
-  std::vector<Level>& levels = scratch.levels;
+  std::vector<TreeLevel>& levels = scratch.levels;
   for (int k = 0; k < xn; ++k) {
     levels[static_cast<size_t>(k)].nodes.clear();
     levels[static_cast<size_t>(k)].pool.clear();
   }
   {
-    Level& top = levels[0];
+    TreeLevel& top = levels[0];
     top.pool.resize(static_cast<size_t>(s.size()));
     for (int32_t i = 0; i < static_cast<int32_t>(s.size()); ++i) top.pool[static_cast<size_t>(i)] = i;
-    Node root;
+    TreeNode root;
     root.pixels = s.size();
     sep_preanalyse(s, top.pool.data(), s.size(), root.object);
     root.object.thresh = s.thresh0;
@@ -76,9 +49,9 @@ void split_segment(const SegmentPixels& s, const DeblendParams& params, LutzScra
     // SEP stores the level as a float (PIXTYPE).
     const float level = peak > 0.0 ? static_cast<float>(thresh0 * std::pow(peak / thresh0, static_cast<double>(k) / xn))
                                    : static_cast<float>(thresh0);
-    Level& parents = levels[static_cast<size_t>(k - 1)];
-    Level& sons = levels[static_cast<size_t>(k)];
-    for (Node& parent : parents.nodes) {
+    TreeLevel& parents = levels[static_cast<size_t>(k - 1)];
+    TreeLevel& sons = levels[static_cast<size_t>(k)];
+    for (TreeNode& parent : parents.nodes) {
       parent.first_son = static_cast<int64_t>(sons.nodes.size());
       const SepObject& po = parent.object;
       if (!(po.fdpeak > level)) continue;  // no pixel above the level: no branch
@@ -94,14 +67,14 @@ void split_segment(const SegmentPixels& s, const DeblendParams& params, LutzScra
         uint8_t* m = mask.data() + y * bw;
         for (int64_t x = 0; x < bw; ++x) m[x] = sub[x] >= 0 && s.cd[static_cast<size_t>(sub[x])] > level;
       }
-      lutz_scan(mask.data(), bw, bh, min_pixels, lutz, components);
+      lutz_scan(mask.data(), bw, bh, min_pixels, scratch.lutz, components);
       for (size_t c = 0; c < components.size(); ++c) {
         const int64_t begin = components.offsets[c], end = components.offsets[c + 1];
         auto to_segment = [&](int64_t w) {
           return s.submap[static_cast<size_t>((po.ymin + w / bw) * s.width + po.xmin + w % bw)];
         };
         if (stamp[static_cast<size_t>(to_segment(components.pixels[static_cast<size_t>(begin)]))] != stamp_id) continue;
-        Node son;
+        TreeNode son;
         son.first_pixel = static_cast<int64_t>(sons.pool.size());
         son.pixels = end - begin;
         for (int64_t i = begin; i < end; ++i) sons.pool.push_back(to_segment(components.pixels[static_cast<size_t>(i)]));
@@ -119,17 +92,17 @@ void split_segment(const SegmentPixels& s, const DeblendParams& params, LutzScra
     return above > value0;
   };
   for (int k = xn - 2; k >= 0; --k) {
-    Level& nodes = levels[static_cast<size_t>(k)];
-    const Level& sons = levels[static_cast<size_t>(k + 1)];
-    for (Node& node : nodes.nodes) {
-      const Node* first = sons.nodes.data() + node.first_son;
+    TreeLevel& nodes = levels[static_cast<size_t>(k)];
+    const TreeLevel& sons = levels[static_cast<size_t>(k + 1)];
+    for (TreeNode& node : nodes.nodes) {
+      const TreeNode* first = sons.nodes.data() + node.first_son;
       int m = 0;
-      for (const Node* son = first; son != first + node.sons; ++son) {
+      for (const TreeNode* son = first; son != first + node.sons; ++son) {
         if (significant(son->object)) ++m;
         node.ok &= son->ok;
       }
       if (m > 1) {
-        for (const Node* son = first; son != first + node.sons; ++son) {
+        for (const TreeNode* son = first; son != first + node.sons; ++son) {
           if (son->ok && significant(son->object)) {
             split.levels.push_back(son->object.thresh);
             split.branches.emplace_back(sons.pixels_of(*son), sons.pixels_of(*son) + son->pixels);
@@ -143,7 +116,6 @@ void split_segment(const SegmentPixels& s, const DeblendParams& params, LutzScra
     split.branches.clear();
     split.levels.clear();
   }
-  if (s.size() > kKeptPixels) scratch = TreeScratch{};
 }
 
 }  // namespace imflow::kernels::deblend_detail

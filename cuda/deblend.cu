@@ -2,9 +2,9 @@
 // and the order of the jobs (cuda/deblend_jobs.hpp). Before the one synchronization: the label
 // statistics, the segments SEP keeps in its order (a selection of their last pixels), their
 // pixels grouped by a stable radix sort, the scans of their sizes and working areas. After it:
-// the split (one warp per segment, largest first), the objects, the allocation (a scan numbers
-// SEP's draws), the allocated pixels grouped by object (a second radix sort), the measurements,
-// CLEAN and the outputs.
+// the split (the largest on host threads, cuda/deblend_host_split.hpp; a warp per other one),
+// the objects, the allocation (a scan numbers SEP's draws), the allocated pixels grouped by
+// object (a second radix sort), the measurements, CLEAN and the outputs.
 #include <cub/device/device_radix_sort.cuh>
 #include <cub/device/device_scan.cuh>
 #include <cub/device/device_select.cuh>
@@ -77,6 +77,7 @@ void finish_empty(DeblendBuffers& B, int32_t* labels_out, int64_t npixels, int32
   s.segments = segments;
   s.valid = 1;
   *B.summary.data() = s;
+  B.host_splits.forget();
   B.has_result = true;
 }
 
@@ -155,6 +156,11 @@ void deblend(const DeblendDeviceInput& in, const kernels::DeblendParams& params,
   p.seg_off = B.seg_off.data();
   p.seg_words = B.seg_words.data();
   p.arena_off = B.arena_off.data();
+  p.host_min = B.host_split_min;
+  if (p.host_min > 0) {  // the host's segments are disjoint, of host_min pixels or more
+    B.host_jobs.reserve(static_cast<size_t>(std::min<int64_t>(L1, N / p.host_min + 1)));
+    p.host_jobs = B.host_jobs.device_pointer();
+  }
 
   const int key_bits = bits_for(static_cast<uint64_t>(L));
   int32_t* num_segments = &B.counters.data()->segments;
@@ -193,6 +199,7 @@ void deblend(const DeblendDeviceInput& in, const kernels::DeblendParams& params,
   launch_segments(p, L, stream);
   cub_run(B.temp, scan_npix);
   cub_run(B.temp, scan_words);
+  if (p.host_min > 0) launch_host_split_list(p, L, stream);
   launch_pixel_keys(p, B.keys_a.data(), static_cast<uint32_t>(L), N, stream);
   cub_run(B.temp, sort_pixels);
   launch_census(p, in.threshold_device, stream);
@@ -327,10 +334,13 @@ void deblend(const DeblendDeviceInput& in, const kernels::DeblendParams& params,
                            cub_bytes(scan_i32(B.obj_alloc.data(), B.alloc_off.data(), O1)),
                            cub_bytes(scan_i32(B.cell_count.data(), B.cell_off.data(), cells + 1)), cub_bytes(select_big)}));
 
-  // ---- The split, largest segments first.
+  // ---- The split: the largest segments on the host (in order), the others on the device, largest first.
+  const int32_t H = census.host_splits;
+  B.host_splits.fetch(p, B.host_jobs.data(), H, stream);
   launch_order_keys(p, B.keys_a.data(), free_values, S, stream);
   cub_run(B.temp, sort_order);
-  launch_tree(p, B.seg_order.data(), S, stream);
+  launch_tree(p, B.seg_order.data() + H, S - H, stream);
+  B.host_splits.split(p, stream);
 
   // ---- Objects and models.
   fill_bytes(B.seg_objects, 0, S1, stream);

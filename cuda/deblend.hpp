@@ -1,7 +1,8 @@
 // Deblending on the device: the twin of kernels::deblend_sources (SEP's multi-threshold split,
 // allocation and CLEAN), equal to it pixel for pixel and record for record. The segments are
-// deblended in parallel, one warp each; the allocation runs one thread per pixel (SEP's
-// rand_r stream cut by jumping ahead to each pixel's draw) and CLEAN one thread per object.
+// deblended in parallel, one warp each (the largest ones' trees by host threads meanwhile); the
+// allocation runs one thread per pixel (SEP's rand_r stream cut by jumping ahead to each pixel's
+// draw) and CLEAN one thread per object.
 // How it is organised: cuda/deblend_jobs.hpp; the arithmetic: cuda/deblend_sep.hpp.
 #pragma once
 #include <cuda_runtime_api.h>
@@ -41,6 +42,10 @@ struct DeblendRecord {
   int32_t merged;  // clean_style sextractor: other objects merged into it (kernels::DeblendObject::merged)
 };
 
+// Segments of at least this many pixels (with a compact box) are split on the host by default:
+// one lane of a warp builds a segment's tree (cuda/deblend_host_jobs.hpp).
+constexpr int32_t kHostSplitMinPixels = 16384;
+
 // One slot's deblending buffers (device memory and mapped pinned memory for the results): they
 // only grow from call to call. Not thread-safe; one call at a time per workspace and stream.
 struct DeblendBuffers;
@@ -64,6 +69,11 @@ class DeblendWorkspace {
   // valid in stream order after the last deblend call: for kernels that follow it (cuda::measure).
   const DeblendRecord* device_records() const;
 
+  // Segments of at least min_pixels pixels are split on the host (0: every segment on the device).
+  void set_host_split_min_pixels(int32_t min_pixels);
+  // The segments the last call split on the host.
+  int32_t host_splits() const;
+
   DeblendBuffers& buffers() { return *buffers_; }  // for cuda::deblend (cuda/deblend_buffers.hpp)
 
  private:
@@ -77,7 +87,9 @@ class DeblendWorkspace {
 //
 // One synchronization: after the census of the segments (which labels SEP keeps, their pixels
 // and working areas), the host waits for the stream to size the buffers of the rest exactly;
-// everything after it is enqueued without waiting. Device memory: ~28 bytes per image pixel
+// everything after it is enqueued without waiting, except when segments are split on the host
+// (set_host_split_min_pixels): the copy of their pixels is waited for, and their trees are built
+// while the device builds the others. Device memory: ~28 bytes per image pixel
 // (the sorts, the per-label census for the default bound), and per pixel of a kept segment
 // ~80 bytes of working area (~190 with minarea 1 or 2; plus 48 bytes per column of the
 // segment's box) and ~90 bytes of per-pixel and per-object arrays. Throws std::invalid_argument on bad parameters (as

@@ -4,6 +4,7 @@
 #include "cuda/buffers.hpp"
 #include "cuda/deblend.hpp"
 #include "cuda/deblend_clean.hpp"
+#include "cuda/deblend_host_split.hpp"
 
 namespace imflow::cuda {
 
@@ -39,6 +40,9 @@ struct DeblendBuffers {
   PinnedBuffer<DeblendCounters> census;
   PinnedBuffer<DeblendSummary> summary;  // mapped: written by the device
   PinnedBuffer<DeblendRecord> records;   // mapped: written by the device
+  PinnedBuffer<deblend_detail::HostSplitJob> host_jobs;  // mapped: the census' list
+  deblend_detail::HostSplits host_splits;
+  int32_t host_split_min = kHostSplitMinPixels;
   long long edge_capacity = 0;
   bool has_result = false;
 };

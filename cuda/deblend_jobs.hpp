@@ -36,6 +36,12 @@ struct DeblendCounters {
   int32_t big;            // CLEAN: objects compared with every other one
   long long edges;        // CLEAN: pairs where one removes the other (edge storage needed)
   float threshold;        // float(*threshold_device), when the threshold is on the device
+  int32_t host_splits;    // segments split on the host (cuda/deblend_host_split.hpp)
+};
+
+// A segment the host splits, as the census lists it: its pixels pixels[offset, + npix), its box.
+struct HostSplitJob {
+  int32_t segment, offset, npix, x0, y0, width, height;
 };
 
 // Every array of one deblending call (device pointers on the device, host ones in host tests).
@@ -57,6 +63,8 @@ struct DeblendPlan {
   long long *seg_words = nullptr, *arena_off = nullptr;
   int32_t *seg_branches = nullptr, *seg_objects = nullptr, *obj_off = nullptr;
   float* seg_thresh0 = nullptr;
+  int32_t host_min = 0;                  // segments of at least host_min pixels may be split on the host (0: none)
+  HostSplitJob* host_jobs = nullptr;     // their list (host_splits entries)
   // per pixel of a segment
   int32_t* pixels = nullptr;  // grouped by segment, raster order
   int32_t* chain = nullptr;   // the same, each segment in chain order

@@ -4,6 +4,7 @@
 // CPU.
 #include "cuda/cuda_check.hpp"
 #include "cuda/deblend_clean_sextractor.hpp"
+#include "cuda/deblend_host_jobs.hpp"
 #include "cuda/deblend_kernels.hpp"
 #include "cuda/device_common.cuh"
 
@@ -51,7 +52,9 @@ __global__ void census_kernel(DeblendPlan p, const double* threshold_device) {
   if (threshold_device != nullptr) p.counters->threshold = static_cast<float>(*threshold_device);
 }
 
-IMFLOW_DEBLEND_KERNEL(order_key_kernel, n, (keys[k] = static_cast<uint32_t>(p.seg_npix[k]), values[k] = k),
+IMFLOW_DEBLEND_KERNEL(host_split_list_kernel, at_most(n, p.counters->segments), host_split_list_job(p, k), DeblendPlan p)
+IMFLOW_DEBLEND_KERNEL(host_split_result_kernel, n, host_split_result_job(p, h, k), DeblendPlan p, HostSplitResult h)
+IMFLOW_DEBLEND_KERNEL(order_key_kernel, n, (keys[k] = launch_order_key(p, k), values[k] = k),
                       DeblendPlan p, uint32_t* keys, int32_t* values)
 __global__ void tree_kernel(TreeArgs args, const int32_t* order, int64_t n) {
   Team team;
@@ -148,6 +151,14 @@ void launch_census(const DeblendPlan& p, const double* threshold_device, cudaStr
 }
 void launch_order_keys(const DeblendPlan& p, uint32_t* keys, int32_t* values, int64_t n, cudaStream_t stream) {
   order_key_kernel<<<blocks(n), kThreads, 0, stream>>>(p, keys, values, n);
+  IMFLOW_CUDA_CHECK_LAUNCH();
+}
+void launch_host_split_list(const DeblendPlan& p, int64_t n, cudaStream_t stream) {
+  host_split_list_kernel<<<blocks(n), kThreads, 0, stream>>>(p, n);
+  IMFLOW_CUDA_CHECK_LAUNCH();
+}
+void launch_host_split_result(const DeblendPlan& p, const HostSplitResult& h, cudaStream_t stream) {
+  host_split_result_kernel<<<blocks(h.npix), kThreads, 0, stream>>>(p, h, h.npix);
   IMFLOW_CUDA_CHECK_LAUNCH();
 }
 void launch_tree(const DeblendPlan& p, const int32_t* order, int64_t n, cudaStream_t stream) {

@@ -7,6 +7,7 @@
 #include <cstdint>
 
 #include "cuda/deblend_clean.hpp"
+#include "cuda/deblend_host_jobs.hpp"
 
 namespace imflow::cuda::deblend_detail {
 
@@ -18,7 +19,11 @@ void launch_segments(const DeblendPlan& p, int64_t n, cudaStream_t stream);
 void launch_pixel_keys(const DeblendPlan& p, uint32_t* keys, uint32_t sentinel, int64_t n, cudaStream_t stream);
 // counters->kept and arena_words from the scans; the device threshold when there is one.
 void launch_census(const DeblendPlan& p, const double* threshold_device, cudaStream_t stream);
-// Keys and values of the segments' launch order (largest first).
+// The segments the host splits (p.host_jobs, counters->host_splits), over n >= segments.
+void launch_host_split_list(const DeblendPlan& p, int64_t n, cudaStream_t stream);
+// One host split's results into p's arrays (cuda/deblend_host_jobs.hpp).
+void launch_host_split_result(const DeblendPlan& p, const HostSplitResult& h, cudaStream_t stream);
+// Keys and values of the segments' launch order (the host's segments, then the largest).
 void launch_order_keys(const DeblendPlan& p, uint32_t* keys, int32_t* values, int64_t n, cudaStream_t stream);
 void launch_tree(const DeblendPlan& p, const int32_t* order, int64_t n, cudaStream_t stream);
 void launch_object_counts(const DeblendPlan& p, int64_t n, cudaStream_t stream);

@@ -22,6 +22,10 @@ int32_t DeblendWorkspace::objects() const {
   return buffers_->summary.data()->survivors;
 }
 
+void DeblendWorkspace::set_host_split_min_pixels(int32_t min_pixels) {
+  buffers_->host_split_min = min_pixels > 0 ? min_pixels : 0;
+}
+int32_t DeblendWorkspace::host_splits() const { return buffers_->host_splits.count(); }
 const DeblendRecord* DeblendWorkspace::device_records() const { return buffers_->records.device_pointer(); }
 
 kernels::DeblendResult DeblendWorkspace::result() const {

@@ -225,13 +225,13 @@ inline void check(const char* name, const Field& f, const DeblendParams& params,
       first_object = i;
   }
   std::printf("deblend %-26s %5lldx%-5lld labels %6d | objects cpu %6zu gpu %6zu, split %lld/%lld, cleaned %lld/%lld, "
-              "draws %lld/%lld | pixels differing %lld | cpu %.3f s, gpu %.3f s\n",
+              "draws %lld/%lld | pixels differing %lld | cpu %.3f s, gpu %.3f s (%d on the host)\n",
               name, static_cast<long long>(f.w), static_cast<long long>(f.h), nlabels, cpu.objects.size(), gpu.objects.size(),
               static_cast<long long>(cpu.segments_split), static_cast<long long>(gpu.segments_split),
               static_cast<long long>(cpu.objects_cleaned), static_cast<long long>(gpu.objects_cleaned),
               static_cast<long long>(cpu.random_draws), static_cast<long long>(gpu.random_draws),
               static_cast<long long>(differing), std::chrono::duration<double>(t1 - t0).count(),
-              std::chrono::duration<double>(t3 - t2).count());
+              std::chrono::duration<double>(t3 - t2).count(), workspace.host_splits());
   if (first >= 0) {
     std::printf("  first differing pixel (%lld, %lld): cpu %d gpu %d (segment %d)\n", static_cast<long long>(first % f.w),
                 static_cast<long long>(first / f.w), cpu_map[static_cast<size_t>(first)], gpu_map[static_cast<size_t>(first)],

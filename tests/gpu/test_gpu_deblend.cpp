@@ -2,12 +2,14 @@
 // merging CLEAN): identical label
 // maps, object records and counts on the committed sample images, crowded synthetic fields
 // (pairs 2-8 px apart, flux ratios 1 to 100, a varying threshold, a filtered detection image
-// with the unfiltered values beside it), a segment of more than 10^6 pixels, a segment of more
-// than 1000 objects, the degenerate parameters, bad label maps, and one workspace reused across
-// sizes. Each case prints one line (counts, CPU and GPU times) and,
+// with the unfiltered values beside it), a segment of more than 10^6 pixels (split on the host,
+// then by the device's tree kernel), every compact segment split on the host beside a thin trail
+// split on the device, a segment of more than 1000 objects, the degenerate parameters, bad label
+// maps, and one workspace reused across sizes. Each case prints one line (counts, CPU and GPU times) and,
 // on a mismatch, the first differing pixel and object.
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <filesystem>
 #include <limits>
 #include <map>
@@ -122,8 +124,63 @@ TEST_CASE("GPU deblending of a segment of more than 10^6 pixels", "[gpu][deblend
   REQUIRE(largest >= 1000000);
   DeblendParams params;
   check("galaxy", f, params, workspace, stream);
+  CHECK(workspace.host_splits() >= 1);  // by default such a segment is split on the host
   params.clean = false;
   check("galaxy, no CLEAN", f, params, workspace, stream);
+  workspace.set_host_split_min_pixels(0);  // the device's tree kernel alone
+  check("galaxy, no CLEAN, device", f, params, workspace, stream);
+  CHECK(workspace.host_splits() == 0);
+}
+
+TEST_CASE("GPU deblending with the segments split on the host", "[gpu][deblend]") {
+  imflow::cuda::Stream stream;
+  imflow::cuda::DeblendWorkspace workspace;
+  workspace.set_host_split_min_pixels(1);  // every segment with a compact box
+  const uint32_t seed = gpu_test::fresh_seed("deblend host splits");
+  const auto sets = parameter_sets();
+  for (int t = 0; t < 4; ++t) {
+    INFO("seed " << seed << " field " << t);
+    Field f = stars(seed + static_cast<uint32_t>(t), 220 + 41 * t, 180 + 29 * t, 80 + 30 * t, true, t % 2 == 1);
+    if (t >= 2) f = filtered(f);
+    // A thin diagonal trail, 10 pixels clear of any star: its box holds more than 16 pixels per
+    // pixel, so the device splits it.
+    for (int64_t y = 0; y < f.h; ++y)
+      for (int64_t x = std::max<int64_t>(0, y - 10); x <= std::min(f.w - 1, y + 10); ++x)
+        f.image[static_cast<size_t>(y * f.w + x)] = x == y ? 400.0f : 0.0f;
+    // The segments of 5 pixels or more, and those with a compact box (cuda/deblend_host_jobs.hpp).
+    int32_t nlabels = 0;
+    const std::vector<int32_t> labels = segments(f, nlabels);
+    struct Box { int64_t n = 0, x0 = INT64_MAX, x1 = -1, y0 = INT64_MAX, y1 = -1; };
+    std::map<int32_t, Box> boxes;
+    for (size_t i = 0; i < labels.size(); ++i) {
+      if (labels[i] == 0) continue;
+      Box& b = boxes[labels[i]];
+      const int64_t x = static_cast<int64_t>(i) % f.w, y = static_cast<int64_t>(i) / f.w;
+      ++b.n;
+      b.x0 = std::min(b.x0, x), b.x1 = std::max(b.x1, x), b.y0 = std::min(b.y0, y), b.y1 = std::max(b.y1, y);
+    }
+    int64_t kept = 0, compact = 0;
+    for (const auto& [label, b] : boxes) {
+      if (b.n < 5) continue;
+      ++kept;
+      const int64_t w = b.x1 - b.x0 + 1, h = b.y1 - b.y0 + 1;
+      compact += w <= b.n && w * h <= 16 * b.n ? 1 : 0;
+    }
+    REQUIRE(compact < kept);  // the trail
+    for (size_t v = 0; v < sets.size(); ++v) {
+      Variant variant;
+      variant.threshold_on_device = f.threshold_map.empty() && v % 2 == 1;
+      check(("host splits " + std::to_string(t) + " set " + std::to_string(v)).c_str(), f, sets[v], workspace, stream,
+            variant);
+      if (sets[v].minarea == 5) CHECK(workspace.host_splits() == compact);
+    }
+  }
+  Field crowded = crowd(420, 420, 40, 30, 9.0, 30.0, 7);
+  crowded.threshold = 3.0f;
+  DeblendParams params;
+  params.mincont = 1e-5;
+  check("1200 stars on the host", crowded, params, workspace, stream);
+  CHECK(workspace.host_splits() >= 1);
 }
 
 TEST_CASE("GPU deblending of a segment split into more than 1000 objects", "[gpu][deblend][large]") {

@@ -1,0 +1,129 @@
+// HostSplits (cuda/deblend_host_split.hpp).
+#include "cuda/deblend_host_split.hpp"
+
+#include <tbb/parallel_for.h>
+
+#include <cstring>
+#include <memory>
+
+#include "cuda/cuda_check.hpp"
+#include "cuda/deblend_kernels.hpp"
+
+namespace imflow::cuda::deblend_detail {
+namespace {
+
+int64_t box_pixels(const HostSplitJob& j) { return static_cast<int64_t>(j.width) * j.height; }
+// A segment's largest branch count (TreeLayout's cnodes_cap): room for its records.
+int64_t record_room(const HostSplitJob& j, int min_pixels) { return 2 * (j.npix / min_pixels) + 2; }
+
+// An image pixel's index in the job's box, and back.
+int32_t to_box(const HostSplitJob& j, int32_t image_width, int32_t pixel) {
+  const int32_t y = pixel / image_width;
+  return (y - j.y0) * j.width + (pixel - y * image_width - j.x0);
+}
+int32_t to_image(const HostSplitJob& j, int32_t image_width, int32_t box) {
+  const int32_t y = box / j.width;
+  return (j.y0 + y) * image_width + j.x0 + (box - y * j.width);
+}
+
+}  // namespace
+
+void HostSplits::fetch(const DeblendPlan& p, const HostSplitJob* jobs, int32_t count, cudaStream_t stream) {
+  jobs_.assign(jobs, jobs + count);
+  pixel_at_.assign(1, 0);
+  box_at_.assign(1, 0);
+  record_at_.assign(1, 0);
+  for (const HostSplitJob& j : jobs_) {
+    pixel_at_.push_back(pixel_at_.back() + j.npix);
+    box_at_.push_back(box_at_.back() + box_pixels(j));
+    record_at_.push_back(record_at_.back() + 3 * record_room(j, p.min_pixels));
+  }
+  const auto pixels = static_cast<size_t>(pixel_at_.back()), boxes = static_cast<size_t>(box_at_.back());
+  for (auto* b : {&pixels_, &chain_, &branch_pixels_, &pixel_branch_}) b->reserve(pixels);
+  records_.reserve(static_cast<size_t>(record_at_.back()));
+  detection_.reserve(boxes);
+  if (p.im.thresh != nullptr) threshold_.reserve(boxes);
+  const auto row = static_cast<size_t>(p.width) * sizeof(float);
+  for (size_t k = 0; k < jobs_.size(); ++k) {
+    const HostSplitJob& j = jobs_[k];
+    IMFLOW_CUDA_CHECK(cudaMemcpyAsync(pixels_.data() + pixel_at_[k], p.pixels + j.offset,
+                                      static_cast<size_t>(j.npix) * sizeof(int32_t), cudaMemcpyDeviceToHost, stream));
+    const int64_t corner = static_cast<int64_t>(j.y0) * p.width + j.x0;
+    const size_t box_row = static_cast<size_t>(j.width) * sizeof(float);
+    IMFLOW_CUDA_CHECK(cudaMemcpy2DAsync(detection_.data() + box_at_[k], box_row, p.im.cd + corner, row, box_row,
+                                        static_cast<size_t>(j.height), cudaMemcpyDeviceToHost, stream));
+    if (p.im.thresh != nullptr)
+      IMFLOW_CUDA_CHECK(cudaMemcpy2DAsync(threshold_.data() + box_at_[k], box_row, p.im.thresh + corner, row, box_row,
+                                          static_cast<size_t>(j.height), cudaMemcpyDeviceToHost, stream));
+  }
+  if (count > 0) IMFLOW_CUDA_CHECK(cudaStreamSynchronize(stream));
+}
+
+void HostSplits::split(const DeblendPlan& p, cudaStream_t stream) {
+  results_.assign(jobs_.size(), HostSplitResult{});
+  int32_t* const chain_device = chain_.device_pointer();
+  int32_t* const branch_pixels_device = branch_pixels_.device_pointer();
+  int32_t* const pixel_branch_device = pixel_branch_.device_pointer();
+  int32_t* const records_device = records_.device_pointer();
+  tbb::parallel_for(size_t{0}, jobs_.size(), [&](size_t k) {
+    const HostSplitJob& j = jobs_[k];
+    const int32_t n = j.npix, zero = 0, last_column = j.width - 1;
+    int32_t* box_list = pixels_.data() + pixel_at_[k];
+    for (int32_t e = 0; e < n; ++e) box_list[e] = to_box(j, p.width, box_list[e]);
+    int32_t* chain = chain_.data() + pixel_at_[k];
+    int32_t* branch_pixels = branch_pixels_.data() + pixel_at_[k];
+    std::memset(branch_pixels, 0, static_cast<size_t>(n) * sizeof(int32_t));  // box indices where no branch writes
+    const TreeLayout layout(n, j.width, p.min_pixels);
+    const auto arena = std::make_unique_for_overwrite<int32_t[]>(static_cast<size_t>(layout.words));
+    const auto box_branch = std::make_unique_for_overwrite<int32_t[]>(static_cast<size_t>(box_pixels(j)));
+    const long long arena_off = 0;
+    const int32_t seg_off[2] = {0, n};
+    HostSplitResult& h = results_[k];
+    TreeArgs a;
+    a.im.cd = a.im.value = detection_.data() + box_at_[k];
+    a.im.thresh = p.im.thresh != nullptr ? threshold_.data() + box_at_[k] : nullptr;
+    a.im.thresh0 = p.im.thresh0;
+    a.im.width = j.width;
+    a.pixels = box_list;
+    a.seg_off = seg_off;
+    a.seg_label = &zero;
+    a.label_xmin = &zero;
+    a.label_xmax = &last_column;
+    a.arena_off = &arena_off;
+    a.arena = arena.get();
+    a.chain = chain;
+    a.branch_pixels = branch_pixels;
+    a.pixel_branch = box_branch.get();
+    a.seg_branches = &h.branches;
+    a.seg_thresh0 = &h.thresh0;
+    a.error = &h.error;
+    a.nthresh = p.nthresh;
+    a.mincont = p.mincont;
+    a.min_pixels = p.min_pixels;
+    tree_job(Team{}, a, 0);
+
+    int32_t* pixel_branch = pixel_branch_.data() + pixel_at_[k];
+    for (int32_t e = 0; e < n; ++e) {
+      pixel_branch[e] = box_branch[box_list[e]];
+      chain[e] = to_image(j, p.width, chain[e]);
+      branch_pixels[e] = to_image(j, p.width, branch_pixels[e]);
+    }
+    int32_t* records = records_.data() + record_at_[k];
+    for (int32_t b = 0; b < h.branches; ++b) {
+      const BranchRecord r = branch_record(arena.get(), layout, b);
+      records[b] = r.start;
+      records[h.branches + b] = r.npix;
+      std::memcpy(records + 2 * h.branches + b, &r.level, sizeof(float));
+    }
+    h.segment = j.segment;
+    h.offset = j.offset;
+    h.npix = n;
+    h.chain = chain_device + pixel_at_[k];
+    h.branch_pixels = branch_pixels_device + pixel_at_[k];
+    h.pixel_branch = pixel_branch_device + pixel_at_[k];
+    h.records = records_device + record_at_[k];
+  });
+  for (const HostSplitResult& h : results_) launch_host_split_result(p, h, stream);
+}
+
+}  // namespace imflow::cuda::deblend_detail

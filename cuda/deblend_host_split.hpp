@@ -1,0 +1,37 @@
+// The largest segments' splits on the host (cuda/deblend_host_jobs.hpp says which): their pixels
+// and boxes copied to the host at the census, tree_job (cuda/deblend_branches.hpp) run on them by
+// host threads while the device's tree kernel splits the others, and the results written into
+// the device's arrays by one kernel per segment. The same code as the device's, so the same
+// trees, chains and branches.
+#pragma once
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+#include <vector>
+
+#include "cuda/buffers.hpp"
+#include "cuda/deblend_host_jobs.hpp"
+
+namespace imflow::cuda::deblend_detail {
+
+class HostSplits {
+ public:
+  // With the stream idle after the census: copy the `count` listed segments' pixels and the
+  // boxes of the detection (and threshold) maps to the host, and wait for the copies.
+  void fetch(const DeblendPlan& p, const HostSplitJob* jobs, int32_t count, cudaStream_t stream);
+  // Split the fetched segments (in parallel), then enqueue their results into p's arrays.
+  void split(const DeblendPlan& p, cudaStream_t stream);
+  // The segments of the last call (forget: none).
+  int32_t count() const { return static_cast<int32_t>(jobs_.size()); }
+  void forget() { jobs_.clear(); }
+
+ private:
+  std::vector<HostSplitJob> jobs_;
+  std::vector<int64_t> pixel_at_, box_at_, record_at_;  // each job's first entry in the buffers below
+  PinnedBuffer<int32_t> pixels_;  // per job: its pixels (image indices), then box indices once split
+  PinnedBuffer<float> detection_, threshold_;
+  PinnedBuffer<int32_t> chain_, branch_pixels_, pixel_branch_, records_;  // read by the device
+  std::vector<HostSplitResult> results_;
+};
+
+}  // namespace imflow::cuda::deblend_detail

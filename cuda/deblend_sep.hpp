@@ -257,41 +257,58 @@ IMFLOW_HOST_DEVICE void sep_analyse(const TeamT& team, const Pixels& im, const P
 
 // analysemthresh: SEP's heap of the minarea brightest (detection - threshold), quirks included
 // (kernels' sep_mthresh); `heap` holds minarea floats, kept by lane 0. Every lane gets the result.
+// Once the heap is full a pixel changes it only when above its root, which only grows: past the
+// first chunk lane 0 visits, in order, only the chunk's pixels above the root it starts with.
 template <class TeamT, class PixelAt>
 IMFLOW_HOST_DEVICE float sep_mthresh(const TeamT& team, const Pixels& im, const PixelAt& px, int64_t n, int minarea,
                                      float* heap) {
   if (n < minarea) return 0.0f;
-  int64_t h = minarea, filled = 0;
-  auto values = [&](int32_t p, float& tpix, float& unused) {
-    tpix = im.cd[p] - im.threshold(p);
-    unused = 0.0f;
-  };
-  for_each_in_order(team, im, px, n, values, [&](int64_t, int64_t, float tpix, float) {
-    if (team.lane == 0) {
-      if (h > 0) {
-        heap[filled++] = tpix;
-      } else if (h != 0) {
-        if (tpix > heap[0]) {
-          heap[0] = tpix;
-          for (int64_t j = 0, k; (k = (j + 1) << 1) <= minarea; j = k) {
-            float* heapk = heap + k;
-            float* heapj = heap + j;
-            if (k != minarea && *(heapk - 1) > *heapk) {
-              heapk++;
-              k++;
-            }
-            if (*heapj <= *(--heapk)) break;
-            const float swap = *heapk;
-            *heapk = *heapj;
-            *heapj = swap;
-          }
-        }
-      } else {
-        heap_sort_ascending(heap, static_cast<int64_t>(minarea));
+  auto replace_root = [&](float tpix) {  // lane 0, the heap full
+    if (!(tpix > heap[0])) return;
+    heap[0] = tpix;
+    for (int64_t j = 0, k; (k = (j + 1) << 1) <= minarea; j = k) {
+      float* heapk = heap + k;
+      float* heapj = heap + j;
+      if (k != minarea && *(heapk - 1) > *heapk) {
+        heapk++;
+        k++;
       }
+      if (*heapj <= *(--heapk)) break;
+      const float swap = *heapk;
+      *heapk = *heapj;
+      *heapj = swap;
     }
-    h--;
-  });
+  };
+  int64_t h = minarea, filled = 0;
+  for (int64_t base = 0; base < n; base += team.size) {
+    const int64_t i = base + team.lane;
+    float tpix = 0.0f;
+    if (i < n) {
+      const int32_t p = px(i);
+      tpix = im.cd[p] - im.threshold(p);
+    }
+    const int count = static_cast<int>(n - base < team.size ? n - base : team.size);
+    if (h >= 0) {  // the heap fills, then is sorted (SEP skips that pixel), in this chunk
+      for (int j = 0; j < count; ++j, --h) {
+        const float t = team.shfl(tpix, j);
+        if (team.lane != 0) continue;
+        if (h > 0) heap[filled++] = t;
+        else if (h != 0) replace_root(t);
+        else heap_sort_ascending(heap, static_cast<int64_t>(minarea));
+      }
+      continue;
+    }
+    float root = 0.0f;
+    if (team.lane == 0) root = heap[0];
+    root = team.shfl(root, 0);
+    const uint32_t above = team.ballot(i < n && tpix > root);
+    for (int j = 0; j < count; ++j)
+      if ((above >> j) & 1u) {
+        const float t = team.shfl(tpix, j);
+        if (team.lane == 0) replace_root(t);
+      }
+    h -= count;
+  }
   float result = 0.0f;
   if (team.lane == 0) result = heap[0];
   return team.shfl(result, 0);

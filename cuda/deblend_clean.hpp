@@ -5,7 +5,7 @@
 // survive when SEP reaches it, so:
 //   - one thread per object i finds the pairs (i, j > i) with an outcome: objects of reach
 //     10 a + 1 <= 64 px sit in 32-px cells and i looks at the cells around it; the others (and
-//     non-finite ones, which SEP's test never skips) are compared with every object;
+//     non-finite ones, which SEP's test never skips) are compared with every object, by a warp;
 //   - a count pass, a scan and a fill pass store each i's pairs (what does not fit the edge
 //     buffer is found again by the resolution, so no limit: the buffer grows for the next call);
 //   - one thread walks the objects in order, as SEP does, over the stored pairs: O(objects + pairs).
@@ -162,7 +162,10 @@ IMFLOW_HOST_DEVICE void sextractor_pairs(const DeblendPlan& p, const CleanPlan& 
   });
 }
 
+// An object of the cell grid: its pairs by one thread. Those compared with every object: by
+// clean_big_job.
 IMFLOW_HOST_DEVICE inline void clean_count_job(const DeblendPlan& p, const CleanPlan& c, int32_t i) {
+  if (c.obj_cell[i] < 0) return;
   int32_t count = 0;
   if (c.merging) sextractor_pairs(p, c, i, [&](int32_t) { ++count; });
   else clean_pairs(p, c, i, [&](int32_t, int) { ++count; });
@@ -171,10 +174,35 @@ IMFLOW_HOST_DEVICE inline void clean_count_job(const DeblendPlan& p, const Clean
 
 // SEP: (j << 1) | (j removes i) for j > i; SExtractor: the earlier j within the zone.
 IMFLOW_HOST_DEVICE inline void clean_store_job(const DeblendPlan& p, const CleanPlan& c, int32_t i) {
-  if (c.edge_off[i + 1] > c.edge_capacity) return;  // found again by clean_resolve
+  if (c.obj_cell[i] < 0 || c.edge_off[i + 1] > c.edge_capacity) return;  // clean_big_job; found again by clean_resolve
   int32_t k = c.edge_off[i];
   if (c.merging) sextractor_pairs(p, c, i, [&](int32_t j) { c.edges[k++] = j; });
   else clean_pairs(p, c, i, [&](int32_t j, int outcome) { c.edges[k++] = (j << 1) | (outcome == 2 ? 1 : 0); });
+}
+
+// The k-th object compared with every object (big_list[k]): its pairs counted (store false) or
+// stored in the same order as clean_store_job, by a team testing team.size objects at a time.
+template <class TeamT>
+IMFLOW_HOST_DEVICE void clean_big_job(const TeamT& team, const DeblendPlan& p, const CleanPlan& c, int32_t k, bool store) {
+  const int32_t i = c.big_list[k];
+  if (store && c.edge_off[i + 1] > c.edge_capacity) return;  // found again by clean_resolve
+  const CleanObject& oi = p.objects[i];
+  const int32_t first = c.merging ? 0 : i + 1, end = c.merging ? i : p.counters->objects;
+  int32_t at = store ? c.edge_off[i] : 0;
+  for (int32_t base = first; base < end; base += team.size) {
+    const int32_t j = base + team.lane;
+    int32_t edge = -1;
+    if (j < end) {
+      float dx, dy;
+      if (c.merging) edge = sextractor_zone(oi, p.objects[j], dx, dy) ? j : -1;
+      else if (const int outcome = clean_outcome(oi, p.objects[j], p.beta); outcome != 0)
+        edge = (j << 1) | (outcome == 2 ? 1 : 0);
+    }
+    const uint32_t found = team.ballot(edge >= 0);
+    if (store && edge >= 0) c.edges[at + popcount(found & team.below())] = edge;
+    at += popcount(found);
+  }
+  if (!store && team.lane == 0) c.edge_count[i] = at;
 }
 
 // SEP's loop over the objects in order (one thread).

@@ -105,6 +105,14 @@ IMFLOW_DEBLEND_KERNEL(clean_count_kernel, at_most(n, p.counters->objects), clean
                       CleanPlan c)
 IMFLOW_DEBLEND_KERNEL(clean_store_kernel, at_most(n, p.counters->objects), clean_store_job(p, c, k), DeblendPlan p,
                       CleanPlan c)
+// One warp per object compared with every object (big_list, counters->big of them).
+__global__ void clean_big_kernel(DeblendPlan p, CleanPlan c, bool store) {
+  Team team;
+  team.lane = static_cast<int>(threadIdx.x & 31);
+  team.size = 32;
+  const int64_t warps = (static_cast<int64_t>(gridDim.x) * blockDim.x) / 32;
+  for (int64_t k = first_index() / 32; k < p.counters->big; k += warps) clean_big_job(team, p, c, static_cast<int32_t>(k), store);
+}
 
 __global__ void clean_resolve_kernel(DeblendPlan p, CleanPlan c) {
   p.counters->edges = c.edge_off[p.counters->objects];
@@ -217,9 +225,13 @@ void launch_clean_fill(const DeblendPlan& p, const CleanPlan& c, int64_t n, cuda
 void launch_clean_count(const DeblendPlan& p, const CleanPlan& c, int64_t n, cudaStream_t stream) {
   clean_count_kernel<<<blocks(n, 128), 128, 0, stream>>>(p, c, n);
   IMFLOW_CUDA_CHECK_LAUNCH();
+  clean_big_kernel<<<blocks(n * 32, 128), 128, 0, stream>>>(p, c, false);
+  IMFLOW_CUDA_CHECK_LAUNCH();
 }
 void launch_clean_store(const DeblendPlan& p, const CleanPlan& c, int64_t n, cudaStream_t stream) {
   clean_store_kernel<<<blocks(n, 128), 128, 0, stream>>>(p, c, n);
+  IMFLOW_CUDA_CHECK_LAUNCH();
+  clean_big_kernel<<<blocks(n * 32, 128), 128, 0, stream>>>(p, c, true);
   IMFLOW_CUDA_CHECK_LAUNCH();
 }
 void launch_clean_resolve(const DeblendPlan& p, const CleanPlan& c, cudaStream_t stream) {

@@ -44,7 +44,7 @@ struct DeblendRecord {
 
 // Segments of at least this many pixels (with a compact box) are split on the host by default:
 // one lane of a warp builds a segment's tree (cuda/deblend_host_jobs.hpp).
-constexpr int32_t kHostSplitMinPixels = 16384;
+constexpr int32_t kHostSplitMinPixels = 4096;
 
 // One slot's deblending buffers (device memory and mapped pinned memory for the results): they
 // only grow from call to call. Not thread-safe; one call at a time per workspace and stream.

@@ -273,6 +273,24 @@ TEST_CASE("GPU deblending rejects bad label maps as the CPU kernel does", "[gpu]
     stream.synchronize();
     CHECK_THROWS_AS(workspace.result(), std::invalid_argument);
   }
+  // Two 4x4 squares one column apart under one label: a compact box, so with every segment split
+  // on the host the host's tree finds them not connected.
+  {
+    std::vector<int32_t> squares(f.image.size(), 0);
+    for (int64_t y = 10; y < 14; ++y)
+      for (int64_t x = 10; x < 19; ++x)
+        if (x != 14) squares[static_cast<size_t>(y * f.w + x)] = 1;
+    auto d_labels = upload(squares);
+    in.labels = d_labels.data();
+    in.nlabels = 1;
+    for (const int32_t host_min : {1, 0}) {
+      workspace.set_host_split_min_pixels(host_min);
+      imflow::cuda::deblend(in, params, d_out.data(), nullptr, stream.get(), workspace);
+      stream.synchronize();
+      CHECK(workspace.host_splits() == (host_min > 0 ? 1 : 0));
+      CHECK_THROWS_AS(workspace.result(), std::invalid_argument);
+    }
+  }
   // The workspace works again afterwards.
   check("after errors", f, params, workspace, stream);
 }

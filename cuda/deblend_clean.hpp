@@ -174,7 +174,8 @@ IMFLOW_HOST_DEVICE inline void clean_count_job(const DeblendPlan& p, const Clean
 
 // SEP: (j << 1) | (j removes i) for j > i; SExtractor: the earlier j within the zone.
 IMFLOW_HOST_DEVICE inline void clean_store_job(const DeblendPlan& p, const CleanPlan& c, int32_t i) {
-  if (c.obj_cell[i] < 0 || c.edge_off[i + 1] > c.edge_capacity) return;  // clean_big_job; found again by clean_resolve
+  // clean_big_job's; or found again by clean_resolve
+  if (c.obj_cell[i] < 0 || c.edge_off[i + 1] > c.edge_capacity) return;
   int32_t k = c.edge_off[i];
   if (c.merging) sextractor_pairs(p, c, i, [&](int32_t j) { c.edges[k++] = j; });
   else clean_pairs(p, c, i, [&](int32_t j, int outcome) { c.edges[k++] = (j << 1) | (outcome == 2 ? 1 : 0); });
@@ -183,7 +184,8 @@ IMFLOW_HOST_DEVICE inline void clean_store_job(const DeblendPlan& p, const Clean
 // The k-th object compared with every object (big_list[k]): its pairs counted (store false) or
 // stored in the same order as clean_store_job, by a team testing team.size objects at a time.
 template <class TeamT>
-IMFLOW_HOST_DEVICE void clean_big_job(const TeamT& team, const DeblendPlan& p, const CleanPlan& c, int32_t k, bool store) {
+IMFLOW_HOST_DEVICE void clean_big_job(const TeamT& team, const DeblendPlan& p, const CleanPlan& c, int32_t k,
+                                      bool store) {
   const int32_t i = c.big_list[k];
   if (store && c.edge_off[i + 1] > c.edge_capacity) return;  // found again by clean_resolve
   const CleanObject& oi = p.objects[i];

@@ -2,6 +2,7 @@
 #include "cuda/deblend_host_split.hpp"
 
 #include <tbb/parallel_for.h>
+#include <tbb/task_arena.h>
 
 #include <cstring>
 #include <memory>
@@ -59,71 +60,78 @@ void HostSplits::fetch(const DeblendPlan& p, const HostSplitJob* jobs, int32_t c
   if (count > 0) IMFLOW_CUDA_CHECK(cudaStreamSynchronize(stream));
 }
 
+void HostSplits::split_one(const DeblendPlan& p, size_t k) {
+  const HostSplitJob& j = jobs_[k];
+  const int32_t n = j.npix, zero = 0, last_column = j.width - 1;
+  int32_t* box_list = pixels_.data() + pixel_at_[k];
+  for (int32_t e = 0; e < n; ++e) box_list[e] = to_box(j, p.width, box_list[e]);
+  int32_t* chain = chain_.data() + pixel_at_[k];
+  int32_t* branch_pixels = branch_pixels_.data() + pixel_at_[k];
+  std::memset(branch_pixels, 0, static_cast<size_t>(n) * sizeof(int32_t));  // box indices where no branch writes
+  const TreeLayout layout(n, j.width, p.min_pixels);
+  const auto arena = std::make_unique_for_overwrite<int32_t[]>(static_cast<size_t>(layout.words));
+  const auto box_branch = std::make_unique_for_overwrite<int32_t[]>(static_cast<size_t>(box_pixels(j)));
+  const long long arena_off = 0;
+  const int32_t seg_off[2] = {0, n};
+  HostSplitResult& h = results_[k];
+  TreeArgs a;
+  a.im.cd = a.im.value = detection_.data() + box_at_[k];
+  a.im.thresh = p.im.thresh != nullptr ? threshold_.data() + box_at_[k] : nullptr;
+  a.im.thresh0 = p.im.thresh0;
+  a.im.width = j.width;
+  a.pixels = box_list;
+  a.seg_off = seg_off;
+  a.seg_label = &zero;
+  a.label_xmin = &zero;
+  a.label_xmax = &last_column;
+  a.arena_off = &arena_off;
+  a.arena = arena.get();
+  a.chain = chain;
+  a.branch_pixels = branch_pixels;
+  a.pixel_branch = box_branch.get();
+  a.seg_branches = &h.branches;
+  a.seg_thresh0 = &h.thresh0;
+  a.error = &h.error;
+  a.nthresh = p.nthresh;
+  a.mincont = p.mincont;
+  a.min_pixels = p.min_pixels;
+  tree_job(Team{}, a, 0);
+
+  int32_t* pixel_branch = pixel_branch_.data() + pixel_at_[k];
+  for (int32_t e = 0; e < n; ++e) {
+    pixel_branch[e] = box_branch[box_list[e]];
+    chain[e] = to_image(j, p.width, chain[e]);
+    branch_pixels[e] = to_image(j, p.width, branch_pixels[e]);
+  }
+  int32_t* records = records_.data() + record_at_[k];
+  for (int32_t b = 0; b < h.branches; ++b) {
+    const BranchRecord r = branch_record(arena.get(), layout, b);
+    records[b] = r.start;
+    records[h.branches + b] = r.npix;
+    std::memcpy(records + 2 * h.branches + b, &r.level, sizeof(float));
+  }
+}
+
 void HostSplits::split(const DeblendPlan& p, cudaStream_t stream) {
   results_.assign(jobs_.size(), HostSplitResult{});
+  // Isolated: the stream's host thread, waiting here, must not pick up another graph task.
+  tbb::this_task_arena::isolate(
+      [&] { tbb::parallel_for(size_t{0}, jobs_.size(), [&](size_t k) { split_one(p, k); }); });
   int32_t* const chain_device = chain_.device_pointer();
   int32_t* const branch_pixels_device = branch_pixels_.device_pointer();
   int32_t* const pixel_branch_device = pixel_branch_.device_pointer();
   int32_t* const records_device = records_.device_pointer();
-  tbb::parallel_for(size_t{0}, jobs_.size(), [&](size_t k) {
-    const HostSplitJob& j = jobs_[k];
-    const int32_t n = j.npix, zero = 0, last_column = j.width - 1;
-    int32_t* box_list = pixels_.data() + pixel_at_[k];
-    for (int32_t e = 0; e < n; ++e) box_list[e] = to_box(j, p.width, box_list[e]);
-    int32_t* chain = chain_.data() + pixel_at_[k];
-    int32_t* branch_pixels = branch_pixels_.data() + pixel_at_[k];
-    std::memset(branch_pixels, 0, static_cast<size_t>(n) * sizeof(int32_t));  // box indices where no branch writes
-    const TreeLayout layout(n, j.width, p.min_pixels);
-    const auto arena = std::make_unique_for_overwrite<int32_t[]>(static_cast<size_t>(layout.words));
-    const auto box_branch = std::make_unique_for_overwrite<int32_t[]>(static_cast<size_t>(box_pixels(j)));
-    const long long arena_off = 0;
-    const int32_t seg_off[2] = {0, n};
+  for (size_t k = 0; k < jobs_.size(); ++k) {
     HostSplitResult& h = results_[k];
-    TreeArgs a;
-    a.im.cd = a.im.value = detection_.data() + box_at_[k];
-    a.im.thresh = p.im.thresh != nullptr ? threshold_.data() + box_at_[k] : nullptr;
-    a.im.thresh0 = p.im.thresh0;
-    a.im.width = j.width;
-    a.pixels = box_list;
-    a.seg_off = seg_off;
-    a.seg_label = &zero;
-    a.label_xmin = &zero;
-    a.label_xmax = &last_column;
-    a.arena_off = &arena_off;
-    a.arena = arena.get();
-    a.chain = chain;
-    a.branch_pixels = branch_pixels;
-    a.pixel_branch = box_branch.get();
-    a.seg_branches = &h.branches;
-    a.seg_thresh0 = &h.thresh0;
-    a.error = &h.error;
-    a.nthresh = p.nthresh;
-    a.mincont = p.mincont;
-    a.min_pixels = p.min_pixels;
-    tree_job(Team{}, a, 0);
-
-    int32_t* pixel_branch = pixel_branch_.data() + pixel_at_[k];
-    for (int32_t e = 0; e < n; ++e) {
-      pixel_branch[e] = box_branch[box_list[e]];
-      chain[e] = to_image(j, p.width, chain[e]);
-      branch_pixels[e] = to_image(j, p.width, branch_pixels[e]);
-    }
-    int32_t* records = records_.data() + record_at_[k];
-    for (int32_t b = 0; b < h.branches; ++b) {
-      const BranchRecord r = branch_record(arena.get(), layout, b);
-      records[b] = r.start;
-      records[h.branches + b] = r.npix;
-      std::memcpy(records + 2 * h.branches + b, &r.level, sizeof(float));
-    }
-    h.segment = j.segment;
-    h.offset = j.offset;
-    h.npix = n;
+    h.segment = jobs_[k].segment;
+    h.offset = jobs_[k].offset;
+    h.npix = jobs_[k].npix;
     h.chain = chain_device + pixel_at_[k];
     h.branch_pixels = branch_pixels_device + pixel_at_[k];
     h.pixel_branch = pixel_branch_device + pixel_at_[k];
     h.records = records_device + record_at_[k];
-  });
-  for (const HostSplitResult& h : results_) launch_host_split_result(p, h, stream);
+    launch_host_split_result(p, h, stream);
+  }
 }
 
 }  // namespace imflow::cuda::deblend_detail

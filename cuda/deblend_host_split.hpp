@@ -26,6 +26,7 @@ class HostSplits {
   void forget() { jobs_.clear(); }
 
  private:
+  void split_one(const DeblendPlan& p, size_t k);  // job k's tree, chain and branches, host side
   std::vector<HostSplitJob> jobs_;
   std::vector<int64_t> pixel_at_, box_at_, record_at_;  // each job's first entry in the buffers below
   PinnedBuffer<int32_t> pixels_;  // per job: its pixels (image indices), then box indices once split

@@ -52,7 +52,8 @@ __global__ void census_kernel(DeblendPlan p, const double* threshold_device) {
   if (threshold_device != nullptr) p.counters->threshold = static_cast<float>(*threshold_device);
 }
 
-IMFLOW_DEBLEND_KERNEL(host_split_list_kernel, at_most(n, p.counters->segments), host_split_list_job(p, k), DeblendPlan p)
+IMFLOW_DEBLEND_KERNEL(host_split_list_kernel, at_most(n, p.counters->segments), host_split_list_job(p, k),
+                      DeblendPlan p)
 IMFLOW_DEBLEND_KERNEL(host_split_result_kernel, n, host_split_result_job(p, h, k), DeblendPlan p, HostSplitResult h)
 IMFLOW_DEBLEND_KERNEL(order_key_kernel, n, (keys[k] = launch_order_key(p, k), values[k] = k),
                       DeblendPlan p, uint32_t* keys, int32_t* values)
@@ -111,7 +112,8 @@ __global__ void clean_big_kernel(DeblendPlan p, CleanPlan c, bool store) {
   team.lane = static_cast<int>(threadIdx.x & 31);
   team.size = 32;
   const int64_t warps = (static_cast<int64_t>(gridDim.x) * blockDim.x) / 32;
-  for (int64_t k = first_index() / 32; k < p.counters->big; k += warps) clean_big_job(team, p, c, static_cast<int32_t>(k), store);
+  for (int64_t k = first_index() / 32; k < p.counters->big; k += warps)
+    clean_big_job(team, p, c, static_cast<int32_t>(k), store);
 }
 
 __global__ void clean_resolve_kernel(DeblendPlan p, CleanPlan c) {

@@ -212,6 +212,10 @@ TEST_CASE("GPU deblending of a segment split into more than 1000 objects", "[gpu
   check("1200 stars", f, params, workspace, stream);
   params.allocation = DeblendAllocation::most_probable;
   check("1200 stars, most probable", f, params, workspace, stream);
+  CHECK(workspace.host_splits() >= 1);
+  workspace.set_host_split_min_pixels(0);  // the device's tree kernel alone
+  check("1200 stars, most probable, device", f, params, workspace, stream);
+  CHECK(workspace.host_splits() == 0);
 }
 
 TEST_CASE("GPU deblending with nthresh 1, mincont 1, minarea 1", "[gpu][deblend]") {

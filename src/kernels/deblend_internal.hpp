@@ -98,6 +98,7 @@ struct SegmentScratch {
   LutzScratch lutz;
   std::vector<TreeLevel> levels;
   std::vector<uint8_t> mask;
+  std::vector<float> box_values;  // the segment's box: detection values, -inf outside the segment
   std::vector<int32_t> stamp;  // per segment pixel: the parent it was last seen in
   Components components;
 };

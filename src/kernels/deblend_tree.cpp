@@ -5,6 +5,7 @@
 // down that keeps the significant branches of every node with two or more of them.
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include "deblend_internal.hpp"
 
@@ -40,6 +41,13 @@ void split_segment(const SegmentPixels& s, const DeblendParams& params, SegmentS
   const double peak = levels[0].nodes[0].object.fdpeak;
   const int64_t min_pixels = std::min(params.minarea, kMaxDebArea);
 
+  // The box's values once, so that each level's mask is one comparison per pixel of the parent's box.
+  std::vector<float>& box_values = scratch.box_values;
+  box_values.resize(s.submap.size());
+  for (size_t i = 0; i < box_values.size(); ++i) {
+    const int32_t p = s.submap[i];
+    box_values[i] = p >= 0 ? s.cd[static_cast<size_t>(p)] : -std::numeric_limits<float>::infinity();
+  }
   std::vector<uint8_t>& mask = scratch.mask;
   std::vector<int32_t>& stamp = scratch.stamp;
   stamp.assign(static_cast<size_t>(s.size()), -1);
@@ -59,13 +67,13 @@ void split_segment(const SegmentPixels& s, const DeblendParams& params, SegmentS
       const int32_t* parent_pixels = parents.pixels_of(parent);
       for (int64_t i = 0; i < parent.pixels; ++i) stamp[static_cast<size_t>(parent_pixels[i])] = stamp_id;
       const int64_t bw = po.xmax - po.xmin + 1, bh = po.ymax - po.ymin + 1;
-      mask.assign(static_cast<size_t>(bw * bh), 0);
+      mask.resize(static_cast<size_t>(bw * bh));  // every cell written below
       // SEP scans every pixel of the segment inside the parent's box, then keeps the groups
       // whose first pixel is the parent's ("belong").
       for (int64_t y = 0; y < bh; ++y) {
-        const int32_t* sub = s.submap.data() + (po.ymin + y) * s.width + po.xmin;
+        const float* values = box_values.data() + (po.ymin + y) * s.width + po.xmin;
         uint8_t* m = mask.data() + y * bw;
-        for (int64_t x = 0; x < bw; ++x) m[x] = sub[x] >= 0 && s.cd[static_cast<size_t>(sub[x])] > level;
+        for (int64_t x = 0; x < bw; ++x) m[x] = values[x] > level;
       }
       lutz_scan(mask.data(), bw, bh, min_pixels, scratch.lutz, components);
       for (size_t c = 0; c < components.size(); ++c) {

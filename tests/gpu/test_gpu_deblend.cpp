@@ -61,6 +61,18 @@ Field sample_field(const fs::path& path, bool threshold_map) {
   return f;
 }
 
+// check() with the default host splits (at least one segment split on the host), then with the
+// device's tree kernel alone; the workspace is left at the default.
+void check_host_and_device(const std::string& name, const Field& f, const DeblendParams& params,
+                           imflow::cuda::DeblendWorkspace& workspace, imflow::cuda::Stream& stream) {
+  check(name.c_str(), f, params, workspace, stream);
+  CHECK(workspace.host_splits() >= 1);
+  workspace.set_host_split_min_pixels(0);
+  check((name + ", device").c_str(), f, params, workspace, stream);
+  CHECK(workspace.host_splits() == 0);
+  workspace.set_host_split_min_pixels(imflow::cuda::kHostSplitMinPixels);
+}
+
 }  // namespace
 
 TEST_CASE("GPU deblending equals the CPU kernel on the sample images", "[gpu][deblend][real]") {
@@ -124,12 +136,8 @@ TEST_CASE("GPU deblending of a segment of more than 10^6 pixels", "[gpu][deblend
   REQUIRE(largest >= 1000000);
   DeblendParams params;
   check("galaxy", f, params, workspace, stream);
-  CHECK(workspace.host_splits() >= 1);  // by default such a segment is split on the host
   params.clean = false;
-  check("galaxy, no CLEAN", f, params, workspace, stream);
-  workspace.set_host_split_min_pixels(0);  // the device's tree kernel alone
-  check("galaxy, no CLEAN, device", f, params, workspace, stream);
-  CHECK(workspace.host_splits() == 0);
+  check_host_and_device("galaxy, no CLEAN", f, params, workspace, stream);
 }
 
 TEST_CASE("GPU deblending with the segments split on the host", "[gpu][deblend]") {
@@ -211,11 +219,7 @@ TEST_CASE("GPU deblending of a segment split into more than 1000 objects", "[gpu
   params.clean = true;
   check("1200 stars", f, params, workspace, stream);
   params.allocation = DeblendAllocation::most_probable;
-  check("1200 stars, most probable", f, params, workspace, stream);
-  CHECK(workspace.host_splits() >= 1);
-  workspace.set_host_split_min_pixels(0);  // the device's tree kernel alone
-  check("1200 stars, most probable, device", f, params, workspace, stream);
-  CHECK(workspace.host_splits() == 0);
+  check_host_and_device("1200 stars, most probable", f, params, workspace, stream);
 }
 
 TEST_CASE("GPU deblending with nthresh 1, mincont 1, minarea 1", "[gpu][deblend]") {

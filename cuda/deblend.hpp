@@ -93,8 +93,8 @@ class DeblendWorkspace {
 // per-label census for the default bound), and per pixel of a kept segment ~80 bytes of working
 // area (~190 with minarea 1 or 2; plus 48 bytes per column of the segment's box) and ~90 bytes
 // of per-pixel and per-object arrays. Host memory per pixel of a segment split on the host:
-// ~76 bytes while it is split (plus 4 per pixel of its box), and pinned copies that only grow
-// (~24 bytes, plus 4 or 8 per pixel of its box). Throws std::invalid_argument on bad parameters (as
+// ~76 bytes while it is split (plus 8 per pixel of its box, 12 with a threshold map), and
+// pinned copies that only grow (~28 bytes, 32 with a threshold map). Throws std::invalid_argument on bad parameters (as
 // kernels::deblend_sources) or a label outside 1..n, std::length_error for images of 2^31
 // pixels or more, CudaError on CUDA failures.
 void deblend(const DeblendDeviceInput& input, const kernels::DeblendParams& params, int32_t* labels_out,

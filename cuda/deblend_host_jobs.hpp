@@ -9,7 +9,7 @@
 
 namespace imflow::cuda::deblend_detail {
 
-// A box of at most this many pixels per segment pixel is copied to the host; a thinner shape
+// A box of at most this many pixels per segment pixel is laid out on the host; a thinner shape
 // (a satellite trail across a mosaic) stays on the device.
 constexpr int64_t kHostSplitBoxPerPixel = 16;
 
@@ -43,6 +43,21 @@ IMFLOW_HOST_DEVICE inline void host_split_list_job(const DeblendPlan& p, int32_t
 // then the largest.
 IMFLOW_HOST_DEVICE inline uint32_t launch_order_key(const DeblendPlan& p, int32_t r) {
   return split_on_host(p, r) ? UINT32_MAX : static_cast<uint32_t>(p.seg_npix[r]);
+}
+
+// One host split's inputs, in mapped host memory the device writes (npix entries each): the
+// segment's pixels (image indices) in the census's order, and their detection (and threshold).
+struct HostSplitFetch {
+  int32_t offset = 0, npix = 0;
+  int32_t* pixels = nullptr;
+  float *detection = nullptr, *threshold = nullptr;  // threshold: null without a threshold map
+};
+
+IMFLOW_HOST_DEVICE inline void host_split_fetch_job(const DeblendPlan& p, const HostSplitFetch& f, int32_t e) {
+  const int32_t pixel = p.pixels[f.offset + e];
+  f.pixels[e] = pixel;
+  f.detection[e] = p.im.cd[pixel];
+  if (f.threshold != nullptr) f.threshold[e] = p.im.thresh[pixel];
 }
 
 // One host split's results, in mapped host memory the device reads (npix entries each): the

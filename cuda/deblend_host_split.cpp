@@ -32,30 +32,27 @@ int32_t to_image(const HostSplitJob& j, int32_t image_width, int32_t box) {
 void HostSplits::fetch(const DeblendPlan& p, const HostSplitJob* jobs, int32_t count, cudaStream_t stream) {
   jobs_.assign(jobs, jobs + count);
   pixel_at_.assign(1, 0);
-  box_at_.assign(1, 0);
   record_at_.assign(1, 0);
   for (const HostSplitJob& j : jobs_) {
     pixel_at_.push_back(pixel_at_.back() + j.npix);
-    box_at_.push_back(box_at_.back() + box_pixels(j));
     record_at_.push_back(record_at_.back() + 3 * record_room(j, p.min_pixels));
   }
-  const auto pixels = static_cast<size_t>(pixel_at_.back()), boxes = static_cast<size_t>(box_at_.back());
+  const auto pixels = static_cast<size_t>(pixel_at_.back());
   for (auto* b : {&pixels_, &chain_, &branch_pixels_, &pixel_branch_}) b->reserve(pixels);
   records_.reserve(static_cast<size_t>(record_at_.back()));
-  detection_.reserve(boxes);
-  if (p.im.thresh != nullptr) threshold_.reserve(boxes);
-  const auto row = static_cast<size_t>(p.width) * sizeof(float);
+  detection_.reserve(pixels);
+  if (p.im.thresh != nullptr) threshold_.reserve(pixels);
+  HostSplitFetch f;
+  int32_t* const pixels_device = pixels_.device_pointer();
+  float* const detection_device = detection_.device_pointer();
+  float* const threshold_device = p.im.thresh != nullptr ? threshold_.device_pointer() : nullptr;
   for (size_t k = 0; k < jobs_.size(); ++k) {
-    const HostSplitJob& j = jobs_[k];
-    IMFLOW_CUDA_CHECK(cudaMemcpyAsync(pixels_.data() + pixel_at_[k], p.pixels + j.offset,
-                                      static_cast<size_t>(j.npix) * sizeof(int32_t), cudaMemcpyDeviceToHost, stream));
-    const int64_t corner = static_cast<int64_t>(j.y0) * p.width + j.x0;
-    const size_t box_row = static_cast<size_t>(j.width) * sizeof(float);
-    IMFLOW_CUDA_CHECK(cudaMemcpy2DAsync(detection_.data() + box_at_[k], box_row, p.im.cd + corner, row, box_row,
-                                        static_cast<size_t>(j.height), cudaMemcpyDeviceToHost, stream));
-    if (p.im.thresh != nullptr)
-      IMFLOW_CUDA_CHECK(cudaMemcpy2DAsync(threshold_.data() + box_at_[k], box_row, p.im.thresh + corner, row, box_row,
-                                          static_cast<size_t>(j.height), cudaMemcpyDeviceToHost, stream));
+    f.offset = jobs_[k].offset;
+    f.npix = jobs_[k].npix;
+    f.pixels = pixels_device + pixel_at_[k];
+    f.detection = detection_device + pixel_at_[k];
+    f.threshold = threshold_device != nullptr ? threshold_device + pixel_at_[k] : nullptr;
+    launch_host_split_fetch(p, f, stream);
   }
   if (count > 0) IMFLOW_CUDA_CHECK(cudaStreamSynchronize(stream));
 }
@@ -63,8 +60,19 @@ void HostSplits::fetch(const DeblendPlan& p, const HostSplitJob* jobs, int32_t c
 void HostSplits::split_one(const DeblendPlan& p, size_t k) {
   const HostSplitJob& j = jobs_[k];
   const int32_t n = j.npix, zero = 0, last_column = j.width - 1;
+  // The box's values at the segment's pixels: tree_job reads no other.
+  const auto box_detection = std::make_unique_for_overwrite<float[]>(static_cast<size_t>(box_pixels(j)));
+  const auto box_threshold = p.im.thresh != nullptr
+                                 ? std::make_unique_for_overwrite<float[]>(static_cast<size_t>(box_pixels(j)))
+                                 : nullptr;
   int32_t* box_list = pixels_.data() + pixel_at_[k];
-  for (int32_t e = 0; e < n; ++e) box_list[e] = to_box(j, p.width, box_list[e]);
+  const float* detection = detection_.data() + pixel_at_[k];
+  const float* threshold = p.im.thresh != nullptr ? threshold_.data() + pixel_at_[k] : nullptr;
+  for (int32_t e = 0; e < n; ++e) {
+    const int32_t b = box_list[e] = to_box(j, p.width, box_list[e]);
+    box_detection[b] = detection[e];
+    if (threshold != nullptr) box_threshold[b] = threshold[e];
+  }
   int32_t* chain = chain_.data() + pixel_at_[k];
   int32_t* branch_pixels = branch_pixels_.data() + pixel_at_[k];
   std::memset(branch_pixels, 0, static_cast<size_t>(n) * sizeof(int32_t));  // box indices where no branch writes
@@ -75,8 +83,8 @@ void HostSplits::split_one(const DeblendPlan& p, size_t k) {
   const int32_t seg_off[2] = {0, n};
   HostSplitResult& h = results_[k];
   TreeArgs a;
-  a.im.cd = a.im.value = detection_.data() + box_at_[k];
-  a.im.thresh = p.im.thresh != nullptr ? threshold_.data() + box_at_[k] : nullptr;
+  a.im.cd = a.im.value = box_detection.get();
+  a.im.thresh = box_threshold.get();
   a.im.thresh0 = p.im.thresh0;
   a.im.width = j.width;
   a.pixels = box_list;

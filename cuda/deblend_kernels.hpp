@@ -21,7 +21,9 @@ void launch_pixel_keys(const DeblendPlan& p, uint32_t* keys, uint32_t sentinel, 
 void launch_census(const DeblendPlan& p, const double* threshold_device, cudaStream_t stream);
 // The segments the host splits (p.host_jobs, counters->host_splits), over n >= segments.
 void launch_host_split_list(const DeblendPlan& p, int64_t n, cudaStream_t stream);
-// One host split's results into p's arrays (cuda/deblend_host_jobs.hpp).
+// One host split's pixels and values into mapped host memory, and its results into p's arrays
+// (cuda/deblend_host_jobs.hpp).
+void launch_host_split_fetch(const DeblendPlan& p, const HostSplitFetch& f, cudaStream_t stream);
 void launch_host_split_result(const DeblendPlan& p, const HostSplitResult& h, cudaStream_t stream);
 // Keys and values of the segments' launch order (the host's segments, then the largest).
 void launch_order_keys(const DeblendPlan& p, uint32_t* keys, int32_t* values, int64_t n, cudaStream_t stream);

@@ -19,6 +19,15 @@ constexpr int kTreeThreads = 64;
 __device__ __forceinline__ int64_t first_index() { return static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; }
 __device__ __forceinline__ int64_t stride() { return static_cast<int64_t>(gridDim.x) * blockDim.x; }
 __device__ __forceinline__ int64_t at_most(int64_t n, int64_t count) { return count < n ? count : n; }
+// This thread's place in its warp's team, and the warps' grid stride (one job per warp).
+__device__ __forceinline__ Team warp_team() {
+  Team team;
+  team.lane = static_cast<int>(threadIdx.x & 31);
+  team.size = 32;
+  return team;
+}
+__device__ __forceinline__ int64_t first_warp() { return first_index() / 32; }
+__device__ __forceinline__ int64_t warp_stride() { return stride() / 32; }
 
 // A kernel running `body` for indices [0, limit) where limit is computed on the device.
 #define IMFLOW_DEBLEND_KERNEL(name, limit, body, ...)                                  \
@@ -54,15 +63,13 @@ __global__ void census_kernel(DeblendPlan p, const double* threshold_device) {
 
 IMFLOW_DEBLEND_KERNEL(host_split_list_kernel, at_most(n, p.counters->segments), host_split_list_job(p, k),
                       DeblendPlan p)
+IMFLOW_DEBLEND_KERNEL(host_split_fetch_kernel, n, host_split_fetch_job(p, f, k), DeblendPlan p, HostSplitFetch f)
 IMFLOW_DEBLEND_KERNEL(host_split_result_kernel, n, host_split_result_job(p, h, k), DeblendPlan p, HostSplitResult h)
 IMFLOW_DEBLEND_KERNEL(order_key_kernel, n, (keys[k] = launch_order_key(p, k), values[k] = k),
                       DeblendPlan p, uint32_t* keys, int32_t* values)
 __global__ void tree_kernel(TreeArgs args, const int32_t* order, int64_t n) {
-  Team team;
-  team.lane = static_cast<int>(threadIdx.x & 31);
-  team.size = 32;
-  const int64_t warps = (static_cast<int64_t>(gridDim.x) * blockDim.x) / 32;
-  for (int64_t i = first_index() / 32; i < n; i += warps) tree_job(team, args, order[i]);
+  const Team team = warp_team();
+  for (int64_t i = first_warp(); i < n; i += warp_stride()) tree_job(team, args, order[i]);
 }
 IMFLOW_DEBLEND_KERNEL(object_count_kernel, n, object_count_job(p, k), DeblendPlan p)
 
@@ -72,12 +79,9 @@ IMFLOW_DEBLEND_KERNEL(objects_kernel, n, objects_job(p, k), DeblendPlan p)
 // One warp per object (its sums in SEP's order from the lanes' shuffled values).
 template <bool Model>
 __global__ void object_warp_kernel(DeblendPlan p, int64_t n) {
-  Team team;
-  team.lane = static_cast<int>(threadIdx.x & 31);
-  team.size = 32;
-  const int64_t warps = (static_cast<int64_t>(gridDim.x) * blockDim.x) / 32;
+  const Team team = warp_team();
   const int64_t end = at_most(n, p.counters->objects);
-  for (int64_t i = first_index() / 32; i < end; i += warps) {
+  for (int64_t i = first_warp(); i < end; i += warp_stride()) {
     if (Model) model_job(team, p, static_cast<int32_t>(i));
     else measure_job(team, p, static_cast<int32_t>(i));
   }
@@ -108,11 +112,8 @@ IMFLOW_DEBLEND_KERNEL(clean_store_kernel, at_most(n, p.counters->objects), clean
                       CleanPlan c)
 // One warp per object compared with every object (big_list, counters->big of them).
 __global__ void clean_big_kernel(DeblendPlan p, CleanPlan c, bool store) {
-  Team team;
-  team.lane = static_cast<int>(threadIdx.x & 31);
-  team.size = 32;
-  const int64_t warps = (static_cast<int64_t>(gridDim.x) * blockDim.x) / 32;
-  for (int64_t k = first_index() / 32; k < p.counters->big; k += warps)
+  const Team team = warp_team();
+  for (int64_t k = first_warp(); k < p.counters->big; k += warp_stride())
     clean_big_job(team, p, c, static_cast<int32_t>(k), store);
 }
 
@@ -165,6 +166,10 @@ void launch_order_keys(const DeblendPlan& p, uint32_t* keys, int32_t* values, in
 }
 void launch_host_split_list(const DeblendPlan& p, int64_t n, cudaStream_t stream) {
   host_split_list_kernel<<<blocks(n), kThreads, 0, stream>>>(p, n);
+  IMFLOW_CUDA_CHECK_LAUNCH();
+}
+void launch_host_split_fetch(const DeblendPlan& p, const HostSplitFetch& f, cudaStream_t stream) {
+  host_split_fetch_kernel<<<blocks(f.npix), kThreads, 0, stream>>>(p, f, f.npix);
   IMFLOW_CUDA_CHECK_LAUNCH();
 }
 void launch_host_split_result(const DeblendPlan& p, const HostSplitResult& h, cudaStream_t stream) {

@@ -283,8 +283,8 @@ IMFLOW_HOST_DEVICE inline void allocate_job(const DeblendPlan& p, int32_t t) {
   int32_t i = iclst;
   if (total > 1.0e-31) {
     if (p.mode != 1) {
-      uint32_t seed = p.mode == 0 ? rand_r_skip(1u, p.draw_index[t]) : 0u;
-      const int32_t value = p.mode == 0 ? rand_r(seed) : p.rand_stream[p.draw_index[t]];
+      uint32_t seed = p.mode == 0 ? kernels::glibc_rand_r_skip(1u, p.draw_index[t]) : 0u;
+      const int32_t value = p.mode == 0 ? kernels::glibc_rand_r(seed) : p.rand_stream[p.draw_index[t]];
       const float drand = total * static_cast<float>(value) / kRandMax;
       float cumulative = 0.0f;
       i = nb + 1;

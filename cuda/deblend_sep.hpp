@@ -3,7 +3,6 @@
 // that the results are bit-identical. Compiled without FMA contraction (cuda/CMakeLists.txt).
 //   - glibc's expf (the CPU kernel calls std::exp on floats), ported: CUDA's expf rounds
 //     differently in the last bit, and a weight or amplitude one ulp off can move a pixel;
-//   - glibc's rand_r and its jump ahead;
 //   - SEP's analyse (preanalyse included, no error terms, no theta) and analysemthresh;
 //   - the allocation weights and CLEAN's Moffat test.
 // Double pow and log (levels, abcor, CLEAN) are CUDA's; their results pass through float
@@ -16,6 +15,7 @@
 #include "cuda/deblend_team.hpp"
 #include "cuda/heap_sort.hpp"
 #include "imflow/kernels/host_device.hpp"
+#include "imflow/kernels/sep_deblend_arith.hpp"
 
 namespace imflow::cuda::deblend_detail {
 
@@ -102,37 +102,6 @@ IMFLOW_HOST_DEVICE inline float sep_expf(float x) {
   return static_cast<float>(y);
 }
 
-// ---- glibc's rand_r and the seed after `calls` calls (kernels::glibc_rand_r, _skip).
-IMFLOW_HOST_DEVICE inline int32_t rand_r(uint32_t& seed) {
-  uint32_t next = seed;
-  next = next * 1103515245u + 12345u;
-  uint32_t result = (next / 65536u) % 2048u;
-  next = next * 1103515245u + 12345u;
-  result <<= 10;
-  result ^= (next / 65536u) % 1024u;
-  next = next * 1103515245u + 12345u;
-  result <<= 10;
-  result ^= (next / 65536u) % 1024u;
-  seed = next;
-  return static_cast<int32_t>(result);
-}
-
-IMFLOW_HOST_DEVICE inline uint32_t rand_r_skip(uint32_t seed, uint64_t calls) {
-  uint32_t mul = 1u, add = 0u;
-  uint32_t step_mul = 1103515245u, step_add = 12345u;
-  uint64_t steps = 3 * calls;
-  while (steps != 0) {
-    if ((steps & 1) != 0) {
-      mul = mul * step_mul;
-      add = add * step_mul + step_add;
-    }
-    step_add = step_add * step_mul + step_add;
-    step_mul = step_mul * step_mul;
-    steps >>= 1;
-  }
-  return mul * seed + add;
-}
-
 // ---- SEP's object fields that the allocation and CLEAN use (deblend_detail::SepObject).
 struct SepObject {
   double mx = 0.0, my = 0.0;  // absolute (image) coordinates
@@ -147,29 +116,66 @@ struct SepObject {
 
 constexpr double kPi = 3.14159265358979323846;
 
-// Calls f(x, y, a, b) on every lane of the team for pixels 0..n-1 in order (px(i): the image
-// index of the i-th; load(p, a, b): its two values), the lanes loading 32 at a time.
-template <class TeamT, class PixelAt, class Load, class F>
-IMFLOW_HOST_DEVICE void for_each_in_order(const TeamT& team, const Pixels& im, const PixelAt& px, int64_t n, Load&& load,
-                                          F&& f) {
-  for (int64_t base = 0; base < n; base += team.size) {
-    const int64_t i = base + team.lane;
-    int32_t x = 0, y = 0;
-    float a = 0.0f, b = 0.0f;
-    if (i < n) {
-      const int32_t p = px(i);
-      y = p / im.width;
-      x = p - y * im.width;
-      load(p, a, b);
+// Chunks of team.size pixels whose loads are issued together: a lone warp walking a large object
+// would otherwise wait on each chunk's dependent loads (its index, then its values) in turn.
+constexpr int kChunksInFlight = 4;
+
+// Calls chunk(count, valid, x, y, a, b) on every lane of the team for pixels 0..n-1, team.size
+// at a time in order: lane l holds pixel start + l when valid (px(i): the image index of the
+// i-th; load(p, a, b): its two values), count the chunk's pixels.
+template <class TeamT, class PixelAt, class Load, class Chunk>
+IMFLOW_HOST_DEVICE void for_each_chunk(const TeamT& team, const Pixels& im, const PixelAt& px, int64_t n, Load&& load,
+                                       Chunk&& chunk) {
+  const int64_t group = static_cast<int64_t>(kChunksInFlight) * team.size;
+  for (int64_t base = 0; base < n; base += group) {
+    int32_t x[kChunksInFlight], y[kChunksInFlight];
+    float a[kChunksInFlight], b[kChunksInFlight];
+    IMFLOW_DEVICE_UNROLL
+    for (int q = 0; q < kChunksInFlight; ++q) {
+      const int64_t i = base + q * team.size + team.lane;
+      x[q] = y[q] = 0;
+      a[q] = b[q] = 0.0f;
+      if (i < n) {
+        const int32_t p = px(i);
+        y[q] = p / im.width;
+        x[q] = p - y[q] * im.width;
+        load(p, a[q], b[q]);
+      }
     }
-    const int64_t count = n - base < team.size ? n - base : team.size;
-    for (int j = 0; j < count; ++j) f(team.shfl(x, j), team.shfl(y, j), team.shfl(a, j), team.shfl(b, j));
+    IMFLOW_DEVICE_UNROLL
+    for (int q = 0; q < kChunksInFlight; ++q) {
+      const int64_t start = base + q * team.size;
+      if (start >= n) break;
+      const int count = static_cast<int>(n - start < team.size ? n - start : team.size);
+      chunk(count, team.lane < count, x[q], y[q], a[q], b[q]);
+    }
   }
+}
+
+// step(j) for the chunk's lanes j = 0..count-1 in order, on every lane; a whole warp's chunk by
+// an unrolled loop, so that its shuffles overlap.
+template <class Step>
+IMFLOW_HOST_DEVICE void in_lane_order(int count, Step&& step) {
+  if (count == 32) {
+    IMFLOW_DEVICE_UNROLL
+    for (int j = 0; j < 32; ++j) step(j);
+  } else {
+    for (int j = 0; j < count; ++j) step(j);
+  }
+}
+
+// op over every lane's v (an associative and commutative op); every lane gets it.
+template <class TeamT, class T, class Op>
+IMFLOW_HOST_DEVICE T team_reduce(const TeamT& team, T v, Op op) {
+  for (int m = 1; m < team.size; m <<= 1) v = op(v, team.shfl(v, team.lane ^ m));
+  return v;
 }
 
 // SEP's analyse (preanalyse, then the moments) over n pixels, px(i) the image index of the
 // i-th in SEP's order; robust: a merged object keeps o.mx, o.my as its centre. Every lane ends
-// with the same o.
+// with the same o. The box and the counts do not depend on the order: each lane takes its own
+// pixels', then the team combines them. The float64 sums and the peaks (whose first of equal
+// values wins) are taken in SEP's order from each lane's float terms.
 template <class TeamT, class PixelAt>
 IMFLOW_HOST_DEVICE void sep_analyse(const TeamT& team, const Pixels& im, const PixelAt& px, int64_t n, bool robust,
                                     SepObject& o) {
@@ -177,19 +183,31 @@ IMFLOW_HOST_DEVICE void sep_analyse(const TeamT& team, const Pixels& im, const P
     cval = im.cd[p];
     val = im.value[p];
   };
+  auto min_of = [](int64_t u, int64_t v) { return v < u ? v : u; };
+  auto max_of = [](int64_t u, int64_t v) { return v > u ? v : u; };
+  auto sum_of = [](int64_t u, int64_t v) { return u + v; };
   // preanalyse
   double rv = 0.0;
   float peak = -1e+30f, cpeak = -1e+30f;
   int64_t xmin = 2 * 1048576, ymin = 2 * 1048576, xmax = 0, ymax = 0;
-  for_each_in_order(team, im, px, n, values, [&](int64_t x, int64_t y, float cval, float val) {
-    if (peak < val) peak = val;
-    if (cpeak < cval) cpeak = cval;
-    rv += cval;
-    if (x < xmin) xmin = x;
-    if (x > xmax) xmax = x;
-    if (y < ymin) ymin = y;
-    if (y > ymax) ymax = y;
+  for_each_chunk(team, im, px, n, values, [&](int count, bool valid, int32_t x, int32_t y, float cval, float val) {
+    if (valid) {
+      xmin = min_of(xmin, x);
+      xmax = max_of(xmax, x);
+      ymin = min_of(ymin, y);
+      ymax = max_of(ymax, y);
+    }
+    in_lane_order(count, [&](int j) {
+      const float c = team.shfl(cval, j), v = team.shfl(val, j);
+      if (peak < v) peak = v;
+      if (cpeak < c) cpeak = c;
+      rv += c;
+    });
   });
+  xmin = team_reduce(team, xmin, min_of);
+  xmax = team_reduce(team, xmax, max_of);
+  ymin = team_reduce(team, ymin, min_of);
+  ymax = team_reduce(team, ymax, max_of);
   o.fdnpix = n;
   o.fdflux = static_cast<float>(rv);
   o.fdpeak = cpeak;
@@ -201,17 +219,22 @@ IMFLOW_HOST_DEVICE void sep_analyse(const TeamT& team, const Pixels& im, const P
   const double thresh = o.thresh;
   const double rvf = o.fdflux;
   const double thresh2 = (thresh + peak) / 2.0;
-  for_each_in_order(team, im, px, n, values, [&](int64_t px_, int64_t py_, float cval, float val) {
+  for_each_chunk(team, im, px, n, values, [&](int count, bool valid, int32_t px_, int32_t py_, float cval, float val) {
     const float x = static_cast<float>(px_ - xmin), y = static_cast<float>(py_ - ymin);
-    if (val > thresh) ++dnpix;
-    if (val > thresh2) ++area2;
-    const float cx = cval * x, cy = cval * y;
-    mx += cx;
-    my += cy;
-    mx2 += cx * x;
-    my2 += cy * y;
-    mxy += cx * y;
+    if (valid && val > thresh) ++dnpix;
+    if (valid && val > thresh2) ++area2;
+    // SEP's float32 products, summed in float64 in its order.
+    const float cx = cval * x, cy = cval * y, cxx = cx * x, cyy = cy * y, cxy = cx * y;
+    in_lane_order(count, [&](int j) {
+      mx += team.shfl(cx, j);
+      my += team.shfl(cy, j);
+      mx2 += team.shfl(cxx, j);
+      my2 += team.shfl(cyy, j);
+      mxy += team.shfl(cxy, j);
+    });
   });
+  dnpix = team_reduce(team, dnpix, sum_of);
+  area2 = team_reduce(team, area2, sum_of);
   const double abs_xmin = static_cast<double>(xmin), abs_ymin = static_cast<double>(ymin);
   double xm = mx / rvf, ym = my / rvf, xm2, ym2, xym;
   if (robust && o.merged) {
@@ -263,31 +286,10 @@ template <class TeamT, class PixelAt>
 IMFLOW_HOST_DEVICE float sep_mthresh(const TeamT& team, const Pixels& im, const PixelAt& px, int64_t n, int minarea,
                                      float* heap) {
   if (n < minarea) return 0.0f;
-  auto replace_root = [&](float tpix) {  // lane 0, the heap full
-    if (!(tpix > heap[0])) return;
-    heap[0] = tpix;
-    for (int64_t j = 0, k; (k = (j + 1) << 1) <= minarea; j = k) {
-      float* heapk = heap + k;
-      float* heapj = heap + j;
-      if (k != minarea && *(heapk - 1) > *heapk) {
-        heapk++;
-        k++;
-      }
-      if (*heapj <= *(--heapk)) break;
-      const float swap = *heapk;
-      *heapk = *heapj;
-      *heapj = swap;
-    }
-  };
+  auto replace_root = [&](float tpix) { kernels::sep_heap_replace_root(heap, minarea, tpix); };  // lane 0
   int64_t h = minarea, filled = 0;
-  for (int64_t base = 0; base < n; base += team.size) {
-    const int64_t i = base + team.lane;
-    float tpix = 0.0f;
-    if (i < n) {
-      const int32_t p = px(i);
-      tpix = im.cd[p] - im.threshold(p);
-    }
-    const int count = static_cast<int>(n - base < team.size ? n - base : team.size);
+  auto load = [&](int32_t p, float& tpix, float&) { tpix = im.cd[p] - im.threshold(p); };
+  for_each_chunk(team, im, px, n, load, [&](int count, bool valid, int32_t, int32_t, float tpix, float) {
     if (h >= 0) {  // the heap fills, then is sorted (SEP skips that pixel), in this chunk
       for (int j = 0; j < count; ++j, --h) {
         const float t = team.shfl(tpix, j);
@@ -296,19 +298,19 @@ IMFLOW_HOST_DEVICE float sep_mthresh(const TeamT& team, const Pixels& im, const 
         else if (h != 0) replace_root(t);
         else heap_sort_ascending(heap, static_cast<int64_t>(minarea));
       }
-      continue;
+      return;
     }
     float root = 0.0f;
     if (team.lane == 0) root = heap[0];
     root = team.shfl(root, 0);
-    const uint32_t above = team.ballot(i < n && tpix > root);
+    const uint32_t above = team.ballot(valid && tpix > root);
     for (int j = 0; j < count; ++j)
       if ((above >> j) & 1u) {
         const float t = team.shfl(tpix, j);
         if (team.lane == 0) replace_root(t);
       }
     h -= count;
-  }
+  });
   float result = 0.0f;
   if (team.lane == 0) result = heap[0];
   return team.shfl(result, 0);

@@ -1,12 +1,14 @@
 // SEP's measurements of an object during deblending and CLEAN (analyse.c: preanalyse, analyse
 // without the error terms, analysemthresh), with SEP's types: float32 products and stored
-// fields where SEP has them, float64 sums. And glibc's rand_r, the generator SEP draws from.
+// fields where SEP has them, float64 sums. And glibc's rand(), the stream SEP draws from without
+// a seed.
 #include <algorithm>
 #include <cmath>
 #include <numbers>
 #include <vector>
 
 #include "deblend_internal.hpp"
+#include "imflow/kernels/sep_deblend_arith.hpp"
 
 namespace imflow::kernels {
 
@@ -133,19 +135,7 @@ float sep_mthresh(const SegmentPixels& s, const int32_t* idx, int64_t n, int min
     if (h > 0) {
       h0[filled++] = tpix;
     } else if (h != 0) {
-      if (tpix > *h0) {
-        *h0 = tpix;
-        for (int64_t j = 0, k; (k = (j + 1) << 1) <= minarea; j = k) {
-          float* heapk = h0 + k;
-          float* heapj = h0 + j;
-          if (k != minarea && *(heapk - 1) > *heapk) {
-            heapk++;
-            k++;
-          }
-          if (*heapj <= *(--heapk)) break;
-          std::swap(*heapk, *heapj);
-        }
-      }
+      sep_heap_replace_root(h0, minarea, tpix);
     } else {
       std::sort(heap.begin(), heap.end());
     }
@@ -155,20 +145,6 @@ float sep_mthresh(const SegmentPixels& s, const int32_t* idx, int64_t n, int min
 }
 
 }  // namespace deblend_detail
-
-int32_t glibc_rand_r(uint32_t& seed) {
-  uint32_t next = seed;
-  next = next * 1103515245u + 12345u;
-  uint32_t result = (next / 65536u) % 2048u;
-  next = next * 1103515245u + 12345u;
-  result <<= 10;
-  result ^= (next / 65536u) % 1024u;
-  next = next * 1103515245u + 12345u;
-  result <<= 10;
-  result ^= (next / 65536u) % 1024u;
-  seed = next;
-  return static_cast<int32_t>(result);
-}
 
 void glibc_rand_stream(uint64_t count, std::vector<int32_t>& out) {
   out.resize(count);
@@ -186,23 +162,6 @@ void glibc_rand_stream(uint64_t count, std::vector<int32_t>& out) {
   };
   for (int i = 0; i < 310; ++i) step();
   for (uint64_t i = 0; i < count; ++i) out[i] = static_cast<int32_t>(step() >> 1);
-}
-
-uint32_t glibc_rand_r_skip(uint32_t seed, uint64_t calls) {
-  // s -> a s + c, three steps per call; compose by squaring (mod 2^32).
-  uint32_t mul = 1u, add = 0u;           // the accumulated map
-  uint32_t step_mul = 1103515245u, step_add = 12345u;
-  uint64_t steps = 3 * calls;
-  while (steps != 0) {
-    if ((steps & 1) != 0) {
-      mul = mul * step_mul;
-      add = add * step_mul + step_add;
-    }
-    step_add = step_add * step_mul + step_add;
-    step_mul = step_mul * step_mul;
-    steps >>= 1;
-  }
-  return mul * seed + add;
 }
 
 }  // namespace imflow::kernels

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "imflow/image.hpp"
+#include "imflow/kernels/sep_deblend_arith.hpp"  // glibc_rand_r, glibc_rand_r_skip
 
 namespace imflow::kernels {
 
@@ -125,10 +126,6 @@ DeblendResult deblend_sources(const DeblendInput& input, const DeblendParams& pa
 // (labels without pixels left out).
 std::vector<int32_t> sep_segment_order(const int32_t* labels, int64_t width, int64_t height, int32_t nlabels);
 
-// glibc's rand_r (a 32-bit linear congruential generator stepped three times per call), the
-// generator SEP's deblending draws from; and the seed after `calls` calls, in O(log calls).
-int32_t glibc_rand_r(uint32_t& seed);
-uint32_t glibc_rand_r_skip(uint32_t seed, uint64_t calls);
 // The first `count` values of glibc's rand() without srand (seed 1): random()'s additive
 // generator, r[i] = r[i - 31] + r[i - 3] (mod 2^32) after 310 discarded steps, each value r >> 1.
 void glibc_rand_stream(uint64_t count, std::vector<int32_t>& out);

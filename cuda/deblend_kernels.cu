@@ -76,10 +76,12 @@ IMFLOW_DEBLEND_KERNEL(object_count_kernel, n, object_count_job(p, k), DeblendPla
 __global__ void object_total_kernel(DeblendPlan p) { p.counters->objects = p.obj_off[p.counters->segments]; }
 
 IMFLOW_DEBLEND_KERNEL(objects_kernel, n, objects_job(p, k), DeblendPlan p)
-// One warp per object (its sums in SEP's order from the lanes' shuffled values).
+// One warp per object (its sums in SEP's order through its stage, cuda/deblend_walk.hpp).
 template <bool Model>
 __global__ void object_warp_kernel(DeblendPlan p, int64_t n) {
-  const Team team = warp_team();
+  __shared__ float stage[kTreeThreads / 32][kStageFloats];
+  Team team = warp_team();
+  team.stage = stage[threadIdx.x / 32];
   const int64_t end = at_most(n, p.counters->objects);
   for (int64_t i = first_warp(); i < end; i += warp_stride()) {
     if (Model) model_job(team, p, static_cast<int32_t>(i));

@@ -13,22 +13,12 @@
 #include <cstring>
 
 #include "cuda/deblend_team.hpp"
+#include "cuda/deblend_walk.hpp"
 #include "cuda/heap_sort.hpp"
 #include "imflow/kernels/host_device.hpp"
 #include "imflow/kernels/sep_deblend_arith.hpp"
 
 namespace imflow::cuda::deblend_detail {
-
-// The image as the deblending reads it: detection (SEP's cdvalue), measurement (value) and
-// threshold (per pixel or one value), row-major with `width` columns.
-struct Pixels {
-  const float* cd = nullptr;
-  const float* value = nullptr;   // never null (the detection when there is no measurement image)
-  const float* thresh = nullptr;  // null: `thresh0` everywhere
-  float thresh0 = 0.0f;
-  int32_t width = 0;
-  IMFLOW_HOST_DEVICE float threshold(int32_t i) const { return thresh != nullptr ? thresh[i] : thresh0; }
-};
 
 // ---- glibc's expf (sysdeps/ieee754/flt-32/e_expf.c: a 32-entry table of 2^(i/32) and a cubic
 // in double precision, rounded once to float). Equal to glibc's (its FMA and plain builds) on
@@ -116,66 +106,10 @@ struct SepObject {
 
 constexpr double kPi = 3.14159265358979323846;
 
-// Chunks of team.size pixels whose loads are issued together: a lone warp walking a large object
-// would otherwise wait on each chunk's dependent loads (its index, then its values) in turn.
-constexpr int kChunksInFlight = 4;
-
-// Calls chunk(count, valid, x, y, a, b) on every lane of the team for pixels 0..n-1, team.size
-// at a time in order: lane l holds pixel start + l when valid (px(i): the image index of the
-// i-th; load(p, a, b): its two values), count the chunk's pixels.
-template <class TeamT, class PixelAt, class Load, class Chunk>
-IMFLOW_HOST_DEVICE void for_each_chunk(const TeamT& team, const Pixels& im, const PixelAt& px, int64_t n, Load&& load,
-                                       Chunk&& chunk) {
-  const int64_t group = static_cast<int64_t>(kChunksInFlight) * team.size;
-  for (int64_t base = 0; base < n; base += group) {
-    int32_t x[kChunksInFlight], y[kChunksInFlight];
-    float a[kChunksInFlight], b[kChunksInFlight];
-    IMFLOW_DEVICE_UNROLL
-    for (int q = 0; q < kChunksInFlight; ++q) {
-      const int64_t i = base + q * team.size + team.lane;
-      x[q] = y[q] = 0;
-      a[q] = b[q] = 0.0f;
-      if (i < n) {
-        const int32_t p = px(i);
-        y[q] = p / im.width;
-        x[q] = p - y[q] * im.width;
-        load(p, a[q], b[q]);
-      }
-    }
-    IMFLOW_DEVICE_UNROLL
-    for (int q = 0; q < kChunksInFlight; ++q) {
-      const int64_t start = base + q * team.size;
-      if (start >= n) break;
-      const int count = static_cast<int>(n - start < team.size ? n - start : team.size);
-      chunk(count, team.lane < count, x[q], y[q], a[q], b[q]);
-    }
-  }
-}
-
-// step(j) for the chunk's lanes j = 0..count-1 in order, on every lane; a whole warp's chunk by
-// an unrolled loop, so that its shuffles overlap.
-template <class Step>
-IMFLOW_HOST_DEVICE void in_lane_order(int count, Step&& step) {
-  if (count == 32) {
-    IMFLOW_DEVICE_UNROLL
-    for (int j = 0; j < 32; ++j) step(j);
-  } else {
-    for (int j = 0; j < count; ++j) step(j);
-  }
-}
-
-// op over every lane's v (an associative and commutative op); every lane gets it.
-template <class TeamT, class T, class Op>
-IMFLOW_HOST_DEVICE T team_reduce(const TeamT& team, T v, Op op) {
-  for (int m = 1; m < team.size; m <<= 1) v = op(v, team.shfl(v, team.lane ^ m));
-  return v;
-}
-
 // SEP's analyse (preanalyse, then the moments) over n pixels, px(i) the image index of the
 // i-th in SEP's order; robust: a merged object keeps o.mx, o.my as its centre. Every lane ends
-// with the same o. The box and the counts do not depend on the order: each lane takes its own
-// pixels', then the team combines them. The float64 sums and the peaks (whose first of equal
-// values wins) are taken in SEP's order from each lane's float terms.
+// with the same o. The box, the counts and the peaks are the team's combination of each lane's;
+// the float64 sums are taken in SEP's order (OrderedSums: a warp's team needs its stage).
 template <class TeamT, class PixelAt>
 IMFLOW_HOST_DEVICE void sep_analyse(const TeamT& team, const Pixels& im, const PixelAt& px, int64_t n, bool robust,
                                     SepObject& o) {
@@ -187,54 +121,48 @@ IMFLOW_HOST_DEVICE void sep_analyse(const TeamT& team, const Pixels& im, const P
   auto max_of = [](int64_t u, int64_t v) { return v > u ? v : u; };
   auto sum_of = [](int64_t u, int64_t v) { return u + v; };
   // preanalyse
-  double rv = 0.0;
-  float peak = -1e+30f, cpeak = -1e+30f;
+  OrderedSums<1> flux;
+  FirstMax peak(-1e+30f), cpeak(-1e+30f);
   int64_t xmin = 2 * 1048576, ymin = 2 * 1048576, xmax = 0, ymax = 0;
-  for_each_chunk(team, im, px, n, values, [&](int count, bool valid, int32_t x, int32_t y, float cval, float val) {
-    if (valid) {
+  for_each_chunk(team, im, px, n, values, [&](int64_t start, int count, int32_t x, int32_t y, float cval, float val) {
+    if (team.lane < count) {
       xmin = min_of(xmin, x);
       xmax = max_of(xmax, x);
       ymin = min_of(ymin, y);
       ymax = max_of(ymax, y);
+      peak.add(val, start + team.lane);
+      cpeak.add(cval, start + team.lane);
     }
-    in_lane_order(count, [&](int j) {
-      const float c = team.shfl(cval, j), v = team.shfl(val, j);
-      if (peak < v) peak = v;
-      if (cpeak < c) cpeak = c;
-      rv += c;
-    });
+    flux.add(team, count, {cval});
   });
   xmin = team_reduce(team, xmin, min_of);
   xmax = team_reduce(team, xmax, max_of);
   ymin = team_reduce(team, ymin, min_of);
   ymax = team_reduce(team, ymax, max_of);
+  const float peak_value = peak.result(team);
   o.fdnpix = n;
-  o.fdflux = static_cast<float>(rv);
-  o.fdpeak = cpeak;
+  o.fdflux = static_cast<float>(flux.sum(team, 0));
+  o.fdpeak = cpeak.result(team);
   o.ymin = ymin;
   o.ymax = ymax;
   // analyse
   int64_t dnpix = 0, area2 = 0;
-  double mx = 0.0, my = 0.0, mx2 = 0.0, my2 = 0.0, mxy = 0.0;
+  OrderedSums<5> moments;  // mx, my, mx2, my2, mxy
   const double thresh = o.thresh;
   const double rvf = o.fdflux;
-  const double thresh2 = (thresh + peak) / 2.0;
-  for_each_chunk(team, im, px, n, values, [&](int count, bool valid, int32_t px_, int32_t py_, float cval, float val) {
+  const double thresh2 = (thresh + peak_value) / 2.0;
+  for_each_chunk(team, im, px, n, values, [&](int64_t, int count, int32_t px_, int32_t py_, float cval, float val) {
     const float x = static_cast<float>(px_ - xmin), y = static_cast<float>(py_ - ymin);
-    if (valid && val > thresh) ++dnpix;
-    if (valid && val > thresh2) ++area2;
+    if (team.lane < count && val > thresh) ++dnpix;
+    if (team.lane < count && val > thresh2) ++area2;
     // SEP's float32 products, summed in float64 in its order.
-    const float cx = cval * x, cy = cval * y, cxx = cx * x, cyy = cy * y, cxy = cx * y;
-    in_lane_order(count, [&](int j) {
-      mx += team.shfl(cx, j);
-      my += team.shfl(cy, j);
-      mx2 += team.shfl(cxx, j);
-      my2 += team.shfl(cyy, j);
-      mxy += team.shfl(cxy, j);
-    });
+    const float cx = cval * x, cy = cval * y;
+    moments.add(team, count, {cx, cy, cx * x, cy * y, cx * y});
   });
   dnpix = team_reduce(team, dnpix, sum_of);
   area2 = team_reduce(team, area2, sum_of);
+  const double mx = moments.sum(team, 0), my = moments.sum(team, 1), mx2 = moments.sum(team, 2),
+               my2 = moments.sum(team, 3), mxy = moments.sum(team, 4);
   const double abs_xmin = static_cast<double>(xmin), abs_ymin = static_cast<double>(ymin);
   double xm = mx / rvf, ym = my / rvf, xm2, ym2, xym;
   if (robust && o.merged) {
@@ -289,7 +217,7 @@ IMFLOW_HOST_DEVICE float sep_mthresh(const TeamT& team, const Pixels& im, const 
   auto replace_root = [&](float tpix) { kernels::sep_heap_replace_root(heap, minarea, tpix); };  // lane 0
   int64_t h = minarea, filled = 0;
   auto load = [&](int32_t p, float& tpix, float&) { tpix = im.cd[p] - im.threshold(p); };
-  for_each_chunk(team, im, px, n, load, [&](int count, bool valid, int32_t, int32_t, float tpix, float) {
+  for_each_chunk(team, im, px, n, load, [&](int64_t, int count, int32_t, int32_t, float tpix, float) {
     if (h >= 0) {  // the heap fills, then is sorted (SEP skips that pixel), in this chunk
       for (int j = 0; j < count; ++j, --h) {
         const float t = team.shfl(tpix, j);
@@ -303,7 +231,7 @@ IMFLOW_HOST_DEVICE float sep_mthresh(const TeamT& team, const Pixels& im, const 
     float root = 0.0f;
     if (team.lane == 0) root = heap[0];
     root = team.shfl(root, 0);
-    const uint32_t above = team.ballot(valid && tpix > root);
+    const uint32_t above = team.ballot(team.lane < count && tpix > root);
     for (int j = 0; j < count; ++j)
       if ((above >> j) & 1u) {
         const float t = team.shfl(tpix, j);

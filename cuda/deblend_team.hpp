@@ -34,6 +34,7 @@ IMFLOW_HOST_DEVICE inline void atomic_min(int32_t* p, int32_t v) {
 
 struct Team {
   int lane = 0, size = 1;
+  float* stage = nullptr;  // the warp's staging area in shared memory, where its kernel gives one
   IMFLOW_HOST_DEVICE void sync() const {
 #ifdef __CUDA_ARCH__
     __syncwarp();

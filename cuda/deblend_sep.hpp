@@ -231,12 +231,11 @@ IMFLOW_HOST_DEVICE float sep_mthresh(const TeamT& team, const Pixels& im, const 
     float root = 0.0f;
     if (team.lane == 0) root = heap[0];
     root = team.shfl(root, 0);
-    const uint32_t above = team.ballot(team.lane < count && tpix > root);
-    for (int j = 0; j < count; ++j)
-      if ((above >> j) & 1u) {
-        const float t = team.shfl(tpix, j);
-        if (team.lane == 0) replace_root(t);
-      }
+    // The lanes above the root, lowest (first in order) first.
+    for (uint32_t above = team.ballot(team.lane < count && tpix > root); above != 0; above &= above - 1) {
+      const float t = team.shfl(tpix, lowest_bit(above));
+      if (team.lane == 0) replace_root(t);
+    }
     h -= count;
   });
   float result = 0.0f;

@@ -1,8 +1,9 @@
 // A warp working on one segment of the GPU deblending (cuda/deblend_tree.hpp), host and device:
 // on the device the 32 lanes of a warp, on the host one lane, so the same code is the host's
 // reference run. Sequential logic runs on lane 0 (`if (team.lane == 0)`, then sync); the work
-// per pixel is spread over the lanes; sums that SEP takes in a given order are accumulated on
-// every lane from the lanes' values in that order (shuffles), so they round as SEP's.
+// per pixel is spread over the lanes; sums that SEP takes in a given order are accumulated in
+// that order from the lanes' values (shuffles here; an object's sums on a lane each from a
+// shared-memory stage, cuda/deblend_walk.hpp), so they round as SEP's.
 #pragma once
 #include <cstdint>
 

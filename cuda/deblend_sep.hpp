@@ -214,7 +214,6 @@ template <class TeamT, class PixelAt>
 IMFLOW_HOST_DEVICE float sep_mthresh(const TeamT& team, const Pixels& im, const PixelAt& px, int64_t n, int minarea,
                                      float* heap) {
   if (n < minarea) return 0.0f;
-  auto replace_root = [&](float tpix) { kernels::sep_heap_replace_root(heap, minarea, tpix); };  // lane 0
   int64_t h = minarea, filled = 0;
   auto load = [&](int32_t p, float& tpix, float&) { tpix = im.cd[p] - im.threshold(p); };
   for_each_chunk(team, im, px, n, load, [&](int64_t, int count, int32_t, int32_t, float tpix, float) {
@@ -223,7 +222,7 @@ IMFLOW_HOST_DEVICE float sep_mthresh(const TeamT& team, const Pixels& im, const 
         const float t = team.shfl(tpix, j);
         if (team.lane != 0) continue;
         if (h > 0) heap[filled++] = t;
-        else if (h != 0) replace_root(t);
+        else if (h != 0) kernels::sep_heap_replace_root(heap, minarea, t);
         else heap_sort_ascending(heap, static_cast<int64_t>(minarea));
       }
       return;
@@ -234,7 +233,7 @@ IMFLOW_HOST_DEVICE float sep_mthresh(const TeamT& team, const Pixels& im, const 
     // The lanes above the root, lowest (first in order) first.
     for (uint32_t above = team.ballot(team.lane < count && tpix > root); above != 0; above &= above - 1) {
       const float t = team.shfl(tpix, lowest_bit(above));
-      if (team.lane == 0) replace_root(t);
+      if (team.lane == 0) kernels::sep_heap_replace_root(heap, minarea, t);
     }
     h -= count;
   });

@@ -56,8 +56,8 @@ IMFLOW_HOST_DEVICE void for_each_chunk(const TeamT& team, const Pixels& im, cons
   }
 }
 
-// step(j) for the chunk's lanes j = 0..count-1 in order, on every lane; a whole warp's chunk by
-// an unrolled loop, so that its shuffles overlap.
+// step(j) for a chunk's lanes j = 0..count-1 in order; a whole warp's chunk by an unrolled loop,
+// so that the reads of its terms overlap.
 template <class Step>
 IMFLOW_HOST_DEVICE void in_lane_order(int count, Step&& step) {
   if (count == 32) {

@@ -1,17 +1,21 @@
 // write_shortest gives std::to_chars's text byte for byte: random bit patterns (every exponent,
 // subnormals), catalog-like values, decimal fractions, powers of ten and their neighbours, the
-// extremes, whole numbers (which it leaves to std::to_chars) and the non-finite values.
+// extremes, whole numbers (which it leaves to std::to_chars) and the non-finite values. Its 16-digit
+// blocks, SIMD and portable, against snprintf.
 #include <catch2/catch.hpp>
 
 #include <bit>
 #include <charconv>
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
 #include <limits>
 #include <random>
 #include <string>
+#include <vector>
 
+#include "io/decimal_digits.hpp"
 #include "io/shortest_double.hpp"
 
 namespace {
@@ -78,4 +82,29 @@ TEST_CASE("write_shortest writes std::to_chars's text for every kind of double",
   CHECK(shortest_text(1.2e-5) == "1.2e-05");
   CHECK(shortest_text(5e-324) == "5e-324");
   CHECK(shortest_text(1e100) == "1e+100");
+}
+
+TEST_CASE("16-digit blocks are the zero-padded decimal digits, with and without SIMD", "[csv]") {
+  std::mt19937_64 rng(20261127);
+  std::vector<uint32_t> halves = {0, 1, 9, 10, 99, 100, 9999, 10000, 10001, 99999999, 12345678, 87654321, 50000000};
+  for (int i = 0; i < 100000; ++i) halves.push_back(static_cast<uint32_t>(rng() % 100000000));
+  for (uint32_t p = 1; p < 100000000; p *= 10) halves.insert(halves.end(), {p - 1, p, p + 1, 5 * p});
+  int differing = 0;
+  for (size_t i = 0; i < halves.size(); ++i) {
+    const uint32_t high = halves[i], low = halves[(i * 7 + 3) % halves.size()];
+    char expected[20];
+    std::snprintf(expected, sizeof expected, "%08u%08u", high, low);
+    char portable[16];
+    imflow::detail::write_16_digits_portable(high, low, portable);
+    differing += std::memcmp(portable, expected, 16) != 0;
+#if defined(__SSE2__)
+    char sse2[16];
+    imflow::detail::write_16_digits_sse2(high, low, sse2);
+    differing += std::memcmp(sse2, expected, 16) != 0;
+#endif
+  }
+  CHECK(differing == 0);
+  char text[16];
+  imflow::detail::write_16_digits(12345678, 90123456, text);
+  CHECK(std::string(text, 16) == "1234567890123456");
 }

@@ -1,6 +1,6 @@
-// write_shortest: Dragonbox's shortest decimal digits (Debian's libdragonbox-dev), laid out as
-// printf's %f or %e. Whole numbers go to std::to_chars: printf's %f writes every digit of their
-// exact value, which can be more than the shortest digits (123e22 is 12300000000000001048576).
+// write_shortest: Dragonbox's shortest decimal digits (Debian's libdragonbox-dev), made 16 at a
+// time in registers (decimal_digits.hpp) and laid out as printf's %f or %e. Whole numbers go to
+// std::to_chars: printf's %f writes every digit of their exact value, which can be more than the shortest digits (123e22 is 12300000000000001048576).
 #include "shortest_double.hpp"
 
 #include <array>
@@ -11,10 +11,12 @@
 #include <cstring>
 #include <dragonbox/dragonbox.h>
 
+#include "decimal_digits.hpp"
+
 namespace imflow::detail {
 
 namespace {
-// "00" "01" .. "99": two digits per lookup.
+// "00" "01" .. "99": an exponent's two digits in one lookup.
 constexpr std::array<char, 200> kDigitPairs = [] {
   std::array<char, 200> pairs{};
   for (int i = 0; i < 100; ++i) {
@@ -34,22 +36,12 @@ constexpr std::array<uint64_t, 18> kPowersOf10 = [] {
   return powers;
 }();
 
-// The 8 decimal digits of `value` (< 10^8), zero-padded, in 32-bit arithmetic.
-void write_8_digits(uint32_t value, char* out) {
-  const uint32_t high = value / 10000, low = value % 10000;
-  std::memcpy(out, &kDigitPairs[2 * (high / 100)], 2);
-  std::memcpy(out + 2, &kDigitPairs[2 * (high % 100)], 2);
-  std::memcpy(out + 4, &kDigitPairs[2 * (low / 100)], 2);
-  std::memcpy(out + 6, &kDigitPairs[2 * (low % 100)], 2);
-}
-
-// The digits of `value` (1 <= value < 10^17, a double's shortest significand) end at `end`;
-// returns how many there are.
-int write_significand(uint64_t value, char* end) {
+// The 17 digits of `value` (1 <= value < 10^17, a double's shortest significand), zero-padded,
+// at out[0..17); returns how many of them are the significand's (the rest are leading zeros).
+int write_significand(uint64_t value, char* out) {
   const uint64_t high = value / 100000000;
-  write_8_digits(static_cast<uint32_t>(value % 100000000), end - 8);
-  write_8_digits(static_cast<uint32_t>(high % 100000000), end - 16);
-  end[-17] = static_cast<char>('0' + high / 100000000);
+  out[0] = static_cast<char>('0' + high / 100000000);
+  write_16_digits(static_cast<uint32_t>(high % 100000000), static_cast<uint32_t>(value % 100000000), out + 1);
   // floor(log10) from the bit width, then one comparison.
   int count = ((std::bit_width(value) * 1233) >> 12) + 1;
   if (value < kPowersOf10[count - 1]) --count;
@@ -62,10 +54,10 @@ char* write_shortest(char* out, double value) {
   // significand x 10^exponent, the significand without trailing zeros.
   const auto decimal = jkj::dragonbox::to_decimal(value);
   if (decimal.exponent >= 0) return std::to_chars(out, out + kShortestDoubleChars, value).ptr;
-  // The digits end at text + 17, followed by slack: the copies below move fixed sizes (which the
+  // The digits are text[17 - count, 17), followed by slack: the copies below move fixed sizes (which the
   // compiler inlines) and what they write past the number is overwritten or beyond its end.
   char text[40];
-  const int count = write_significand(decimal.significand, text + 17);
+  const int count = write_significand(decimal.significand, text);
   const char* const digits = text + 17 - count;
   const int before_point = count + decimal.exponent;  // digits left of the point in %f (<= 0: "0.")
   const int exponent10 = before_point - 1;             // %e's exponent

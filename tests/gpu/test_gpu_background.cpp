@@ -40,6 +40,20 @@ TEST_CASE("GPU background matches the CPU on random skies", "[gpu][background]")
   }
 }
 
+TEST_CASE("GPU background matches the CPU on large skies (chunks of several thousand keys)", "[gpu][background]") {
+  // The clip block's chunks of sorted keys: 2,048 keys for 2048x2048, 6,144 for 4099x2600 (the
+  // random skies above stay at 1,024).
+  Slot slot;
+  WorkItem item;
+  uint32_t seed = fresh_seed("GPU background on large skies");
+  for (const auto& s : {std::pair<int64_t, int64_t>{2048, 2048}, {4099, 2600}}) {
+    INFO(s.first << "x" << s.second << " seed " << seed);
+    fill_sky(item, s.first, s.second, seed++);
+    check(slot, item, 3.0, 100);
+    check(slot, item, 1.5, 100);
+  }
+}
+
 TEST_CASE("GPU background handles ties, negatives, wide ranges and signed zeros", "[gpu][background]") {
   Slot slot;
   WorkItem item;

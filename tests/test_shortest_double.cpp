@@ -4,8 +4,10 @@
 // blocks, SIMD and portable, against snprintf.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <bit>
 #include <charconv>
+#include <chrono>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -13,6 +15,7 @@
 #include <limits>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "io/decimal_digits.hpp"
@@ -107,4 +110,43 @@ TEST_CASE("16-digit blocks are the zero-padded decimal digits, with and without 
   char text[16];
   imflow::detail::write_16_digits(12345678, 90123456, text);
   CHECK(std::string(text, 16) == "1234567890123456");
+}
+
+// Hidden (run with `imflow_tests "[bench][csv]"`): nanoseconds per value of write_shortest and of
+// std::to_chars on catalog-like doubles (positions, fluxes, moments, their errors and angles),
+// the fastest of 200 passes each, alternated.
+TEST_CASE("shortest double text: time per catalog-like value", "[.][bench][csv]") {
+  std::mt19937_64 rng(20261127);
+  std::uniform_real_distribution<double> unit(0.0, 1.0);
+  std::vector<double> values;
+  for (int row = 0; row < 3000; ++row) {
+    const double x = 2048.0 * unit(rng), y = 2048.0 * unit(rng);
+    for (double v : {x, y, x + 1.0, y + 1.0, 150.0 + unit(rng), -30.0 - unit(rng), 1e3 + 1e5 * unit(rng),
+                     static_cast<double>(static_cast<float>(500.0 + 1e4 * unit(rng))), 1e3 * unit(rng), 50.0 * unit(rng),
+                     2.0 * unit(rng), 2.0 * unit(rng), unit(rng) - 0.5, 1e-3 * unit(rng), 1e-3 * unit(rng),
+                     1e-4 * (unit(rng) - 0.5), 0.05 * unit(rng), 0.03 * unit(rng), unit(rng) - 0.5, 2.0 * unit(rng),
+                     unit(rng), unit(rng) - 0.5, 1.0 + unit(rng), 0.5 * unit(rng), 1.0 + unit(rng), 1.0 + unit(rng),
+                     unit(rng) - 0.5}) {
+      values.push_back(v);
+    }
+  }
+  std::vector<char> text(values.size() * imflow::detail::kShortestDoubleChars);
+  const auto pass = [&](auto write) {
+    const auto start = std::chrono::steady_clock::now();
+    char* at = text.data();
+    for (double v : values) at = write(at, v);
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    return std::pair<double, size_t>(seconds / static_cast<double>(values.size()) * 1e9, at - text.data());
+  };
+  double ours = 1e9, standard = 1e9;
+  size_t ours_bytes = 0, standard_bytes = 0;
+  for (int round = 0; round < 200; ++round) {
+    const auto [a, bytes_a] = pass([](char* at, double v) { return imflow::detail::write_shortest(at, v); });
+    const auto [b, bytes_b] = pass([](char* at, double v) { return std::to_chars(at, at + 32, v).ptr; });
+    ours = std::min(ours, a), standard = std::min(standard, b);
+    ours_bytes = bytes_a, standard_bytes = bytes_b;
+  }
+  CHECK(ours_bytes == standard_bytes);
+  std::printf("%zu catalog-like doubles, %.1f characters each: write_shortest %.1f ns, std::to_chars %.1f ns per value\n",
+              values.size(), static_cast<double>(ours_bytes) / static_cast<double>(values.size()), ours, standard);
 }

@@ -2,8 +2,9 @@
 // so every iteration's kept set (lo, hi) is one contiguous range of the sorted keys. The sorted
 // keys are cut into at most kMaxChunks chunks whose sums (about each chunk's first value) are
 // reduced once by the whole grid; one block then runs every iteration from those chunks: its
-// bounds are two searches, its median two reads, its float64 moments the chunk sums inside the
-// range plus the keys of the two partial chunks at its ends. The host never waits.
+// bounds are barrier counts over the chunks' first keys and over the two chunks they fall in, its
+// median two reads, its float64 moments the chunk sums inside the range plus the keys of the two
+// partial chunks at its ends. The host never waits.
 #include <cmath>
 #include <cub/block/block_reduce.cuh>
 #include <cub/device/device_radix_sort.cuh>
@@ -80,42 +81,36 @@ struct ClipParams {
   DeviceResults* results;
 };
 
-// The sum over the block of every thread's `value`; every thread gets it.
-__device__ uint64_t block_sum(uint64_t value) {
-  using Reduce = cub::BlockReduce<unsigned long long, kClipThreads>;
-  __shared__ typename Reduce::TempStorage storage;
-  __shared__ unsigned long long total;
-  const unsigned long long sum = Reduce(storage).Sum(static_cast<unsigned long long>(value));
-  if (threadIdx.x == 0) total = sum;
-  __syncthreads();
-  const uint64_t result = total;
-  __syncthreads();
-  return result;
-}
-
 // For two predicates over the sorted keys (false...false true...true), the first index in
 // [0, limit) where each turns true (or `limit`), found together; every thread gets both. The
-// chunks' first keys (in shared memory) give each one's chunk, one pass over it the index.
-// Counts travel packed in one 64-bit sum: the first predicate's in the low half.
+// chunks' first keys (in shared memory) give each one's chunk, one pass over it the index. Counts
+// are barrier counts (__syncthreads_count: one barrier each, no reduction in shared memory); in
+// the chunks, two keys per thread and predicate, all four loads in flight before the first count.
 template <typename PredA, typename PredB>
 __device__ void partition_points(const ClipParams& p, const uint32_t* first, int64_t limit, PredA a, PredB b,
                                  int64_t& point_a, int64_t& point_b) {
-  constexpr uint64_t kLow = 0xFFFFFFFFull;
   const int chunks_in = static_cast<int>((limit + p.chunk - 1) / p.chunk);
-  uint64_t falses = 0;
-  for (int j = threadIdx.x; j < chunks_in; j += kClipThreads)
-    falses += static_cast<uint64_t>(!a(first[j])) + (static_cast<uint64_t>(!b(first[j])) << 32);
-  falses = block_sum(falses);
-  const int64_t fa = static_cast<int64_t>(falses & kLow), fb = static_cast<int64_t>(falses >> 32);
+  int64_t fa = 0, fb = 0;
+  for (int base = 0; base < chunks_in; base += kClipThreads) {
+    const int j = base + static_cast<int>(threadIdx.x);
+    const bool in = j < chunks_in;
+    const uint32_t key = in ? first[j] : 0;
+    fa += __syncthreads_count(in && !a(key));
+    fb += __syncthreads_count(in && !b(key));
+  }
   const int64_t begin_a = fa > 0 ? (fa - 1) * p.chunk : 0, begin_b = fb > 0 ? (fb - 1) * p.chunk : 0;
   const int64_t end_a = fa > 0 ? min(begin_a + p.chunk, limit) : 0, end_b = fb > 0 ? min(begin_b + p.chunk, limit) : 0;
-  uint64_t counts = 0;
-  for (int64_t i = begin_a + threadIdx.x; i < end_a; i += kClipThreads) counts += !a(__ldcg(p.keys + i));
-  for (int64_t i = begin_b + threadIdx.x; i < end_b; i += kClipThreads)
-    counts += static_cast<uint64_t>(!b(__ldcg(p.keys + i))) << 32;
-  counts = block_sum(counts);
-  point_a = begin_a + static_cast<int64_t>(counts & kLow);
-  point_b = begin_b + static_cast<int64_t>(counts >> 32);
+  const int64_t span = max(end_a - begin_a, end_b - begin_b);
+  int64_t ca = 0, cb = 0;
+  for (int64_t base = threadIdx.x; base - threadIdx.x < span; base += 2 * kClipThreads) {
+    const int64_t ia0 = begin_a + base, ia1 = ia0 + kClipThreads, ib0 = begin_b + base, ib1 = ib0 + kClipThreads;
+    const uint32_t ka0 = ia0 < end_a ? __ldcg(p.keys + ia0) : 0, ka1 = ia1 < end_a ? __ldcg(p.keys + ia1) : 0;
+    const uint32_t kb0 = ib0 < end_b ? __ldcg(p.keys + ib0) : 0, kb1 = ib1 < end_b ? __ldcg(p.keys + ib1) : 0;
+    ca += __syncthreads_count(ia0 < end_a && !a(ka0)) + __syncthreads_count(ia1 < end_a && !a(ka1));
+    cb += __syncthreads_count(ib0 < end_b && !b(kb0)) + __syncthreads_count(ib1 < end_b && !b(kb1));
+  }
+  point_a = begin_a + ca;
+  point_b = begin_b + cb;
 }
 
 struct Sums {
@@ -163,32 +158,45 @@ __global__ void __launch_bounds__(kClipThreads) clip_kernel(ClipParams p) {
     const int64_t n = end - begin;
     if (n == 0 || n == n_prev) break;  // everything clipped (or nothing finite) / nothing clipped
 
+    // Moments about the median's first value v0 (|mean - median| <= std): whole chunks inside
+    // [begin, end) from their sums about their first value, the keys of the partial ranges at
+    // both ends one by one. Those keys (two per thread and range; a longer range loops for the
+    // rest) are loaded before the median, so both loads are in flight at once.
+    const int64_t whole_begin = (begin + p.chunk - 1) / p.chunk, whole_end = end / p.chunk;
+    const bool whole = whole_begin < whole_end;
+    const int64_t ranges[2][2] = {{begin, whole ? whole_begin * p.chunk : end}, {whole ? whole_end * p.chunk : end, end}};
+    uint32_t prefetched[2][2];
+    for (int r = 0; r < 2; ++r) {
+      for (int k = 0; k < 2; ++k) {
+        const int64_t i = ranges[r][0] + threadIdx.x + k * kClipThreads;
+        prefetched[r][k] = i < ranges[r][1] ? __ldcg(p.keys + i) : 0;
+      }
+    }
     const float v0 = key_float(__ldcg(p.keys + begin + (n - 1) / 2));
     const double centre = static_cast<double>(v0);
     const double median =
         n % 2 == 1 ? centre : (centre + static_cast<double>(key_float(__ldcg(p.keys + begin + n / 2)))) / 2.0;
-    // Moments about v0 (|mean - median| <= std): whole chunks inside [begin, end) from their
-    // sums about their first value, the keys of the partial chunks at both ends one by one.
-    const int64_t whole_begin = (begin + p.chunk - 1) / p.chunk, whole_end = end / p.chunk;
     Sums sums{0.0, 0.0};
-    auto add_keys = [&](int64_t from, int64_t to) {
-      for (int64_t i = from + threadIdx.x; i < to; i += kClipThreads) {
-        const double t = static_cast<double>(key_float(__ldcg(p.keys + i))) - centre;
-        sums.s1 += t;
-        sums.s2 += t * t;
-      }
+    auto add_key = [&](uint32_t key) {
+      const double t = static_cast<double>(key_float(key)) - centre;
+      sums.s1 += t;
+      sums.s2 += t * t;
     };
-    if (whole_begin < whole_end) {
+    if (whole) {
       for (int64_t j = whole_begin + threadIdx.x; j < whole_end; j += kClipThreads) {
         const double d = static_cast<double>(key_float(first[j])) - centre;
         const double count = static_cast<double>(p.chunk);
         sums.s1 += s1s[j] + count * d;
         sums.s2 += s2s[j] + 2.0 * d * s1s[j] + count * d * d;
       }
-      add_keys(begin, whole_begin * p.chunk);
-      add_keys(whole_end * p.chunk, end);
-    } else {
-      add_keys(begin, end);
+    }
+    for (int r = 0; r < 2; ++r) {  // each thread's keys in index order, as one strided loop
+      for (int k = 0; k < 2; ++k) {
+        if (ranges[r][0] + threadIdx.x + k * kClipThreads < ranges[r][1]) add_key(prefetched[r][k]);
+      }
+      for (int64_t i = ranges[r][0] + threadIdx.x + 2 * kClipThreads; i < ranges[r][1]; i += kClipThreads) {
+        add_key(__ldcg(p.keys + i));
+      }
     }
     sums = Reduce(storage).Reduce(sums, [](const Sums& x, const Sums& y) { return Sums{x.s1 + y.s1, x.s2 + y.s2}; });
     if (writer) shared_sums = sums;

@@ -164,7 +164,8 @@ __global__ void __launch_bounds__(kClipThreads) clip_kernel(ClipParams p) {
     // rest) are loaded before the median, so both loads are in flight at once.
     const int64_t whole_begin = (begin + p.chunk - 1) / p.chunk, whole_end = end / p.chunk;
     const bool whole = whole_begin < whole_end;
-    const int64_t ranges[2][2] = {{begin, whole ? whole_begin * p.chunk : end}, {whole ? whole_end * p.chunk : end, end}};
+    const int64_t ranges[2][2] = {{begin, whole ? whole_begin * p.chunk : end},
+                                  {whole ? whole_end * p.chunk : end, end}};
     uint32_t prefetched[2][2];
     for (int r = 0; r < 2; ++r) {
       for (int k = 0; k < 2; ++k) {

@@ -121,12 +121,12 @@ TEST_CASE("shortest double text: time per catalog-like value", "[.][bench][csv]"
   std::vector<double> values;
   for (int row = 0; row < 3000; ++row) {
     const double x = 2048.0 * unit(rng), y = 2048.0 * unit(rng);
-    for (double v : {x, y, x + 1.0, y + 1.0, 150.0 + unit(rng), -30.0 - unit(rng), 1e3 + 1e5 * unit(rng),
-                     static_cast<double>(static_cast<float>(500.0 + 1e4 * unit(rng))), 1e3 * unit(rng), 50.0 * unit(rng),
-                     2.0 * unit(rng), 2.0 * unit(rng), unit(rng) - 0.5, 1e-3 * unit(rng), 1e-3 * unit(rng),
-                     1e-4 * (unit(rng) - 0.5), 0.05 * unit(rng), 0.03 * unit(rng), unit(rng) - 0.5, 2.0 * unit(rng),
-                     unit(rng), unit(rng) - 0.5, 1.0 + unit(rng), 0.5 * unit(rng), 1.0 + unit(rng), 1.0 + unit(rng),
-                     unit(rng) - 0.5}) {
+    const double peak = static_cast<float>(500.0 + 1e4 * unit(rng));  // a float32 pixel value
+    for (double v : {x, y, x + 1.0, y + 1.0, 150.0 + unit(rng), -30.0 - unit(rng), 1e3 + 1e5 * unit(rng), peak,
+                     1e3 * unit(rng), 50.0 * unit(rng), 2.0 * unit(rng), 2.0 * unit(rng), unit(rng) - 0.5,
+                     1e-3 * unit(rng), 1e-3 * unit(rng), 1e-4 * (unit(rng) - 0.5), 0.05 * unit(rng), 0.03 * unit(rng),
+                     unit(rng) - 0.5, 2.0 * unit(rng), unit(rng), unit(rng) - 0.5, 1.0 + unit(rng), 0.5 * unit(rng),
+                     1.0 + unit(rng), 1.0 + unit(rng), unit(rng) - 0.5}) {
       values.push_back(v);
     }
   }
@@ -147,6 +147,7 @@ TEST_CASE("shortest double text: time per catalog-like value", "[.][bench][csv]"
     ours_bytes = bytes_a, standard_bytes = bytes_b;
   }
   CHECK(ours_bytes == standard_bytes);
-  std::printf("%zu catalog-like doubles, %.1f characters each: write_shortest %.1f ns, std::to_chars %.1f ns per value\n",
+  std::printf("%zu catalog-like doubles, %.1f characters each: write_shortest %.1f ns, std::to_chars %.1f ns "
+              "per value\n",
               values.size(), static_cast<double>(ours_bytes) / static_cast<double>(values.size()), ours, standard);
 }

@@ -1,6 +1,7 @@
 // write_shortest: Dragonbox's shortest decimal digits (Debian's libdragonbox-dev), made 16 at a
 // time in registers (decimal_digits.hpp) and laid out as printf's %f or %e. Whole numbers go to
-// std::to_chars: printf's %f writes every digit of their exact value, which can be more than the shortest digits (123e22 is 12300000000000001048576).
+// std::to_chars: printf's %f writes every digit of their exact value, which can be more than the
+// shortest digits (123e22 is 12300000000000001048576).
 #include "shortest_double.hpp"
 
 #include <array>
@@ -54,8 +55,9 @@ char* write_shortest(char* out, double value) {
   // significand x 10^exponent, the significand without trailing zeros.
   const auto decimal = jkj::dragonbox::to_decimal(value);
   if (decimal.exponent >= 0) return std::to_chars(out, out + kShortestDoubleChars, value).ptr;
-  // The digits are text[17 - count, 17), followed by slack: the copies below move fixed sizes (which the
-  // compiler inlines) and what they write past the number is overwritten or beyond its end.
+  // The digits are text[17 - count, 17), followed by slack: the copies below move fixed sizes
+  // (which the compiler inlines) and what they write past the number is overwritten or beyond its
+  // end.
   char text[40];
   const int count = write_significand(decimal.significand, text);
   const char* const digits = text + 17 - count;

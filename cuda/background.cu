@@ -101,13 +101,14 @@ __device__ void partition_points(const ClipParams& p, const uint32_t* first, int
   const int64_t begin_a = fa > 0 ? (fa - 1) * p.chunk : 0, begin_b = fb > 0 ? (fb - 1) * p.chunk : 0;
   const int64_t end_a = fa > 0 ? min(begin_a + p.chunk, limit) : 0, end_b = fb > 0 ? min(begin_b + p.chunk, limit) : 0;
   const int64_t span = max(end_a - begin_a, end_b - begin_b);
+  const auto key_at = [&](int64_t i, int64_t end) { return i < end ? __ldcg(p.keys + i) : 0u; };
   int64_t ca = 0, cb = 0;
-  for (int64_t base = threadIdx.x; base - threadIdx.x < span; base += 2 * kClipThreads) {
-    const int64_t ia0 = begin_a + base, ia1 = ia0 + kClipThreads, ib0 = begin_b + base, ib1 = ib0 + kClipThreads;
-    const uint32_t ka0 = ia0 < end_a ? __ldcg(p.keys + ia0) : 0, ka1 = ia1 < end_a ? __ldcg(p.keys + ia1) : 0;
-    const uint32_t kb0 = ib0 < end_b ? __ldcg(p.keys + ib0) : 0, kb1 = ib1 < end_b ? __ldcg(p.keys + ib1) : 0;
-    ca += __syncthreads_count(ia0 < end_a && !a(ka0)) + __syncthreads_count(ia1 < end_a && !a(ka1));
-    cb += __syncthreads_count(ib0 < end_b && !b(kb0)) + __syncthreads_count(ib1 < end_b && !b(kb1));
+  for (int64_t offset = threadIdx.x; offset < span + threadIdx.x; offset += 2 * kClipThreads) {
+    const int64_t ia = begin_a + offset, ib = begin_b + offset;
+    const uint32_t ka0 = key_at(ia, end_a), ka1 = key_at(ia + kClipThreads, end_a);
+    const uint32_t kb0 = key_at(ib, end_b), kb1 = key_at(ib + kClipThreads, end_b);
+    ca += __syncthreads_count(ia < end_a && !a(ka0)) + __syncthreads_count(ia + kClipThreads < end_a && !a(ka1));
+    cb += __syncthreads_count(ib < end_b && !b(kb0)) + __syncthreads_count(ib + kClipThreads < end_b && !b(kb1));
   }
   point_a = begin_a + ca;
   point_b = begin_b + cb;
@@ -167,10 +168,12 @@ __global__ void __launch_bounds__(kClipThreads) clip_kernel(ClipParams p) {
     const int64_t ranges[2][2] = {{begin, whole ? whole_begin * p.chunk : end},
                                   {whole ? whole_end * p.chunk : end, end}};
     uint32_t prefetched[2][2];
+    bool fetched[2][2];
     for (int r = 0; r < 2; ++r) {
       for (int k = 0; k < 2; ++k) {
         const int64_t i = ranges[r][0] + threadIdx.x + k * kClipThreads;
-        prefetched[r][k] = i < ranges[r][1] ? __ldcg(p.keys + i) : 0;
+        fetched[r][k] = i < ranges[r][1];
+        prefetched[r][k] = fetched[r][k] ? __ldcg(p.keys + i) : 0;
       }
     }
     const float v0 = key_float(__ldcg(p.keys + begin + (n - 1) / 2));
@@ -193,7 +196,7 @@ __global__ void __launch_bounds__(kClipThreads) clip_kernel(ClipParams p) {
     }
     for (int r = 0; r < 2; ++r) {  // each thread's keys in index order, as one strided loop
       for (int k = 0; k < 2; ++k) {
-        if (ranges[r][0] + threadIdx.x + k * kClipThreads < ranges[r][1]) add_key(prefetched[r][k]);
+        if (fetched[r][k]) add_key(prefetched[r][k]);
       }
       for (int64_t i = ranges[r][0] + threadIdx.x + 2 * kClipThreads; i < ranges[r][1]; i += kClipThreads) {
         add_key(__ldcg(p.keys + i));

@@ -6,6 +6,7 @@
 
 #include "cuda/background_mesh.hpp"
 #include "cuda/byte_order.hpp"
+#include "cuda/catalog_text.hpp"
 #include "cuda/deblend_objects.hpp"
 #include "cuda/gpu_context.hpp"
 #include "cuda/measure.hpp"
@@ -95,6 +96,7 @@ void prepare_item(GpuContext& gpu, int64_t width, int64_t height) {
   gpu.has_normalization = gpu.has_svd_metrics = false;
   gpu.has_background_maps = gpu.has_deblend = gpu.has_photometry = false;
   gpu.has_weight_noise = false;
+  gpu.has_catalog_text = false;
   gpu.host_pixels_big_endian = false;
   gpu.weight_gain = false;
   gpu.dual_image = false;
@@ -111,9 +113,11 @@ void enqueue_download(GpuContext& gpu, const DownloadWants& wants) {
     IMFLOW_CUDA_CHECK(cudaMemcpyAsync(gpu.measured->results_host.data(), gpu.measured->results.data(),
                                       sizeof(DeviceResults), cudaMemcpyDeviceToHost, gpu.stream));
   }
-  detail::enqueue_catalog_rows(gpu);
-  if (gpu.has_photometry && gpu.has_catalog) enqueue_catalog_photometry(gpu);
   DownloadWants done;
+  done.csv_text = wants.csv_text && want_catalog_text(gpu);
+  detail::enqueue_catalog_rows(gpu);
+  if (done.csv_text) enqueue_catalog_text(gpu);
+  if (gpu.has_photometry && gpu.has_catalog) enqueue_catalog_photometry(gpu);
   if (wants.labels && gpu.has_labels && n > 0) {
     gpu.labels_host.reserve(n);
     IMFLOW_CUDA_CHECK(cudaMemcpyAsync(gpu.labels_host.data(), gpu.labels.data(), n * sizeof(int32_t),
@@ -313,6 +317,7 @@ void collect_results(GpuContext& gpu, WorkItem& item) {
       reserve_huge_pages(catalog, static_cast<size_t>(r.nlabels));  // a mosaic's 1M rows fault in 2 MiB pages
       catalog.assign(rows, rows + r.nlabels);
       item.catalog = std::move(catalog);
+      if (gpu.downloaded.csv_text) item.catalog_csv = collect_catalog_text(gpu, r.nlabels);
     }
     if (gpu.has_photometry) {  // the item's table (spec, zeropoint) was made by the measure step
       if (!item.photometry) item.photometry.emplace();

@@ -40,6 +40,7 @@ struct DeviceResults {
   unsigned long long zeroed_pixels;  // normalize nonfinite: zero: NaN/Inf pixels set to 0
   double weight_scale;       // background with a weight map: the variances' rescaling factor
   long long weight_meshes;   // the meshes whose ratio entered it (0: not rescaled)
+  long long csv_text_bytes;  // the catalog's CSV text made on the device (-1: outgrew its buffer)
 };
 
 // A catalog row as the device writes it, straight into mapped pinned memory: imflow::Source
@@ -70,6 +71,7 @@ struct DownloadWants {
   bool detection = false;  // the filtered detection image (when a GPU convolve produced one)
   bool pixels = false;     // the image itself (when a GPU step replaced it, e.g. convolve full)
   bool background_map = false;  // the mesh background map (the bgsub output subtracts it)
+  bool csv_text = false;  // the catalog's CSV rows as text (cuda/catalog_text.hpp)
 };
 
 // A convolution kernel uploaded once per slot (kept for the slot's lifetime).
@@ -77,6 +79,7 @@ struct SvdState;  // svd_reconstruct's per-slot solver state (cuda/svd.hpp)
 struct MeshBackgroundState;  // background method mesh's per-slot buffers (cuda/background_mesh.hpp)
 struct DeblendState;  // deblend's per-slot buffers and result (cuda/deblend_objects.hpp)
 struct PhotometryState;  // measure's photometry buffers (cuda/photometry.hpp)
+struct CatalogTextState;  // the catalog's CSV text buffers (cuda/catalog_text.hpp)
 struct WeightNoiseState;  // background's weight-map buffers (cuda/weight_noise.hpp)
 struct MeasuredImageState;  // dual-image mode's measured image (cuda/measured_image.hpp)
 
@@ -161,6 +164,8 @@ struct GpuContext {
   bool has_photometry = false;  // measure's photometry was asked: collect_results measures the rows
   kernels::PhotometrySpec photometry_spec;
   std::shared_ptr<cuda::PhotometryState> photometry;  // created by the first photometry on this slot
+  bool has_catalog_text = false;  // the rows' CSV text is enqueued (cuda/catalog_text.hpp)
+  std::shared_ptr<cuda::CatalogTextState> catalog_text;  // created by the first catalog text on this slot
 
   // Device properties read once.
   int sm_count = 0;

@@ -4,6 +4,7 @@
 #include <stdexcept>
 
 #include "cuda/background_mesh.hpp"
+#include "cuda/catalog_text.hpp"
 #include "cuda/deblend_objects.hpp"
 #include "cuda/device_common.cuh"
 #include "cuda/measure.hpp"
@@ -287,7 +288,7 @@ constexpr int kRowWords = static_cast<int>(sizeof(DeviceSource) / sizeof(unsigne
 
 __global__ void __launch_bounds__(kRowThreads) rows_kernel(Accumulators a, const DeviceResults* results, int64_t width,
                                                            int64_t height, bool wide, const DeblendRecord* records,
-                                                           DeviceSource* out) {
+                                                           DeviceSource* out, DeviceSource* device_copy) {
   __shared__ unsigned long long staged[kRowThreads * kRowWords];
   const int64_t rows = valid_rows(results, a.capacity);
   for (int64_t first = static_cast<int64_t>(blockIdx.x) * kRowThreads; first < rows;
@@ -300,6 +301,10 @@ __global__ void __launch_bounds__(kRowThreads) rows_kernel(Accumulators a, const
     __syncthreads();
     auto* words = reinterpret_cast<unsigned long long*>(out + first);
     for (int64_t w = threadIdx.x; w < count * kRowWords; w += kRowThreads) words[w] = staged[w];
+    if (device_copy != nullptr) {
+      auto* copy = reinterpret_cast<unsigned long long*>(device_copy + first);
+      for (int64_t w = threadIdx.x; w < count * kRowWords; w += kRowThreads) copy[w] = staged[w];
+    }
     __syncthreads();
   }
 }
@@ -371,14 +376,15 @@ void detail::enqueue_catalog_rows(GpuContext& gpu) {
   const DeblendRecord* records = gpu.has_deblend ? gpu.deblend->workspace.device_records() : nullptr;
   const int64_t width = gpu.width > 0 ? gpu.width : 1;
   rows_kernel<<<staged_blocks, kRowThreads, 0, gpu.stream>>>(accumulators_of(gpu), gpu.results.data(), width, gpu.height,
-                                                       wide_peak(gpu), records, gpu.catalog_host.device_pointer());
+                                                       wide_peak(gpu), records, gpu.catalog_host.device_pointer(),
+                                                       catalog_text_rows(gpu));
   IMFLOW_CUDA_CHECK_LAUNCH();
   if (!gpu.dual_image) return;
   MeasuredImageState& m = *gpu.measured;
   m.rows.reserve(static_cast<size_t>(gpu.catalog_capacity));
   rows_kernel<<<staged_blocks, kRowThreads, 0, gpu.stream>>>(accumulators_of(m.accumulators, gpu.catalog_capacity),
                                                        gpu.results.data(), width, gpu.height, wide_peak(gpu), records,
-                                                       m.rows.data());
+                                                       m.rows.data(), nullptr);
   IMFLOW_CUDA_CHECK_LAUNCH();
   merge_measured_kernel<<<rows_blocks, kThreads, 0, gpu.stream>>>(m.rows.data(), gpu.results.data(),
                                                                  gpu.catalog_capacity, gpu.catalog_host.device_pointer());

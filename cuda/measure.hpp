@@ -15,8 +15,8 @@ void measure(GpuContext& gpu, double gain = 0.0);
 
 namespace detail {
 // Write the catalog rows (only the valid ones) into the mapped pinned gpu.catalog_host, staged in
-// shared memory so that they cross PCIe as whole runs of bytes.
-// Called by enqueue_download.
+// shared memory so that they cross PCIe as whole runs of bytes, and into the device copy the CSV
+// text is made from when the slot wants one (cuda/catalog_text.hpp). Called by enqueue_download.
 void enqueue_catalog_rows(GpuContext& gpu);
 }  // namespace detail
 

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "imflow/catalog_text.hpp"
 #include "imflow/image.hpp"
 #include "imflow/kernels/image_flags.hpp"
 #include "imflow/photometry.hpp"
@@ -124,6 +125,9 @@ struct WorkItem {
   // was split from a blend and SEP's centre; `measure` reads it.
   std::shared_ptr<const kernels::DeblendResult> deblend;
   std::optional<Catalog> catalog;
+  // Set with `catalog` by the GPU engine when the CSV rows were written on the device (the CSV
+  // writer then only fills in ra, dec and errtheta); whatever replaces or edits `catalog` resets it.
+  std::shared_ptr<const CatalogCsvText> catalog_csv;
   // Set by measure with photometry parameters: a row per catalog source.
   std::optional<PhotometryTable> photometry;
   std::optional<double> gain;    // e-/ADU the catalog's error columns used (0: none), set by measure
@@ -171,6 +175,7 @@ struct WorkItem {
     nlabels.reset();
     deblend.reset();
     catalog.reset();
+    catalog_csv.reset();
     photometry.reset();
     gain.reset();
     metrics.clear();

@@ -73,6 +73,7 @@ std::vector<fs::path> write_image_outputs(RunContext& run, TiledImage& image, Wo
       merged = kernels::merge_tile_catalog(image.tiles, grid.columns(), grid.rows(), connectivity, grid.width,
                                            grid.height);
       record_item.catalog = std::move(merged->catalog);
+      record_item.catalog_csv.reset();  // a tile's rows, not the image's
     } else {
       merged = kernels::merge_tile_labels(image.tiles, grid.columns(), grid.rows(), connectivity);
     }

@@ -1,6 +1,7 @@
 // Catalogs as CSV (header row of column names; full float64 precision; NaN and +-Infinity spelled
 // so that Python and Java readers both parse them). Large catalogs are
 // formatted in blocks of rows on all threads and written in order: the same bytes as one string.
+// Rows the GPU wrote as text (imflow/catalog_text.hpp) are copied, with ra, dec and errtheta put in.
 #include <algorithm>
 #include <cerrno>
 #include <charconv>
@@ -11,6 +12,7 @@
 #include <vector>
 
 #include "catalog_output.hpp"
+#include "imflow/catalog_text.hpp"
 #include "imflow/errors.hpp"
 #include "imflow/io/atomic_file.hpp"
 #include "imflow/io/catalog.hpp"
@@ -31,14 +33,22 @@ std::string csv_header(const std::vector<detail::OutputColumn>& columns) {
   return out;
 }
 
+// The shortest text that reads back to the same double (detail::write_shortest, the same text
+// as std::to_chars), or the spellings of NaN and +-Infinity both Python's float() and Java's
+// (TOPCAT) parseDouble read.
+char* write_double(char* at, double value) {
+  if (std::isfinite(value)) return detail::write_shortest(at, value);
+  const char* text = std::isnan(value) ? "NaN" : value > 0 ? "Infinity" : "-Infinity";
+  return std::copy(text, text + std::strlen(text), at);
+}
+
 void append_rows(const std::vector<detail::OutputColumn>& columns, const Catalog& catalog, size_t begin, size_t end,
                  const PhotometryTable* photometry, std::string& out) {
   // ~12.5 characters a column on average: one allocation for most blocks, no copy on growth.
   out.reserve(out.size() + (end - begin) * columns.size() * 14);
   const double zeropoint = photometry && photometry->zeropoint ? *photometry->zeropoint : 0.0;
-  // The shortest text that reads back to the same double (detail::write_shortest, the same text
-  // as std::to_chars). A row is at most 25 characters a column, built in `row` (with the room
-  // write_shortest may write past a number) and appended once.
+  // A row is at most 25 characters a column, built in `row` (with the room write_shortest may
+  // write past a number) and appended once.
   std::vector<char> buffer(columns.size() * 26 + detail::kShortestDoubleChars + 1);
   char* const row = buffer.data();
   char* const row_end = row + buffer.size();
@@ -52,17 +62,32 @@ void append_rows(const std::vector<detail::OutputColumn>& columns, const Catalog
     for (size_t c = 0; c < columns.size(); ++c) {
       if (c) *at++ = ',';
       const double value = c < fixed ? fixed_values[c] : detail::column_value(columns[c], source, values, zeropoint, 0);
-      if (columns[c].integer()) {
-        at = std::to_chars(at, row_end, static_cast<long long>(value)).ptr;
-      } else if (std::isfinite(value)) {
-        at = detail::write_shortest(at, value);
-      } else {  // the spellings both Python's float() and Java's (TOPCAT) parseDouble read
-        const char* text = std::isnan(value) ? "NaN" : value > 0 ? "Infinity" : "-Infinity";
-        at = std::copy(text, text + std::strlen(text), at);
-      }
+      at = columns[c].integer() ? std::to_chars(at, row_end, static_cast<long long>(value)).ptr
+                                : write_double(at, value);
     }
     *at++ = '\n';
     out.append(row, at);
+  }
+}
+// Rows [begin, end) from the device's text: each copied in three runs around ra, dec and errtheta.
+void append_device_rows(const CatalogCsvText& device, const Catalog& catalog, size_t begin, size_t end,
+                        std::string& out) {
+  if (begin == end) return;
+  out.reserve(out.size() + device.end(end - 1) - device.start(begin) + (end - begin) * 3 * detail::kShortestDoubleChars);
+  char numbers[3 * detail::kShortestDoubleChars];
+  for (size_t i = begin; i < end; ++i) {
+    const Source& source = catalog[i];
+    const char* const row = device.text.data() + device.start(i);
+    const char* const dec_at = row + device.ra_at(i) + 1;
+    const char* const errtheta_at = row + device.errtheta_at(i);
+    out.append(row, dec_at - 1);
+    char* at = write_double(numbers, source.ra);
+    *at++ = ',';
+    at = write_double(at, source.dec);
+    out.append(numbers, at);
+    out.append(dec_at, errtheta_at);
+    out.append(numbers, write_double(numbers, detail::error_ellipse(source).theta));
+    out.append(errtheta_at, device.text.data() + device.end(i));
   }
 }
 }  // namespace
@@ -79,8 +104,15 @@ std::string catalog_csv(const Catalog& catalog, const PhotometryTable* photometr
   return out;
 }
 
-void write_catalog_csv(const std::filesystem::path& path, const Catalog& catalog, const PhotometryTable* photometry) {
+void write_catalog_csv(const std::filesystem::path& path, const Catalog& catalog, const PhotometryTable* photometry,
+                       const CatalogCsvText* device_text) {
   const std::vector<detail::OutputColumn> columns = detail::catalog_output_columns(photometry);
+  // The device's text has the fixed columns only, a row per source.
+  if (photometry != nullptr || (device_text != nullptr && device_text->rows.size() != catalog.size())) device_text = nullptr;
+  const auto append = [&](size_t begin, size_t end, std::string& out) {
+    if (device_text != nullptr) append_device_rows(*device_text, catalog, begin, end, out);
+    else append_rows(columns, catalog, begin, end, photometry, out);
+  };
   forget_written_text();  // the kept buffer below changes
   thread_local std::string text;
   AtomicOutput output(path);
@@ -94,7 +126,7 @@ void write_catalog_csv(const std::filesystem::path& path, const Catalog& catalog
       // of ~1.5 MB costs its page faults every image), and written at once.
       whole = true;
       text.assign(header);
-      append_rows(columns, catalog, 0, catalog.size(), photometry, text);
+      append(0, catalog.size(), text);
       stream.write(text.data(), static_cast<std::streamsize>(text.size()));
     } else {
       stream.write(header.data(), static_cast<std::streamsize>(header.size()));
@@ -103,7 +135,7 @@ void write_catalog_csv(const std::filesystem::path& path, const Catalog& catalog
           [&](size_t b) {
             const size_t begin = b * kCatalogBlockRows, end = std::min(catalog.size(), begin + kCatalogBlockRows);
             std::string text;
-            append_rows(columns, catalog, begin, end, photometry, text);
+            append(begin, end, text);
             return text;
           },
           [&](const std::string& text) {

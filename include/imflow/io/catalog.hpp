@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <string>
 
+#include "imflow/catalog_text.hpp"
 #include "imflow/photometry.hpp"
 #include "imflow/source.hpp"
 
@@ -20,8 +21,10 @@ std::string catalog_csv(const Catalog& catalog, const PhotometryTable* photometr
 void append_catalog_csv_rows(const Catalog& catalog, size_t begin, size_t end, const PhotometryTable* photometry,
                              std::string& out);
 // The same bytes as catalog_csv, written atomically; a large catalog is formatted in blocks on
-// all threads of the arena and streamed in order (never held whole as text). Throws OutputError.
+// all threads of the arena and streamed in order (never held whole as text). `device_text`, the
+// rows the GPU wrote (used without photometry, when it has a row per source), is copied instead of
+// formatting them again. Throws OutputError.
 void write_catalog_csv(const std::filesystem::path& path, const Catalog& catalog,
-                       const PhotometryTable* photometry = nullptr);
+                       const PhotometryTable* photometry = nullptr, const CatalogCsvText* device_text = nullptr);
 
 }  // namespace imflow

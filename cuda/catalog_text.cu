@@ -11,7 +11,7 @@
 #include "cuda/catalog_text.hpp"
 #include "cuda/cuda_check.hpp"
 #include "cuda/device_common.cuh"
-#include "imflow/kernels/catalog_row_cells.hpp"
+#include "imflow/kernels/csv_row_text.hpp"
 
 namespace imflow::cuda {
 
@@ -102,16 +102,6 @@ __global__ void __launch_bounds__(kTextThreads) row_text_kernel(const DeviceSour
   }
 }
 
-// The FITS rows: a thread per field, consecutive threads consecutive fields.
-__global__ void fits_rows_kernel(const DeviceSource* rows, const DeviceResults* results, int64_t capacity,
-                                 uint64_t* fields) {
-  const int64_t count = text_rows(results, capacity) * kernels::kCsvRowCells;
-  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < count;
-       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
-    fields[i] = kernels::fits_cell_bytes(rows[i / kernels::kCsvRowCells], static_cast<int>(i % kernels::kCsvRowCells));
-  }
-}
-
 size_t rounded_to_16(size_t bytes) { return (bytes + 15) / 16 * 16; }
 
 void reserve_text(CatalogTextState& state, size_t bytes) {
@@ -121,8 +111,8 @@ void reserve_text(CatalogTextState& state, size_t bytes) {
 }
 }  // namespace
 
-bool want_catalog_text(GpuContext& gpu, bool csv, bool fits) {
-  if (!gpu.has_catalog || gpu.has_photometry || gpu.dual_image || (!csv && !fits)) return false;
+bool want_catalog_text(GpuContext& gpu) {
+  if (!gpu.has_catalog || gpu.has_photometry || gpu.dual_image) return false;
   if (!gpu.catalog_text) {
     gpu.catalog_text = std::make_shared<CatalogTextState>();
     CatalogTextState& state = *gpu.catalog_text;
@@ -140,12 +130,8 @@ bool want_catalog_text(GpuContext& gpu, bool csv, bool fits) {
     state.row_ends.reserve(rows);
     state.marks.reserve(rows);
     state.marks_host.reserve(rows);
-    state.fits_rows.reserve(rows * kernels::kCsvRowCells);
-    state.fits_rows_host.reserve(rows * kernels::kCsvRowCells);
     state.rows_capacity = gpu.catalog_capacity;
   }
-  state.csv = csv;
-  state.fits = fits;
   gpu.has_catalog_text = true;
   return true;
 }
@@ -157,17 +143,6 @@ DeviceSource* catalog_text_rows(GpuContext& gpu) {
 void enqueue_catalog_text(GpuContext& gpu) {
   CatalogTextState& state = *gpu.catalog_text;
   const int64_t capacity = gpu.catalog_capacity;
-  state.copied_rows = std::min(state.expected_rows, capacity);
-  if (state.fits) {
-    fits_rows_kernel<<<detail::blocks_for(capacity * kernels::kCsvRowCells, kTextThreads, gpu.sm_count * 16),
-                       kTextThreads, 0, gpu.stream>>>(state.rows.data(), gpu.results.data(), capacity,
-                                                      state.fits_rows.data());
-    IMFLOW_CUDA_CHECK_LAUNCH();
-    IMFLOW_CUDA_CHECK(cudaMemcpyAsync(state.fits_rows_host.data(), state.fits_rows.data(),
-                                      static_cast<size_t>(state.copied_rows) * kernels::kFitsRowBytes,
-                                      cudaMemcpyDeviceToHost, gpu.stream));
-  }
-  if (!state.csv) return;
   const int blocks = detail::blocks_for(capacity, kTextWarps, static_cast<int64_t>(gpu.sm_count) * 16);
   row_lengths_kernel<<<blocks, kTextThreads, 0, gpu.stream>>>(state.rows.data(), gpu.results.data(), capacity,
                                                               state.powers.data(), state.row_ends.data());
@@ -187,6 +162,7 @@ void enqueue_catalog_text(GpuContext& gpu) {
   IMFLOW_CUDA_CHECK(cudaMemcpyAsync(&gpu.results_host.data()->csv_text_bytes, &gpu.results.data()->csv_text_bytes,
                                     sizeof(long long), cudaMemcpyDeviceToHost, gpu.stream));
   state.copied_bytes = std::min(state.expected_bytes, state.text_capacity);
+  state.copied_rows = std::min(state.expected_rows, capacity);
   IMFLOW_CUDA_CHECK(cudaMemcpyAsync(state.text_host.data(), state.text.data(), state.copied_bytes,
                                     cudaMemcpyDeviceToHost, gpu.stream));
   IMFLOW_CUDA_CHECK(cudaMemcpyAsync(state.marks_host.data(), state.marks.data(),
@@ -195,7 +171,7 @@ void enqueue_catalog_text(GpuContext& gpu) {
 }
 
 std::shared_ptr<const CatalogCsvText> collect_catalog_text(GpuContext& gpu, int64_t count) {
-  if (!gpu.has_catalog_text || !gpu.catalog_text->csv || count > gpu.catalog_text->rows_capacity) return nullptr;
+  if (!gpu.has_catalog_text || count > gpu.catalog_text->rows_capacity) return nullptr;
   CatalogTextState& state = *gpu.catalog_text;
   const long long bytes = gpu.results_host.data()->csv_text_bytes;
   if (bytes < 0) {  // outgrown: the host writes this catalog; room for the next one this size
@@ -224,20 +200,6 @@ std::shared_ptr<const CatalogCsvText> collect_catalog_text(GpuContext& gpu, int6
     }
   }
   return text;
-}
-
-std::shared_ptr<std::vector<unsigned char>> collect_catalog_fits_rows(GpuContext& gpu, int64_t count) {
-  if (!gpu.has_catalog_text || !gpu.catalog_text->fits || count > gpu.catalog_text->rows_capacity) return nullptr;
-  CatalogTextState& state = *gpu.catalog_text;
-  const size_t bytes = static_cast<size_t>(count) * kernels::kFitsRowBytes;
-  if (count > state.copied_rows) {  // more rows than the last item's: the rest now
-    IMFLOW_CUDA_CHECK(cudaMemcpyAsync(state.fits_rows_host.data(), state.fits_rows.data(), bytes, cudaMemcpyDeviceToHost,
-                                      gpu.stream));
-    IMFLOW_CUDA_CHECK(cudaStreamSynchronize(gpu.stream));
-  }
-  state.expected_rows = count + count / 4 + 64;
-  auto fields = reinterpret_cast<const unsigned char*>(state.fits_rows_host.data());
-  return std::make_shared<std::vector<unsigned char>>(fields, fields + bytes);
 }
 
 }  // namespace imflow::cuda

@@ -1,11 +1,8 @@
-// The catalog's CSV rows and FITS table rows written on the device (kernels/catalog_row_cells.hpp),
-// so that the host's writers copy bytes instead of formatting ~100,000 numbers per image. CSV: one
-// warp per row measures, a scan places, one warp per row writes; FITS: a thread per field. The copy
-// engine brings them over.
+// The catalog's CSV rows written on the device (kernels/csv_row_text.hpp), so that the host's
+// CSV writer copies text instead of formatting ~100,000 numbers per image: one warp per row
+// measures, a scan places, one warp per row writes, and the copy engine brings the text over.
 #pragma once
 #include <cstdint>
-#include <memory>
-#include <vector>
 
 #include "cuda/gpu_context.hpp"
 #include "imflow/catalog_text.hpp"
@@ -14,7 +11,6 @@ namespace imflow::cuda {
 
 // One slot's text buffers, created by its first catalog text and kept (they only grow).
 struct CatalogTextState {
-  bool csv = false, fits = false;      // what the current item's download makes
   DeviceBuffer<uint64_t> powers;       // Schubfach's powers of ten (kernels/shortest_decimal.hpp)
   DeviceBuffer<DeviceSource> rows;     // the catalog rows, written beside catalog_host
   DeviceBuffer<uint32_t> row_ends;     // per row of the capacity: its length, then its end in the text
@@ -22,10 +18,8 @@ struct CatalogTextState {
   DeviceBuffer<char> text;
   PinnedBuffer<char> text_host;
   PinnedBuffer<uint64_t> marks_host;
-  DeviceBuffer<uint64_t> fits_rows;    // kernels::kCsvRowCells big-endian fields per row
-  PinnedBuffer<uint64_t> fits_rows_host;
   size_t text_capacity = 0;            // bytes of text and text_host
-  int64_t rows_capacity = 0;           // rows of `rows`, row_ends, marks, fits_rows and their mirrors
+  int64_t rows_capacity = 0;           // rows of `rows`, row_ends, marks and marks_host
   // What the stream copies (the last item's text and rows and a quarter more; collect copies any
   // rest), and what it copied for the current item.
   size_t expected_bytes = size_t{2} << 20;
@@ -34,25 +28,21 @@ struct CatalogTextState {
   int64_t copied_rows = 0;
 };
 
-// Where measure's rows kernel also writes the rows (nullptr: neither text is wanted).
+// Where measure's rows kernel also writes the rows (nullptr: the CSV text is not wanted).
 DeviceSource* catalog_text_rows(GpuContext& gpu);
 
-// Called by enqueue_download before the catalog rows (not for photometry or dual-image catalogs,
-// whose rows the host completes): mark the slot for the CSV text and/or the FITS rows, so that
-// the rows kernel keeps a device copy of the rows. Returns whether it did.
-bool want_catalog_text(GpuContext& gpu, bool csv, bool fits);
+// Called by enqueue_download after the catalog rows (not for photometry or dual-image catalogs,
+// whose rows the host completes): mark the slot for CSV text, so that the rows kernel keeps a
+// device copy of the rows. Returns whether it did.
+bool want_catalog_text(GpuContext& gpu);
 
-// After the rows kernel: enqueue the rows' text and FITS rows and their copies into the pinned
-// mirrors (results.csv_text_bytes the text's length, or -1 where it outgrew text_capacity). Never
-// synchronizes.
+// After the rows kernel: enqueue the rows' text and its copy into text_host (results.csv_text_bytes
+// its length, or -1 where it outgrew text_capacity). Never synchronizes.
 void enqueue_catalog_text(GpuContext& gpu);
 
 // After gpu.stream completed, for the item's `count` rows: the text (copying what the stream did
 // not: synchronizes then), or nullptr where none was written or it outgrew the buffers (which
 // then grow for the next item: the host writes this one).
 std::shared_ptr<const CatalogCsvText> collect_catalog_text(GpuContext& gpu, int64_t count);
-
-// The same for the FITS rows (kernels::kFitsRowBytes each, ra, dec and errtheta zero).
-std::shared_ptr<std::vector<unsigned char>> collect_catalog_fits_rows(GpuContext& gpu, int64_t count);
 
 }  // namespace imflow::cuda

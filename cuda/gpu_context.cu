@@ -114,12 +114,9 @@ void enqueue_download(GpuContext& gpu, const DownloadWants& wants) {
                                       sizeof(DeviceResults), cudaMemcpyDeviceToHost, gpu.stream));
   }
   DownloadWants done;
-  if (want_catalog_text(gpu, wants.csv_text, wants.fits_rows)) {
-    done.csv_text = wants.csv_text;
-    done.fits_rows = wants.fits_rows;
-  }
+  done.csv_text = wants.csv_text && want_catalog_text(gpu);
   detail::enqueue_catalog_rows(gpu);
-  if (done.csv_text || done.fits_rows) enqueue_catalog_text(gpu);
+  if (done.csv_text) enqueue_catalog_text(gpu);
   if (gpu.has_photometry && gpu.has_catalog) enqueue_catalog_photometry(gpu);
   if (wants.labels && gpu.has_labels && n > 0) {
     gpu.labels_host.reserve(n);
@@ -321,7 +318,6 @@ void collect_results(GpuContext& gpu, WorkItem& item) {
       catalog.assign(rows, rows + r.nlabels);
       item.catalog = std::move(catalog);
       if (gpu.downloaded.csv_text) item.catalog_csv = collect_catalog_text(gpu, r.nlabels);
-      if (gpu.downloaded.fits_rows) item.catalog_fits_rows = collect_catalog_fits_rows(gpu, r.nlabels);
     }
     if (gpu.has_photometry) {  // the item's table (spec, zeropoint) was made by the measure step
       if (!item.photometry) item.photometry.emplace();

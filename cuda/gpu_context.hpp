@@ -71,8 +71,7 @@ struct DownloadWants {
   bool detection = false;  // the filtered detection image (when a GPU convolve produced one)
   bool pixels = false;     // the image itself (when a GPU step replaced it, e.g. convolve full)
   bool background_map = false;  // the mesh background map (the bgsub output subtracts it)
-  bool csv_text = false;   // the catalog's CSV rows as text (cuda/catalog_text.hpp)
-  bool fits_rows = false;  // the catalog's FITS table rows (cuda/catalog_text.hpp)
+  bool csv_text = false;  // the catalog's CSV rows as text (cuda/catalog_text.hpp)
 };
 
 // A convolution kernel uploaded once per slot (kept for the slot's lifetime).
@@ -165,7 +164,7 @@ struct GpuContext {
   bool has_photometry = false;  // measure's photometry was asked: collect_results measures the rows
   kernels::PhotometrySpec photometry_spec;
   std::shared_ptr<cuda::PhotometryState> photometry;  // created by the first photometry on this slot
-  bool has_catalog_text = false;  // the rows' CSV text or FITS rows are enqueued (cuda/catalog_text.hpp)
+  bool has_catalog_text = false;  // the rows' CSV text is enqueued (cuda/catalog_text.hpp)
   std::shared_ptr<cuda::CatalogTextState> catalog_text;  // created by the first catalog text on this slot
 
   // Device properties read once.

@@ -1,4 +1,4 @@
-// A catalog's CSV rows as the GPU wrote them (kernels/catalog_row_cells.hpp): every cell but ra, dec
+// A catalog's CSV rows as the GPU wrote them (kernels/csv_row_text.hpp): every cell but ra, dec
 // and errtheta, which the CSV writer fills in from the image's WCS and the host's atan2.
 #pragma once
 #include <cstdint>

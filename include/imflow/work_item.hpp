@@ -128,9 +128,6 @@ struct WorkItem {
   // Set with `catalog` by the GPU engine when the CSV rows were written on the device (the CSV
   // writer then only fills in ra, dec and errtheta); whatever replaces or edits `catalog` resets it.
   std::shared_ptr<const CatalogCsvText> catalog_csv;
-  // Likewise the FITS table's rows (kernels::kFitsRowBytes each, big-endian, ra, dec and errtheta
-  // zero until the writer fills them in).
-  std::shared_ptr<std::vector<unsigned char>> catalog_fits_rows;
   // Set by measure with photometry parameters: a row per catalog source.
   std::optional<PhotometryTable> photometry;
   std::optional<double> gain;    // e-/ADU the catalog's error columns used (0: none), set by measure
@@ -179,7 +176,6 @@ struct WorkItem {
     deblend.reset();
     catalog.reset();
     catalog_csv.reset();
-    catalog_fits_rows.reset();
     photometry.reset();
     gain.reset();
     metrics.clear();

@@ -110,11 +110,9 @@ void enqueue_item(RunContext& run, GpuSlot& slot, WorkItem& item) {
   }
   cuda::DownloadWants wants = download_wants(run.pipeline.output, context);
   if (item.ref.tiled) wants.labels = context.has_labels;  // the host merges tiles from their labels
-  // The CSV text and FITS rows from the device (cuda/catalog_text.hpp): not a tile's catalog
-  // (merged on the host first) nor one with a flag map's columns.
-  const bool device_rows = !item.ref.tiled && item.flag_map.empty();
-  wants.csv_text = device_rows && run.pipeline.output.wants("csv");
-  wants.fits_rows = device_rows && run.pipeline.output.wants("fits");
+  // The CSV rows as text from the device (cuda/catalog_text.hpp): not a tile's catalog (merged on
+  // the host first) nor one with a flag map's columns.
+  wants.csv_text = run.pipeline.output.wants("csv") && !item.ref.tiled && item.flag_map.empty();
   if (!item.flag_map.empty()) wants.labels = context.has_labels;  // input.flags: its columns on the host
   if (resident) wants = cuda::DownloadWants{};  // results and catalog rows only: the outputs are catalogs
   cuda::enqueue_download(context, wants);

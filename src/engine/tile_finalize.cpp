@@ -74,7 +74,6 @@ std::vector<fs::path> write_image_outputs(RunContext& run, TiledImage& image, Wo
                                            grid.height);
       record_item.catalog = std::move(merged->catalog);
       record_item.catalog_csv.reset();  // a tile's rows, not the image's
-      record_item.catalog_fits_rows.reset();
     } else {
       merged = kernels::merge_tile_labels(image.tiles, grid.columns(), grid.rows(), connectivity);
     }

@@ -86,7 +86,7 @@ void check_output_parents(const fs::path& stem, const fs::path& output_dir) {
 void write_catalog_files(const fs::path& stem, const Catalog& catalog, const PhotometryTable* photometry,
                          const std::vector<FitsCard>& cards, const OutputConfig& output, std::vector<fs::path>& written,
                          const std::function<std::vector<std::string>()>& ldac_header,
-                         const CatalogCsvText* device_csv, std::vector<unsigned char>* device_fits_rows) {
+                         const CatalogCsvText* device_csv) {
   struct CatalogFile {
     fs::path path;
     std::function<void(const fs::path&)> write;
@@ -100,8 +100,7 @@ void write_catalog_files(const fs::path& stem, const Catalog& catalog, const Pho
     files.back()->write = std::move(write);
   };
   add("csv", ".cat.csv", [&](const fs::path& path) { write_catalog_csv(path, catalog, photometry, device_csv); });
-  add("fits", ".cat.fits",
-      [&](const fs::path& path) { write_catalog_fits(path, catalog, cards, photometry, device_fits_rows); });
+  add("fits", ".cat.fits", [&](const fs::path& path) { write_catalog_fits(path, catalog, cards, photometry); });
   // STEM.ldac: SCAMP names its output header STEM.head, the name SWarp looks for beside STEM.fits.
   add("ldac", ".ldac", [&](const fs::path& path) { write_catalog_ldac(path, catalog, ldac_header(), cards, photometry); });
   const auto write = [](CatalogFile& file) {
@@ -161,8 +160,7 @@ void write_item_catalog(const fs::path& stem, const WorkItem& item, Catalog& cat
     return header;
   };
   const PhotometryTable* photometry = item.photometry ? &*item.photometry : nullptr;
-  write_catalog_files(stem, catalog, photometry, cards, output, written, ldac_header, item.catalog_csv.get(),
-                      item.catalog_fits_rows.get());
+  write_catalog_files(stem, catalog, photometry, cards, output, written, ldac_header, item.catalog_csv.get());
 }
 
 namespace {

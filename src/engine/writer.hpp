@@ -48,12 +48,10 @@ void write_catalog_files(const std::filesystem::path& stem, const Catalog& catal
                          const std::vector<FitsCard>& cards, const OutputConfig& output,
                          std::vector<std::filesystem::path>& written,
                          const std::function<std::vector<std::string>()>& ldac_header,
-                         const CatalogCsvText* device_csv = nullptr,
-                         std::vector<unsigned char>* device_fits_rows = nullptr);
+                         const CatalogCsvText* device_csv = nullptr);
 
 // Sky positions from `wcs` into the catalog, then write_catalog_files with the item's provenance,
-// the ra/dec frame cards, the item's photometry and the rows the GPU wrote (item.catalog_csv,
-// item.catalog_fits_rows).
+// the ra/dec frame cards, the item's photometry and the CSV rows the GPU wrote (item.catalog_csv).
 void write_item_catalog(const std::filesystem::path& stem, const WorkItem& item, Catalog& catalog, const ImageWcs& wcs,
                         const OutputConfig& output, std::vector<std::filesystem::path>& written);
 

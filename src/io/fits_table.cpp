@@ -1,5 +1,5 @@
 // Catalog binary tables: the rows as FITS stores them (big-endian, row after row), a block of rows
-// per CFITSIO call, or the rows a GPU encoded. Column by column writes through CFITSIO's buffers cost ~10 ms of CPU for
+// per CFITSIO call. Column by column writes through CFITSIO's buffers cost ~10 ms of CPU for
 // 3,000 rows, this ~0.5 ms; a large catalog's blocks are made on all threads and written in order.
 #include "fits_table.hpp"
 
@@ -15,7 +15,6 @@
 #include "fits_status.hpp"
 #include "imflow/errors.hpp"
 #include "imflow/io/catalog.hpp"
-#include "imflow/kernels/catalog_row_cells.hpp"
 #include "ordered_blocks.hpp"
 
 namespace imflow::detail {
@@ -48,7 +47,7 @@ unsigned char* encode(char form, double value, unsigned char* out) {
 
 void write_catalog_table(fitsfile* file, const std::filesystem::path& path, const char* extname, const Catalog& catalog,
                          const PhotometryTable* photometry, const std::vector<OutputColumn>& columns,
-                         const std::vector<FitsCard>& cards, std::vector<unsigned char>* device_rows) {
+                         const std::vector<FitsCard>& cards) {
   int status = 0;
   std::vector<std::string> forms;
   std::vector<char*> names, form_texts, units;
@@ -108,18 +107,6 @@ void write_catalog_table(fitsfile* file, const std::filesystem::path& path, cons
   };
   const size_t blocks = (catalog.size() + kCatalogBlockRows - 1) / kCatalogBlockRows;
   if (blocks == 0) return;
-  if (device_rows != nullptr && fixed == columns.size() && photometry == nullptr &&
-      row_bytes == static_cast<size_t>(kernels::kFitsRowBytes) && device_rows->size() == catalog.size() * row_bytes) {
-    for (size_t row = 0; row < catalog.size(); ++row) {  // the device leaves these three to the host
-      unsigned char* fields = device_rows->data() + row * row_bytes;
-      const Source& source = catalog[row];
-      encode('D', source.ra, fields + 8 * kernels::kCsvRaCell);
-      encode('D', source.dec, fields + 8 * kernels::kCsvDecCell);
-      encode('D', error_ellipse(source).theta, fields + 8 * kernels::kCsvErrthetaCell);
-    }
-    write_rows(0, device_rows->data(), device_rows->size());
-    return;
-  }
   if (blocks == 1) {
     // One block: encoded into this thread's buffer, kept from catalog to catalog (no fresh pages
     // to zero and fault in every image).

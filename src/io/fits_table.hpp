@@ -14,11 +14,9 @@ namespace imflow::detail {
 
 // Appends the table HDU EXTNAME `extname` with `cards` in its header; a column of several values
 // (repeat > 1) is a vector, TFORM nD, as SExtractor writes FLUX_APER. `photometry`: the sources'
-// rows, or nullptr. `device_rows`: the rows of the fixed columns as the GPU encoded them
-// (kernels/catalog_row_cells.hpp), used where `columns` are those alone, with ra, dec and errtheta
-// filled in here. Throws OutputError naming `path`.
+// rows, or nullptr. Throws OutputError naming `path`.
 void write_catalog_table(fitsfile* file, const std::filesystem::path& path, const char* extname, const Catalog& catalog,
                          const PhotometryTable* photometry, const std::vector<OutputColumn>& columns,
-                         const std::vector<FitsCard>& cards, std::vector<unsigned char>* device_rows = nullptr);
+                         const std::vector<FitsCard>& cards);
 
 }  // namespace imflow::detail

@@ -74,11 +74,11 @@ void write_fits_labels(const fs::path& path, View2D<const int32_t> labels, const
 }
 
 void write_catalog_fits(const fs::path& path, const Catalog& catalog, const std::vector<FitsCard>& cards,
-                        const PhotometryTable* photometry, std::vector<unsigned char>* device_rows) {
+                        const PhotometryTable* photometry) {
   AtomicOutput output(path);
   FitsFile file = detail::create_output_fits(output);
   detail::write_catalog_table(file.get(), path, "CATALOG", catalog, photometry,
-                              detail::catalog_output_columns(photometry), cards, device_rows);
+                              detail::catalog_output_columns(photometry), cards);
   detail::finish_output_fits(file, output);
 }
 

@@ -1,12 +1,12 @@
-// The catalog's CSV rows and FITS rows written on the device (cuda/catalog_text.cu) against the same
-// cells made on the host (tests/device_rows_reference.hpp): byte for byte, with the same marks, for
-// a measured sky and for rows of arbitrary bit patterns (every exponent, subnormals, NaN and
-// infinities), including a text that outgrows its buffer (the host writes that one; the next fits).
+// The catalog's CSV rows written on the device (cuda/catalog_text.cu) against the same cells made
+// on the host (tests/csv_text_reference.hpp): byte for byte, with the same marks, for a measured
+// sky and for rows of arbitrary bit patterns (every exponent, subnormals, NaN and infinities),
+// including a text that outgrows its buffer (the host writes that one; the next one fits).
 #include <bit>
 #include <cstring>
 #include <random>
 
-#include "device_rows_reference.hpp"
+#include "csv_text_reference.hpp"
 #include "cuda/catalog_text.hpp"
 #include "gpu_test_helpers.hpp"
 
@@ -25,14 +25,6 @@ void check_same_text(const imflow::CatalogCsvText& device, const imflow::Catalog
                                    << host.text.substr(first_difference > 40 ? first_difference - 40 : 0, 80));
   CHECK(first_difference == host.text.size());
 }
-
-void check_same_fits_rows(const std::vector<unsigned char>& device, const imflow::Catalog& catalog) {
-  const std::vector<unsigned char> host = test::fits_rows_as_device_writes(catalog);
-  REQUIRE(device.size() == host.size());
-  size_t differing = 0;
-  for (size_t i = 0; i < host.size(); ++i) differing += device[i] != host[i];
-  CHECK(differing == 0);
-}
 }  // namespace
 
 TEST_CASE("GPU catalog CSV text is the host's for a measured sky", "[gpu][catalog_text]") {
@@ -41,7 +33,6 @@ TEST_CASE("GPU catalog CSV text is the host's for a measured sky", "[gpu][catalo
   fill_sky(item, 1021, 777, fresh_seed("catalog text sky"), 400);
   imflow::cuda::DownloadWants wants;
   wants.csv_text = true;
-  wants.fits_rows = true;
   run_item(
       slot, item,
       [](GpuContext& gpu) {
@@ -55,8 +46,6 @@ TEST_CASE("GPU catalog CSV text is the host's for a measured sky", "[gpu][catalo
   REQUIRE(item.catalog->size() > 100);
   REQUIRE(item.catalog_csv != nullptr);
   check_same_text(*item.catalog_csv, *item.catalog);
-  REQUIRE(item.catalog_fits_rows != nullptr);
-  check_same_fits_rows(*item.catalog_fits_rows, *item.catalog);
 
   // Not asked for: no text.
   WorkItem plain;
@@ -68,7 +57,6 @@ TEST_CASE("GPU catalog CSV text is the host's for a measured sky", "[gpu][catalo
     imflow::cuda::measure(gpu);
   });
   CHECK(plain.catalog_csv == nullptr);
-  CHECK(plain.catalog_fits_rows == nullptr);
 }
 
 TEST_CASE("GPU catalog CSV text of arbitrary doubles is the host's", "[gpu][catalog_text]") {
@@ -77,7 +65,6 @@ TEST_CASE("GPU catalog CSV text of arbitrary doubles is the host's", "[gpu][cata
   fill_sky(item, 301, 257, 5, 40);
   imflow::cuda::DownloadWants wants;
   wants.csv_text = true;
-  wants.fits_rows = true;
   const auto steps = [](GpuContext& gpu) {
     imflow::cuda::background(gpu, 3.0, 100);
     imflow::cuda::segment(gpu, 5.0, false);
@@ -130,7 +117,4 @@ TEST_CASE("GPU catalog CSV text of arbitrary doubles is the host's", "[gpu][cata
   for (int attempt = 0; attempt < 4 && text == nullptr; ++attempt) text = text_of_rows();
   REQUIRE(text != nullptr);
   check_same_text(*text, catalog);
-  const auto fits_rows = imflow::cuda::collect_catalog_fits_rows(gpu, nlabels);  // more rows than the stream copied
-  REQUIRE(fits_rows != nullptr);
-  check_same_fits_rows(*fits_rows, catalog);
 }

@@ -86,9 +86,7 @@ void write_fits_labels(const std::filesystem::path& path, View2D<const int32_t> 
                        const std::vector<FitsCard>& cards = {});
 
 // A catalog as a FITS binary table (EXTNAME CATALOG) with TUNIT and image metadata as keywords.
-// `device_rows`: the table's rows as a GPU encoded them (WorkItem::catalog_fits_rows), used without
-// photometry when there is one per source (ra, dec and errtheta are filled in).
 void write_catalog_fits(const std::filesystem::path& path, const Catalog& catalog, const std::vector<FitsCard>& cards,
-                        const PhotometryTable* photometry = nullptr, std::vector<unsigned char>* device_rows = nullptr);
+                        const PhotometryTable* photometry = nullptr);
 
 }  // namespace imflow

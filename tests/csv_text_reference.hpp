@@ -1,13 +1,11 @@
-// What the device writes of a catalog (cuda/catalog_text.cu), made on the host from the same cells
-// (imflow/kernels/catalog_row_cells.hpp): the CSV text (every cell followed by its separator, ra,
-// dec and errtheta left empty, and each row's marks) and the FITS rows.
+// The device's CSV text of a catalog (cuda/catalog_text.cu) made on the host from the same cells
+// (imflow/kernels/csv_row_text.hpp): every cell followed by its separator, ra, dec and errtheta
+// left empty, and each row's marks.
 #pragma once
 #include <cstdint>
-#include <cstring>
-#include <vector>
 
 #include "imflow/catalog_text.hpp"
-#include "imflow/kernels/catalog_row_cells.hpp"
+#include "imflow/kernels/csv_row_text.hpp"
 #include "imflow/source.hpp"
 
 namespace test {
@@ -27,18 +25,6 @@ inline imflow::CatalogCsvText csv_text_as_device_writes(const imflow::Catalog& c
       out.text += c + 1 < k::kCsvRowCells ? ',' : '\n';
     }
     out.rows.push_back(imflow::CatalogCsvText::row_mark(start, ra_at, errtheta_at));
-  }
-  return out;
-}
-
-inline std::vector<unsigned char> fits_rows_as_device_writes(const imflow::Catalog& catalog) {
-  namespace k = imflow::kernels;
-  std::vector<unsigned char> out(catalog.size() * k::kFitsRowBytes);
-  for (size_t row = 0; row < catalog.size(); ++row) {
-    for (int c = 0; c < k::kCsvRowCells; ++c) {
-      const uint64_t field = k::fits_cell_bytes(catalog[row], c);
-      std::memcpy(out.data() + row * k::kFitsRowBytes + 8 * c, &field, 8);
-    }
   }
   return out;
 }

@@ -1,8 +1,7 @@
-// A catalog row's cells (the 36 columns of src/io/catalog_columns.hpp, without photometry) as the
-// CSV's text and the FITS table's big-endian fields, for the host and CUDA kernels: the device
-// writes every cell but the three the host computes when it writes the files (ra and dec from the
-// image's WCS, errtheta's atan2, which the device does not round as the host's libm), and the host
-// puts those into the rows' gaps.
+// A catalog row's CSV text (the 36 columns of src/io/catalog_columns.hpp, without photometry),
+// cell by cell, for the host and CUDA kernels: the device writes every cell but the three the host
+// computes when it writes the file (ra and dec from the image's WCS, errtheta's atan2, which the
+// device does not round as the host's libm), and the host puts those into the row's gaps.
 #pragma once
 #include <cstdint>
 
@@ -14,7 +13,6 @@
 namespace imflow::kernels {
 
 inline constexpr int kCsvRowCells = 36;
-inline constexpr int kFitsRowBytes = 8 * kCsvRowCells;  // every column 'K' (int64) or 'D' (float64)
 inline constexpr int kCsvRaCell = 5, kCsvDecCell = 6, kCsvErrthetaCell = 26;
 // A cell's text is at most kShortestTextChars (24) characters: a row at most 36 x 25 bytes.
 inline constexpr int kCsvRowMaxChars = kCsvRowCells * (kShortestTextChars + 1);
@@ -95,21 +93,6 @@ IMFLOW_HOST_DEVICE inline int csv_cell_length(const Source& s, int cell, const u
 IMFLOW_HOST_DEVICE inline char* write_csv_cell(char* out, const Source& s, int cell, const uint64_t* powers) {
   if (csv_cell_from_host(cell)) return out;
   return write_csv_number(out, csv_cell_value(s, cell), csv_cell_integer(cell), powers);
-}
-
-// A FITS table field as it lies in memory: the value's 8 bytes big-endian (integers truncated to
-// int64, as the host's table writer), 0 for the cells the host writes.
-IMFLOW_HOST_DEVICE inline uint64_t fits_cell_bytes(const Source& s, int cell) {
-  if (csv_cell_from_host(cell)) return 0;
-  const double value = csv_cell_value(s, cell);
-  const uint64_t bits = csv_cell_integer(cell) ? static_cast<uint64_t>(static_cast<int64_t>(value))
-                                               : shortest::double_bits(value);
-#ifdef __CUDA_ARCH__
-  const auto low = static_cast<uint32_t>(bits), high = static_cast<uint32_t>(bits >> 32);
-  return (static_cast<uint64_t>(__byte_perm(low, 0, 0x0123)) << 32) | __byte_perm(high, 0, 0x0123);
-#else
-  return __builtin_bswap64(bits);
-#endif
 }
 
 }  // namespace imflow::kernels

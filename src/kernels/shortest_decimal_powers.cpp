@@ -55,18 +55,18 @@ void shift_left_one(Limbs& n, bool low_bit) {
 }
 
 // The top bits of n x 2^shift as a number below 2^126 (the caller picks shift so it is).
-unsigned __int128 scaled(const Limbs& n, int shift) {
-  unsigned __int128 value = 0;
+shortest::Uint128 scaled(const Limbs& n, int shift) {
+  shortest::Uint128 value = 0;
   for (int bit = 125; bit >= 0; --bit) value = (value << 1) | (bit_at(n, bit - shift) ? 1 : 0);
   return value;
 }
 
 // floor(2^exponent / divisor), known to be below 2^126, by binary long division.
-unsigned __int128 power_of_two_over(int exponent, const Limbs& divisor) {
+shortest::Uint128 power_of_two_over(int exponent, const Limbs& divisor) {
   Limbs remainder(divisor.size() + 1, 0);
   Limbs wide = divisor;
   wide.push_back(0);
-  unsigned __int128 quotient = 0;
+  shortest::Uint128 quotient = 0;
   for (int bit = exponent; bit >= 0; --bit) {
     shift_left_one(remainder, bit == exponent);
     quotient <<= 1;
@@ -89,7 +89,7 @@ std::array<uint64_t, kDecimalPowerWords> compute_powers() {
   for (int k = kDecimalPowerMin; k <= kDecimalPowerMax; ++k) {
     const int e = -k;  // g ~ 10^e x 2^-r
     const int r = shortest::floor_log2_pow10(e) - 125;
-    unsigned __int128 g;
+    shortest::Uint128 g;
     if (e >= 0) {
       g = scaled(powers_of_five[e], e - r) + 1;  // 5^e x 2^(e - r), truncated
     } else {

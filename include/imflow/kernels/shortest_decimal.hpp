@@ -27,6 +27,9 @@ struct ShortestDecimal {
 };
 
 namespace shortest {
+#ifndef __CUDA_ARCH__
+__extension__ typedef unsigned __int128 Uint128;  // GCC's and Clang's 128-bit integer
+#endif
 inline constexpr int kQMin = -1074;                 // the exponent of the smallest subnormal
 inline constexpr uint64_t kCMin = 1ull << 52;      // the hidden bit
 inline constexpr uint64_t kMask63 = (1ull << 63) - 1;
@@ -42,7 +45,7 @@ IMFLOW_HOST_DEVICE inline uint64_t multiply_high(uint64_t a, uint64_t b) {
 #ifdef __CUDA_ARCH__
   return __umul64hi(a, b);
 #else
-  return static_cast<uint64_t>((static_cast<unsigned __int128>(a) * b) >> 64);
+  return static_cast<uint64_t>((static_cast<Uint128>(a) * b) >> 64);
 #endif
 }
 

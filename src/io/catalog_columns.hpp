@@ -13,9 +13,9 @@
 
 namespace imflow::detail {
 
-// SExtractor's ERRA/ERRB/ERRTHETA: the ellipse of the centroid's covariance matrix (the axes
-// without the angle's atan2, the costly part, which only ERRTHETA needs).
-inline kernels::EllipseAxes error_ellipse(const Source& s) { return kernels::ellipse_axes(s.errx2, s.erry2, s.errxy); }
+// SExtractor's ERRA/ERRB/ERRTHETA: the ellipse of the centroid's covariance matrix, its axes and
+// its angle computed apart (the angle's atan2 is the costly part).
+inline double error_angle(const Source& s) { return kernels::ellipse_angle(s.errx2, s.erry2, s.errxy); }
 inline double error_axis(const Source& s, bool major) {
   return kernels::ellipse_semi_axis(s.errx2, s.erry2, s.errxy, major);
 }
@@ -57,7 +57,7 @@ inline constexpr std::array<CatalogColumn, 36> kCatalogColumns = {{
     {"errxy", "pix**2", 'D', [](const Source& s) { return s.errxy; }, "covariance of the centroid (ERRXY_IMAGE)"},
     {"erra", "pix", 'D', [](const Source& s) { return error_axis(s, true); }, "major axis of the centroid's error ellipse (ERRA_IMAGE)"},
     {"errb", "pix", 'D', [](const Source& s) { return error_axis(s, false); }, "minor axis of the centroid's error ellipse (ERRB_IMAGE)"},
-    {"errtheta", "rad", 'D', [](const Source& s) { return error_ellipse(s).theta; }, "angle of the error ellipse from +x to +y (ERRTHETA_IMAGE)"},
+    {"errtheta", "rad", 'D', [](const Source& s) { return error_angle(s); }, "angle of the error ellipse from +x to +y (ERRTHETA_IMAGE)"},
     {"a", "pix", 'D', [](const Source& s) { return s.a; }, "semi-major axis (A_IMAGE)"},
     {"b", "pix", 'D', [](const Source& s) { return s.b; }, "semi-minor axis (B_IMAGE)"},
     {"theta", "rad", 'D', [](const Source& s) { return s.theta; }, "position angle from +x to +y (SEP theta)"},

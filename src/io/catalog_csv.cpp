@@ -86,7 +86,7 @@ void append_device_rows(const CatalogCsvText& device, const Catalog& catalog, si
     at = write_double(at, source.dec);
     out.append(numbers, at);
     out.append(dec_at, errtheta_at);
-    out.append(numbers, write_double(numbers, detail::error_ellipse(source).theta));
+    out.append(numbers, write_double(numbers, detail::error_angle(source)));
     out.append(errtheta_at, device.text.data() + device.end(i));
   }
 }

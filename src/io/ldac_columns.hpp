@@ -49,7 +49,7 @@ inline const std::array<CatalogColumn, 30>& ldac_columns() {
       {"THETA_IMAGE", "deg", 'D', [](const Source& s) { return s.theta * kDegreesPerRadian; }, "Position angle (CCW/x)"},
       {"ERRA_IMAGE", "pixel", 'D', [](const Source& s) { return error_axis(s, true); }, "RMS position error along major axis"},
       {"ERRB_IMAGE", "pixel", 'D', [](const Source& s) { return error_axis(s, false); }, "RMS position error along minor axis"},
-      {"ERRTHETA_IMAGE", "deg", 'D', [](const Source& s) { return error_ellipse(s).theta * kDegreesPerRadian; }, "Error ellipse position angle (CCW/x)"},
+      {"ERRTHETA_IMAGE", "deg", 'D', [](const Source& s) { return error_angle(s) * kDegreesPerRadian; }, "Error ellipse position angle (CCW/x)"},
       {"CXX_IMAGE", "pixel**(-2)", 'D', [](const Source& s) { return s.cxx; }, "Cxx object ellipse parameter"},
       {"CYY_IMAGE", "pixel**(-2)", 'D', [](const Source& s) { return s.cyy; }, "Cyy object ellipse parameter"},
       {"CXY_IMAGE", "pixel**(-2)", 'D', [](const Source& s) { return s.cxy; }, "Cxy object ellipse parameter"},

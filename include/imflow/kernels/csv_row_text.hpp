@@ -54,7 +54,7 @@ IMFLOW_HOST_DEVICE inline double csv_cell_value(const Source& s, int cell) {
     case 23: return s.errxy;
     case 24: return ellipse_semi_axis(s.errx2, s.erry2, s.errxy, true);
     case 25: return ellipse_semi_axis(s.errx2, s.erry2, s.errxy, false);
-    case 26: return ellipse_axes(s.errx2, s.erry2, s.errxy).theta;
+    case 26: return ellipse_angle(s.errx2, s.erry2, s.errxy);
     case 27: return s.a;
     case 28: return s.b;
     case 29: return s.theta;

@@ -27,12 +27,17 @@ IMFLOW_HOST_DEVICE inline double ellipse_semi_axis(double x2, double y2, double 
   return sqrt(major ? mid + root : mid - root);
 }
 
-IMFLOW_HOST_DEVICE inline EllipseAxes ellipse_axes(double x2, double y2, double xy) {
+// The angle alone.
+IMFLOW_HOST_DEVICE inline double ellipse_angle(double x2, double y2, double xy) {
   const double diff = x2 - y2;
+  return (fabs(diff) > 0.0 || xy != 0.0) ? atan2(2.0 * xy, diff) / 2.0 : 3.1415926535898 / 4.0;
+}
+
+IMFLOW_HOST_DEVICE inline EllipseAxes ellipse_axes(double x2, double y2, double xy) {
   EllipseAxes e;
   e.a = ellipse_semi_axis(x2, y2, xy, true);
   e.b = ellipse_semi_axis(x2, y2, xy, false);
-  e.theta = (fabs(diff) > 0.0 || xy != 0.0) ? atan2(2.0 * xy, diff) / 2.0 : 3.1415926535898 / 4.0;
+  e.theta = ellipse_angle(x2, y2, xy);
   return e;
 }
 

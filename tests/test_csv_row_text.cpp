@@ -77,6 +77,13 @@ TEST_CASE("Schubfach's shortest decimals are std::to_chars's text", "[csv]") {
     differing += differences(value, printed) + differences(-value, printed);
   }
   CHECK(differing == 0);
+  const uint64_t* powers = k::shortest_decimal_powers();
+  for (double value : {std::numeric_limits<double>::quiet_NaN(), HUGE_VAL, -HUGE_VAL}) {
+    char text[k::kShortestTextChars];
+    const std::string written(text, k::write_csv_number(text, value, false, powers));
+    CHECK(written == (value != value ? "NaN" : value > 0 ? "Infinity" : "-Infinity"));
+    CHECK(k::csv_number_length(value, false, powers) == static_cast<int>(written.size()));
+  }
   // Spelled out, independently of std::to_chars.
   CHECK(schubfach_text(0.0) == "0");
   CHECK(schubfach_text(-0.0) == "-0");

@@ -17,6 +17,7 @@
 #include "imflow/io/atomic_file.hpp"
 #include "imflow/io/catalog.hpp"
 #include "imflow/io/written_text.hpp"
+#include "imflow/kernels/csv_row_text.hpp"
 #include "ordered_blocks.hpp"
 #include "shortest_double.hpp"
 
@@ -34,11 +35,10 @@ std::string csv_header(const std::vector<detail::OutputColumn>& columns) {
 }
 
 // The shortest text that reads back to the same double (detail::write_shortest, the same text
-// as std::to_chars), or the spellings of NaN and +-Infinity both Python's float() and Java's
-// (TOPCAT) parseDouble read.
+// as std::to_chars), or the CSV's spelling of NaN and +-Infinity.
 char* write_double(char* at, double value) {
   if (std::isfinite(value)) return detail::write_shortest(at, value);
-  const char* text = std::isnan(value) ? "NaN" : value > 0 ? "Infinity" : "-Infinity";
+  const char* text = kernels::csv_non_finite_text(value);
   return std::copy(text, text + std::strlen(text), at);
 }
 

@@ -67,13 +67,18 @@ IMFLOW_HOST_DEVICE inline double csv_cell_value(const Source& s, int cell) {
   }
 }
 
-// A number as the CSV writes it: integers as integers, NaN and +-Infinity as Python's float() and
-// Java's parseDouble (TOPCAT) read them, else the shortest text (std::to_chars's).
+// NaN and +-Infinity as the CSV spells them, which Python's float() and Java's parseDouble
+// (TOPCAT) both read; the host's writer (src/io/catalog_csv.cpp) spells them with this too.
+IMFLOW_HOST_DEVICE inline const char* csv_non_finite_text(double value) {
+  return value != value ? "NaN" : value > 0 ? "Infinity" : "-Infinity";
+}
+
+// A number as the CSV writes it: integers as integers, NaN and +-Infinity as above, else the
+// shortest text (std::to_chars's).
 IMFLOW_HOST_DEVICE inline char* write_csv_number(char* out, double value, bool integer, const uint64_t* powers) {
   if (integer) return write_integer_text(out, static_cast<long long>(value));
   if (value - value == 0.0) return write_shortest_text(out, value, powers);
-  const char* text = value != value ? "NaN" : value > 0 ? "Infinity" : "-Infinity";
-  while (*text != '\0') *out++ = *text++;
+  for (const char* text = csv_non_finite_text(value); *text != '\0'; ++text) *out++ = *text;
   return out;
 }
 
@@ -81,7 +86,9 @@ IMFLOW_HOST_DEVICE inline char* write_csv_number(char* out, double value, bool i
 IMFLOW_HOST_DEVICE inline int csv_number_length(double value, bool integer, const uint64_t* powers) {
   if (integer) return integer_text_length(static_cast<long long>(value));
   if (value - value == 0.0) return shortest_layout(value, powers).length;
-  return value != value ? 3 : value > 0 ? 8 : 9;
+  int length = 0;
+  for (const char* text = csv_non_finite_text(value); *text != '\0'; ++text) ++length;
+  return length;
 }
 
 IMFLOW_HOST_DEVICE inline int csv_cell_length(const Source& s, int cell, const uint64_t* powers) {

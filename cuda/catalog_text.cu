@@ -2,6 +2,7 @@
 // (and lanes 0-3 cells 32-35), each cell followed by its separator. A first pass only measures
 // the cells, a scan places the rows, a second pass writes them.
 #include <cub/device/device_scan.cuh>
+#include <cub/warp/warp_scan.cuh>
 
 #include <algorithm>
 #include <memory>
@@ -26,15 +27,8 @@ __device__ __forceinline__ int64_t text_rows(const DeviceResults* results, int64
   return n < capacity ? n : capacity;
 }
 
-// The sum of v over the lanes below this one.
-__device__ __forceinline__ uint32_t lanes_before(uint32_t v, int lane) {
-  uint32_t sum = v;
-  for (int offset = 1; offset < 32; offset *= 2) {
-    const uint32_t below = __shfl_up_sync(kAllLanes, sum, offset);
-    if (lane >= offset) sum += below;
-  }
-  return sum - v;
-}
+// A row's cells are placed by a scan over the warp's lanes (shuffles only: no shared memory).
+using LaneScan = cub::WarpScan<uint32_t>;
 
 // A lane's two cells' offsets in the row (each cell with its separator), and the row's length.
 struct RowCells {
@@ -47,10 +41,12 @@ __device__ __forceinline__ void lay_out_row(const DeviceSource& s, int lane, con
   const bool has_second = lane < kernels::kCsvRowCells - 32;
   if (has_second) cells.second_length = static_cast<uint32_t>(kernels::csv_cell_length(s, 32 + lane, powers));
   const uint32_t first_span = cells.first_length + 1, second_span = has_second ? cells.second_length + 1 : 0;
-  cells.first_at = lanes_before(first_span, lane);
-  const uint32_t firsts = __shfl_sync(kAllLanes, cells.first_at + first_span, 31);
-  cells.second_at = firsts + lanes_before(second_span, lane);
-  cells.length = __shfl_sync(kAllLanes, cells.second_at + second_span, kernels::kCsvRowCells - 33);
+  LaneScan::TempStorage storage;
+  uint32_t firsts = 0, seconds = 0;
+  LaneScan(storage).ExclusiveSum(first_span, cells.first_at, firsts);
+  LaneScan(storage).ExclusiveSum(second_span, cells.second_at, seconds);
+  cells.second_at += firsts;
+  cells.length = firsts + seconds;
 }
 
 // Pass 1: each row's length into row_ends (0 past the catalog's rows).

@@ -138,8 +138,10 @@ nlohmann::json measured_run(const Pipeline& pipeline, const RunOptions& options,
     per_stream = json.at("cpu_buffers").at("items").get<double>();
   }
   // The GPU paths report their pool exactly (batch mode's is not a whole number per stream).
-  const double tokens = json.contains("gpu_tokens") ? json.at("gpu_tokens").at("items").get<double>()
-                                                    : per_stream * (gpu ? engine.at("streams").get<double>() * engine.value("devices", 1) : 1.0);
+  // A pool that grew during the run (TokenTuner) counts at its final size.
+  const double tokens = json.contains("gpu_tokens")
+                            ? json.at("gpu_tokens").value("items_at_end", json.at("gpu_tokens").at("items").get<double>())
+                            : per_stream * (gpu ? engine.at("streams").get<double>() * engine.value("devices", 1) : 1.0);
   const double bound = service > 0 ? tokens * items / service : 0.0;
   run["token_bound"] = {{"tokens", tokens}, {"service_seconds_per_item", service / items},
                         {"images_per_second", bound},

@@ -12,6 +12,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 
 #include "cuda/cuda_check.hpp"
 #include "imflow/errors.hpp"
@@ -25,6 +26,7 @@
 #include "items_in_flight.hpp"
 #include "graph_ends.hpp"
 #include "tiled_image.hpp"
+#include "token_tuner.hpp"
 
 namespace imflow {
 
@@ -223,8 +225,19 @@ void run_gpu_item_graph(RunContext& run, ItemSource& source, int threads, const 
   spdlog::info("{} pinned work items: {} per stream ({})", tokens.items, tokens.per_stream, tokens.reason);
   run.summary.set("gpu_tokens", tokens.to_json());
   run.float32_swap_on_device = host_reads_no_pixels(run.pipeline);
-  ends.start(static_cast<size_t>(tokens.items), cuda::pinned_allocator());
+  // An automatic pool grows while it limits the run (not for tiles: their memory is planned).
+  std::optional<TokenTuner> tuner;
+  if (tokens.automatic && run.tiles == nullptr) {
+    tuner.emplace(tokens.items, gpu_token_ceiling(tokens, threads, plane_bytes, host_memory_bytes()));
+  }
+  ends.start(static_cast<size_t>(tokens.items), cuda::pinned_allocator(), tuner ? &*tuner : nullptr);
   graph.wait_for_all();
+  if (tuner) {
+    nlohmann::json chosen = tokens.to_json();
+    chosen["items_at_end"] = tuner->items();
+    chosen["tuning"] = tuner->to_json();
+    run.summary.set("gpu_tokens", chosen);
+  }
 }
 }  // namespace
 

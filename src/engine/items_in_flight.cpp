@@ -73,6 +73,13 @@ ItemsInFlight choose_gpu_tokens(int slots, int threads, int64_t plane_bytes, uin
   return choice;
 }
 
+int64_t gpu_token_ceiling(const ItemsInFlight& chosen, int threads, int64_t plane_bytes, uint64_t host_memory) {
+  if (plane_bytes <= 0 || host_memory == 0) return chosen.items;
+  const uint64_t budget = std::min(host_memory / 8, kMaxPinnedBytes);
+  const auto fitting = static_cast<int64_t>(budget / static_cast<uint64_t>(plane_bytes));
+  return std::max(chosen.items, std::min(4 * int64_t{threads}, fitting));
+}
+
 ItemsInFlight choose_cpu_buffers(int threads, int64_t plane_bytes, int64_t budget_bytes) {
   ItemsInFlight choice;
   choice.automatic = true;

@@ -35,6 +35,11 @@ uint64_t host_memory_bytes();
 // min(host memory / 8, 8 GiB) (never fewer than 2 per stream).
 ItemsInFlight choose_gpu_tokens(int slots, int threads, int64_t plane_bytes, uint64_t host_memory);
 
+// The most pinned items a run may grow an automatic choice to while the pool limits it
+// (TokenTuner): four per host thread, within the same pinned budget; never fewer than `chosen`,
+// and no growth when the item size is unknown.
+int64_t gpu_token_ceiling(const ItemsInFlight& chosen, int threads, int64_t plane_bytes, uint64_t host_memory);
+
 // CPU: two per thread, cut to what fits `budget_bytes` at kCpuBytesPerPixel x the plane's pixels
 // per item (pixels, detection image, mask, labels, background map), at least one.
 inline constexpr int64_t kCpuBytesPerPixel = 16;

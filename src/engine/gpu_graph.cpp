@@ -225,11 +225,9 @@ void run_gpu_item_graph(RunContext& run, ItemSource& source, int threads, const 
   spdlog::info("{} pinned work items: {} per stream ({})", tokens.items, tokens.per_stream, tokens.reason);
   run.summary.set("gpu_tokens", tokens.to_json());
   run.float32_swap_on_device = host_reads_no_pixels(run.pipeline);
-  // An automatic pool grows while it limits the run (not for tiles: their memory is planned).
+  // An automatic pool grows while it limits the run, within the pinned budget it was chosen in.
   std::optional<TokenTuner> tuner;
-  if (tokens.automatic && run.tiles == nullptr) {
-    tuner.emplace(tokens.items, gpu_token_ceiling(tokens, threads, plane_bytes, host_memory_bytes()));
-  }
+  if (tokens.automatic) tuner.emplace(tokens.items, gpu_token_ceiling(tokens, threads, plane_bytes, host_memory_bytes()));
   ends.start(static_cast<size_t>(tokens.items), cuda::pinned_allocator(), tuner ? &*tuner : nullptr);
   graph.wait_for_all();
   if (tuner) {

@@ -9,14 +9,15 @@
 # Here first:  tools/peers/install.sh --download out/peers-carry      (SEP + NumPy for Python 3.12, .debs)
 # Then:        run with carry [".devdeps", "out/peers-carry"] the command  bash tools/peers/device.sh
 # Env: PIPELINE (default config/peers-mesh.yaml when this imflow accepts it, else
-# config/peers-global.yaml), SIZE (4096), IMAGES (bench images, 64), IMFLOW (a built binary: skips
+# config/peers-global.yaml), SIZE (4096), IMAGES (bench images, 512: over 64 a run lasts ~0.2 s, mostly
+# filling and draining the pipeline), IMFLOW (a built binary: skips
 # the build), PEERS_CARRY (out/peers-carry), BENCH_ARGS (extra `imflow bench` flags, e.g. a sweep).
 set -uo pipefail
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT/logs"; L=$OUT/logs
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 cd "$here/../.." || exit 1
 t0=$(date +%s); stamp() { echo "== device.sh: $1 at $(( $(date +%s) - t0 )) s"; }
-SIZE=${SIZE:-4096} IMAGES=${IMAGES:-64} CARRY=${PEERS_CARRY:-out/peers-carry}
+SIZE=${SIZE:-4096} IMAGES=${IMAGES:-512} CARRY=${PEERS_CARRY:-out/peers-carry}
 export OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 MKL_NUM_THREADS=1  # the peers on one core
 
 python3 --version | tee "$L/python.txt"

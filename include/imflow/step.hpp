@@ -44,8 +44,11 @@ class Step {
   // CUDA runs, once before the graph starts, for steps that say chooses_on_device(): time the
   // step's options on `sample` (the first input item, the steps before this one already run on
   // the CPU) with `gpu` (an idle slot), fix the choice, and describe it for the summary.
+  // `batch_state` is that slot's batch buffers: a batched trial makes them there (or uses them),
+  // so the slot's first batch finds them ready.
   virtual bool chooses_on_device() const { return false; }
-  virtual nlohmann::json choose_on_device(WorkItem& sample, GpuContext& gpu, int host_threads, int batch) const;
+  virtual nlohmann::json choose_on_device(WorkItem& sample, GpuContext& gpu, std::unique_ptr<GpuBatch>& batch_state,
+                                          int host_threads, int batch) const;
 
   // Called once when the pipeline is loaded, with the steps before this one in order: a step
   // that depends on how an earlier one is set up checks it here (e.g. deblend needs label's

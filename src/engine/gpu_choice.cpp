@@ -5,19 +5,19 @@
 
 #include <nlohmann/json.hpp>
 
-#include "imflow/engine.hpp"
 #include "item_source.hpp"
 
 namespace imflow {
 
-void make_device_choices(RunContext& run, GpuSlot& slot, int threads, const EngineConfig& engine) {
+void make_device_choices(RunContext& run, const std::vector<std::filesystem::path>& files, GpuSlot& slot, int threads,
+                         const EngineConfig& engine) {
   const auto& steps = run.pipeline.steps;
   size_t last = steps.size();
   for (size_t s = 0; s < steps.size(); ++s) {
     if (steps[s]->chooses_on_device()) last = s;
   }
-  if (last == steps.size()) return;
-  ItemSource first(list_input_files(run.pipeline.input), run.pipeline.input.dir);
+  if (last == steps.size() || files.empty()) return;
+  ItemSource first({files.front()}, run.pipeline.input.dir);
   ItemRef ref;
   if (!first.next(ref)) return;
   WorkItem sample;
@@ -31,7 +31,7 @@ void make_device_choices(RunContext& run, GpuSlot& slot, int threads, const Engi
   for (size_t s = 0; s <= last; ++s) {
     try {
       if (steps[s]->chooses_on_device()) {
-        nlohmann::json choice = steps[s]->choose_on_device(sample, *slot.context, threads, engine.batch);
+        nlohmann::json choice = steps[s]->choose_on_device(sample, *slot.context, slot.batch, threads, engine.batch);
         if (!choice.is_null()) choices.push_back(std::move(choice));
       }
       if (s < last) steps[s]->run_cpu(sample);

@@ -269,11 +269,12 @@ void run_gpu_graph(RunContext& run, ItemSource& source, int threads, const Engin
   const GpuBatchChoice batch = gpu_batch_for_run(configured, static_cast<int>(slots.size()), plane_bytes);
   engine.batch = batch.batch;
   const auto slots_ready = Clock::now();
-  make_device_choices(run, *slots.front(), threads, engine);  // e.g. svd_reconstruct solver: auto
+  make_device_choices(run, source.file_list(), *slots.front(), threads, engine);  // e.g. svd_reconstruct solver: auto
   // Fixed costs before the first item: CUDA contexts, streams and buffers; measured choices.
   run.summary.set("gpu_setup_seconds", {{"slots", std::chrono::duration<double>(slots_ready - setup_start).count()},
                                         {"device_choices", std::chrono::duration<double>(Clock::now() - slots_ready).count()}});
   const bool batched = batchable_pipeline(run.pipeline, engine);
+  if (!batched) slots.front()->batch.reset();  // a batched trial's buffers, not needed after all
   run.summary.set("gpu_batch", batched ? engine.batch : 1);
   if (batched) {
     spdlog::info("GPU batches of up to {} items ({})", batch.batch, batch.reason);

@@ -61,6 +61,8 @@ void Step::run_cuda_batch(WorkItem* const*, int, GpuBatch&) const {
 
 std::string Step::link(const std::vector<const Step*>&) { return ""; }
 
-nlohmann::json Step::choose_on_device(WorkItem&, GpuContext&, int, int) const { return nullptr; }
+nlohmann::json Step::choose_on_device(WorkItem&, GpuContext&, std::unique_ptr<GpuBatch>&, int, int) const {
+  return nullptr;
+}
 
 }  // namespace imflow

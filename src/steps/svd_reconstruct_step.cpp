@@ -14,6 +14,8 @@
 #include <atomic>
 #include <chrono>
 #include <cmath>
+#include <future>
+#include <memory>
 #include <mutex>
 #include <stdexcept>
 #include <string>
@@ -144,7 +146,8 @@ class SvdReconstructStep final : public Step {
   }
 
   bool chooses_on_device() const override { return solver_ == "auto" && reconstruct_ != "cpu"; }
-  nlohmann::json choose_on_device(WorkItem& sample, GpuContext& gpu, int host_threads, int batch) const override;
+  nlohmann::json choose_on_device(WorkItem& sample, GpuContext& gpu, std::unique_ptr<GpuBatch>& batch_state,
+                                  int host_threads, int batch) const override;
 
   void prepare_host(WorkItem& item) const override {
     if (reconstruct_ == "cpu") {
@@ -218,20 +221,28 @@ class SvdReconstructStep final : public Step {
 };
 #ifdef IMFLOW_HAVE_CUDA
 // solver auto: the hybrid's host phase (LAPACK sgesdd + packing the factors, one thread, best of
-// 3 after a warm-up) against the GPU way the engine would take (a batch of `batch` copies of the
-// sample through the batched solver, or one slice per launch; best of 2 after a warm-up, CUDA
-// events). The hybrid's rate is host_threads slices in parallel; the faster rate wins.
-nlohmann::json SvdReconstructStep::choose_on_device(WorkItem& sample, GpuContext& gpu, int host_threads,
+// 2 after a warm-up) against the GPU way the engine would take (a batch of `batch` copies of the
+// sample through the batched solver, or one slice per launch; after a warm-up, CUDA events),
+// both at once: the host's on a thread of its own, with its own copy of the sample. The hybrid's
+// rate is host_threads slices in parallel; the faster rate wins. A batched trial runs in the
+// slot's batch buffers, which the slot then keeps.
+nlohmann::json SvdReconstructStep::choose_on_device(WorkItem& sample, GpuContext& gpu,
+                                                    std::unique_ptr<GpuBatch>& batch_state, int host_threads,
                                                     int batch) const {
   using clock = std::chrono::steady_clock;
-  double cpu_seconds = 1e300;
-  for (int rep = 0; rep < 4; ++rep) {
-    const auto start = clock::now();
-    prepare_host(sample);
-    const double seconds = std::chrono::duration<double>(clock::now() - start).count();
-    if (rep > 0) cpu_seconds = std::min(cpu_seconds, seconds);
-  }
-  const double cpu_rate = host_threads / cpu_seconds;
+  WorkItem host_sample;
+  host_sample.pixels.resize(sample.pixels.width(), sample.pixels.height());
+  std::copy_n(sample.pixels.data(), sample.pixels.width() * sample.pixels.height(), host_sample.pixels.data());
+  std::future<double> host_timing = std::async(std::launch::async, [&] {
+    double best = 1e300;
+    for (int rep = 0; rep < 3; ++rep) {
+      const auto start = clock::now();
+      prepare_host(host_sample);
+      const double seconds = std::chrono::duration<double>(clock::now() - start).count();
+      if (rep > 0) best = std::min(best, seconds);
+    }
+    return best;
+  });
 
   const bool batched = batch > 1 && (svd_solver_ == "auto" || svd_solver_ == "gesvda" || svd_solver_ == "jacobi");
   const std::string gpu_solver = batched ? batched_solver() : per_item_solver();
@@ -239,10 +250,11 @@ nlohmann::json SvdReconstructStep::choose_on_device(WorkItem& sample, GpuContext
   cuda::Event start(true), stop(true);
   float best_ms = 1e30f;
   if (batched) {
-    GpuBatch trial(gpu.device, gpu.stream);
+    if (!batch_state) batch_state = std::make_unique<GpuBatch>(gpu.device, gpu.stream);
+    GpuBatch& trial = *batch_state;
     const std::vector<WorkItem*> copies(static_cast<size_t>(batch), &sample);
     cuda::SvdBatchJob job;
-    for (int rep = 0; rep < 3; ++rep) {
+    for (int rep = 0; rep < 2; ++rep) {
       cuda::enqueue_batch_upload(trial, copies.data(), batch);
       job.images = trial.images.data();
       job.out = trial.spare.data();
@@ -257,7 +269,7 @@ nlohmann::json SvdReconstructStep::choose_on_device(WorkItem& sample, GpuContext
       if (rep > 0) best_ms = std::min(best_ms, cuda::Event::elapsed_ms(start, stop));
     }
   } else {
-    for (int rep = 0; rep < 3; ++rep) {
+    for (int rep = 0; rep < 2; ++rep) {
       cuda::enqueue_upload(gpu, sample);
       start.record(gpu.stream);
       cuda::svd_reconstruct(gpu, gpu_options(gpu_solver));
@@ -266,6 +278,8 @@ nlohmann::json SvdReconstructStep::choose_on_device(WorkItem& sample, GpuContext
       if (rep > 0) best_ms = std::min(best_ms, cuda::Event::elapsed_ms(start, stop));
     }
   }
+  const double cpu_seconds = host_timing.get();
+  const double cpu_rate = host_threads / cpu_seconds;
   const int slices = batched ? batch : 1;
   const double gpu_rate = slices / (best_ms * 1e-3);
   const bool choose_gpu = gpu_rate > cpu_rate;

@@ -88,3 +88,23 @@ TEST_CASE("scaling analysis: speedup against the fewest-workers point of each li
   CHECK(bench["points"][2]["scaling"]["karp_flatt"].get<double>() == Approx(karp_flatt(3.0, 4)));
   CHECK(bench["scaling"]["lines"][0]["amdahl"]["points"] == 2);
 }
+
+TEST_CASE("the report sets the engine's chosen buffers beside the best point, and a pool that grew", "[bench]") {
+  nlohmann::json bench = {{"points", nlohmann::json::array()}, {"scaling", {{"lines", nlohmann::json::array()}}}};
+  const auto point = [](const char* label, double rate, nlohmann::json engine) {
+    return nlohmann::json{{"label", label},
+                          {"items", 512},
+                          {"images_per_second", {{"median", rate}, {"min", rate}, {"max", rate}}},
+                          {"wall_seconds", {{"median", 512 / rate}}},
+                          {"end_to_end_seconds", {{"median", 512 / rate}}},
+                          {"scaling", {{"speedup", 1.0}}},
+                          {"bottleneck", {{"stage", "read"}, {"utilisation", 0.9}}},
+                          {"engine", std::move(engine)}};
+  };
+  bench["points"].push_back(point("streams=4", 900, {{"buffers", 8}, {"buffers_automatic", true}, {"items_at_end", 48}}));
+  bench["points"].push_back(point("streams=8", 1000, {{"buffers", 4}, {"buffers_automatic", true}}));
+  const std::string text = format_report(bench);
+  CHECK_THAT(text, Catch::Contains("streams=4: 8 buffers per stream chosen (the pool grew to 48 items during the run), "
+                                   "900.0 images/s = 0.90 x the best point (streams=8, 1000.0)"));
+  CHECK_THAT(text, Catch::Contains("streams=8: 4 buffers per stream chosen, 1000.0 images/s = 1.00 x the best point"));
+}

@@ -194,8 +194,11 @@ std::string format_report(const nlohmann::json& bench) {
       if (!p["engine"].value(std::string(key) + "_automatic", false) || bench["points"].size() < 2) continue;
       const double mine = p["images_per_second"]["median"].get<double>();
       const double top = (*best)["images_per_second"]["median"].get<double>();
-      text += fmt::format("{}: {} {} chosen, {:.1f} images/s = {:.2f} x the best point ({}, {:.1f})\n",
-                          p["label"].get<std::string>(), p["engine"][key].get<int>(), what, mine, mine / top,
+      const std::string grown = key == std::string("buffers") && p["engine"].contains("items_at_end")
+                                    ? fmt::format(" (the pool grew to {} items during the run)", p["engine"]["items_at_end"].get<int64_t>())
+                                    : "";
+      text += fmt::format("{}: {} {} chosen{}, {:.1f} images/s = {:.2f} x the best point ({}, {:.1f})\n",
+                          p["label"].get<std::string>(), p["engine"][key].get<int>(), what, grown, mine, mine / top,
                           (*best)["label"].get<std::string>(), top);
     }
   }

@@ -4,6 +4,7 @@
 #include <spdlog/spdlog.h>
 #include <tbb/info.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <optional>
 #include <sstream>
@@ -153,6 +154,10 @@ nlohmann::json run_sweep(Pipeline& pipeline, const BenchOptions& options, const 
       if (repeats.front().contains("gpu_tokens")) {  // what an automatic buffers_per_stream chose
         point["engine"]["buffers"] = repeats.front().at("gpu_tokens").at("buffers_per_stream");
         point["engine"]["buffers_automatic"] = repeats.front().at("gpu_tokens").at("automatic");
+        // A pool that limited a run grew during it (TokenTuner): the largest it reached.
+        int64_t grown = 0;
+        for (const auto& run : repeats) grown = std::max(grown, run.at("gpu_tokens").value("items_at_end", int64_t{0}));
+        if (grown > repeats.front().at("gpu_tokens").at("items").get<int64_t>()) point["engine"]["items_at_end"] = grown;
       } else if (repeats.front().contains("cpu_buffers")) {  // the CPU buffers chosen within memory_mb
         point["engine"]["buffers"] = repeats.front().at("cpu_buffers").at("items");
         point["engine"]["buffers_automatic"] = repeats.front().at("cpu_buffers").at("automatic");

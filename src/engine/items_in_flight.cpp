@@ -20,6 +20,9 @@ constexpr int kMaxPerStream = 16;
 constexpr uint64_t kMaxPinnedBytes = uint64_t{8} << 30;
 
 double mebibytes(double bytes) { return bytes / double(1 << 20); }
+
+// The pinned memory a run's items may hold: an eighth of the host's memory, at most 8 GiB.
+uint64_t pinned_budget(uint64_t host_memory) { return std::min(host_memory / 8, kMaxPinnedBytes); }
 }  // namespace
 
 nlohmann::json ItemsInFlight::to_json() const {
@@ -60,7 +63,7 @@ ItemsInFlight choose_gpu_tokens(int slots, int threads, int64_t plane_bytes, uin
   const int64_t wanted = 2 * int64_t{threads};
   choice.per_stream = static_cast<int>(std::clamp<int64_t>((wanted + slots - 1) / slots, kMinPerStream, kMaxPerStream));
   choice.reason = fmt::format("2 x {} host threads over {} streams", threads, slots);
-  const uint64_t budget = std::min(host_memory / 8, kMaxPinnedBytes);
+  const uint64_t budget = pinned_budget(host_memory);
   if (plane_bytes > 0 && host_memory > 0) {
     const auto fitting = static_cast<int64_t>(budget / (static_cast<uint64_t>(plane_bytes) * slots));
     if (fitting < choice.per_stream) {
@@ -75,7 +78,7 @@ ItemsInFlight choose_gpu_tokens(int slots, int threads, int64_t plane_bytes, uin
 
 int64_t gpu_token_ceiling(const ItemsInFlight& chosen, int threads, int64_t plane_bytes, uint64_t host_memory) {
   if (plane_bytes <= 0 || host_memory == 0) return chosen.items;
-  const uint64_t budget = std::min(host_memory / 8, kMaxPinnedBytes);
+  const uint64_t budget = pinned_budget(host_memory);
   const auto fitting = static_cast<int64_t>(budget / static_cast<uint64_t>(plane_bytes));
   return std::max(chosen.items, std::min(4 * int64_t{threads}, fitting));
 }
@@ -105,7 +108,7 @@ GpuBatchChoice choose_gpu_batch(int slots, int64_t plane_bytes, uint64_t host_me
   choice.batch = static_cast<int>(std::clamp<int64_t>(kGpuBatchBytes / plane_bytes, 1, kMaxGpuBatch));
   choice.reason = fmt::format("{:.0f} MiB of {:.2f} MiB items, at most {}", mebibytes(kGpuBatchBytes),
                               mebibytes(plane_bytes), kMaxGpuBatch);
-  const uint64_t budget = std::min(host_memory / 8, kMaxPinnedBytes);
+  const uint64_t budget = pinned_budget(host_memory);
   const uint64_t batches = static_cast<uint64_t>(std::max(slots, 1)) + 1;
   const auto fitting = static_cast<int64_t>(budget / (static_cast<uint64_t>(plane_bytes) * batches));
   if (host_memory > 0 && fitting < choice.batch) {

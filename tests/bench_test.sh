@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# imflow bench end to end on the committed real crops: 2 points x 2 repeats, bench.json checks;
-# a point with a failed item must fail loudly (exit 2, the point named).
+# imflow bench end to end on the committed real crops: 2 points x 2 repeats and the input ceiling,
+# bench.json checks; a point with a failed item must fail loudly (exit 2, the point named).
 set -euo pipefail
 imflow=$1; src=$2; python=${3:-python3}
 work=$(mktemp -d); trap 'rm -rf "$work"' EXIT
@@ -9,11 +9,12 @@ fail() { echo "FAIL: $*" >&2; exit 1; }
 mkdir -p "$work/in"; cp "$src"/datasets/samples/*.fits "$work/in/"
 "$imflow" bench --help | grep -- "--sweep" > /dev/null || fail "bench --help"
 "$imflow" -q bench "$src/config/astro.yaml" --input "$work/in" --device cpu --sweep threads=1,2 --repeat 2 \
-  --warmup 1 --images 6 --trace --out "$work/b" > "$work/table.txt" || fail "bench exit code $?"
+  --warmup 1 --images 6 --trace --ceiling --out "$work/b" > "$work/table.txt" || fail "bench exit code $?"
 [ -s "$work/b/bench.csv" ] || fail "bench.csv missing"
 [ "$(wc -l < "$work/b/bench.csv")" -eq 3 ] || fail "bench.csv should have a header and 2 rows"
 [ ! -e "$work/b/.bench-inputs" ] && [ ! -e "$work/b/.bench-scratch" ] || fail "scratch or input links left behind"
 grep -q "Amdahl" "$work/table.txt" || fail "no Amdahl line in the table"
+grep -q "^input ceiling (read and converted" "$work/table.txt" || fail "no input ceiling line in the table"
 
 "$python" - "$work/b/bench.json" <<'PY'
 import json, sys
@@ -42,6 +43,12 @@ base = [p for p in pts if p["engine"]["threads"] == 1][0]
 check(base["scaling"]["speedup"] == 1.0, "baseline speedup 1")
 check(pts[1]["scaling"]["speedup"] > 0 and "karp_flatt" in pts[1]["scaling"], "speedup of the 2-thread point")
 check("amdahl" in b["scaling"]["lines"][0], "Amdahl fit")
+c = b["input_ceiling"]
+check(c["items"] == 6 and c["failed"] == 0 and c["threads"] == 2, "input ceiling: 6 items read on 2 threads")
+check(abs(c["images_per_second"]["median"] * c["seconds"]["median"] - 6) < 1e-6, "input ceiling rate")
+for p in pts:
+    check(abs(p["input_ceiling_fraction"] - p["images_per_second"]["median"] / c["images_per_second"]["median"]) < 1e-9,
+          "each point's share of the input ceiling")
 PY
 [ -s "$work/b/traces/point-1.trace.json" ] || fail "trace"
 

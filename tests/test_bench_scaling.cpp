@@ -1,5 +1,5 @@
 // imflow bench scaling analysis on synthetic data: Amdahl fit with a known serial fraction,
-// Karp-Flatt, Gustafson, medians and the sweep grid.
+// Karp-Flatt, Gustafson, medians and the sweep grid; the report's lines.
 #include <catch2/catch.hpp>
 
 #include <cmath>
@@ -9,6 +9,20 @@
 #include "bench/sweep.hpp"
 
 using namespace imflow::bench;
+
+namespace {
+// A point of bench.json with what format_report reads: 512 items at `rate` images/s.
+nlohmann::json report_point(const char* label, double rate, nlohmann::json engine = nlohmann::json::object()) {
+  return nlohmann::json{{"label", label},
+                        {"items", 512},
+                        {"images_per_second", {{"median", rate}, {"min", rate}, {"max", rate}}},
+                        {"wall_seconds", {{"median", 512 / rate}}},
+                        {"end_to_end_seconds", {{"median", 512 / rate}}},
+                        {"scaling", {{"speedup", 1.0}}},
+                        {"bottleneck", {{"stage", "read"}, {"utilisation", 0.9}}},
+                        {"engine", std::move(engine)}};
+}
+}  // namespace
 
 TEST_CASE("Amdahl fit recovers a known serial fraction", "[bench]") {
   const double f = 0.08;
@@ -91,20 +105,24 @@ TEST_CASE("scaling analysis: speedup against the fewest-workers point of each li
 
 TEST_CASE("the report sets the engine's chosen buffers beside the best point, and a pool that grew", "[bench]") {
   nlohmann::json bench = {{"points", nlohmann::json::array()}, {"scaling", {{"lines", nlohmann::json::array()}}}};
-  const auto point = [](const char* label, double rate, nlohmann::json engine) {
-    return nlohmann::json{{"label", label},
-                          {"items", 512},
-                          {"images_per_second", {{"median", rate}, {"min", rate}, {"max", rate}}},
-                          {"wall_seconds", {{"median", 512 / rate}}},
-                          {"end_to_end_seconds", {{"median", 512 / rate}}},
-                          {"scaling", {{"speedup", 1.0}}},
-                          {"bottleneck", {{"stage", "read"}, {"utilisation", 0.9}}},
-                          {"engine", std::move(engine)}};
-  };
-  bench["points"].push_back(point("streams=4", 900, {{"buffers", 8}, {"buffers_automatic", true}, {"items_at_end", 48}}));
-  bench["points"].push_back(point("streams=8", 1000, {{"buffers", 4}, {"buffers_automatic", true}}));
+  bench["points"].push_back(report_point("streams=4", 900, {{"buffers", 8}, {"buffers_automatic", true}, {"items_at_end", 48}}));
+  bench["points"].push_back(report_point("streams=8", 1000, {{"buffers", 4}, {"buffers_automatic", true}}));
   const std::string text = format_report(bench);
   CHECK_THAT(text, Catch::Contains("streams=4: 8 buffers per stream chosen (the pool grew to 48 items during the run), "
                                    "900.0 images/s = 0.90 x the best point (streams=8, 1000.0)"));
   CHECK_THAT(text, Catch::Contains("streams=8: 4 buffers per stream chosen, 1000.0 images/s = 1.00 x the best point"));
+}
+
+TEST_CASE("the report sets the best point against the input ceiling, or says why there is none", "[bench][ceiling]") {
+  nlohmann::json bench = {{"points", {report_point("streams=4", 900), report_point("streams=8", 1000)}},
+                          {"scaling", {{"lines", nlohmann::json::array()}}}};
+  bench["input_ceiling"] = {{"what", "read"},
+                            {"threads", 16},
+                            {"images_per_second", {{"median", 1250.0}, {"min", 1200.0}, {"max", 1300.0}}},
+                            {"megabytes_per_second", 20971.52}};
+  CHECK_THAT(format_report(bench), Catch::Contains("input ceiling (read, 16 threads): 1250.0 images/s (1200.0 .. 1300.0), "
+                                                   "20972 MB/s; the best point (streams=8) runs at 80% of it\n"));
+  bench["input_ceiling"] = {{"skipped", "m.fits: images above 1 GiB are read in tiles or strips"}};
+  CHECK_THAT(format_report(bench),
+             Catch::Contains("input ceiling not measured: m.fits: images above 1 GiB are read in tiles or strips\n"));
 }

@@ -172,6 +172,24 @@ void write_csv(const nlohmann::json& bench, const std::filesystem::path& path) {
   write_text_atomic(path, csv);
 }
 
+namespace {
+// The input ceiling (input_ceiling.hpp) and the best point's share of it, or why it is missing.
+std::string ceiling_line(const nlohmann::json& ceiling, const nlohmann::json* best) {
+  if (!ceiling.contains("images_per_second")) {
+    return fmt::format("input ceiling not measured: {}\n", ceiling.value("skipped", ceiling.value("error", std::string("unknown"))));
+  }
+  const auto& ips = ceiling["images_per_second"];
+  std::string line = fmt::format("input ceiling ({}, {} threads): {:.1f} images/s ({:.1f} .. {:.1f}), {:.0f} MB/s",
+                                 ceiling["what"].get<std::string>(), ceiling["threads"].get<int>(), ips["median"].get<double>(),
+                                 ips["min"].get<double>(), ips["max"].get<double>(), ceiling["megabytes_per_second"].get<double>());
+  if (best != nullptr) {
+    line += fmt::format("; the best point ({}) runs at {:.0f}% of it", (*best)["label"].get<std::string>(),
+                        100 * (*best)["images_per_second"]["median"].get<double>() / ips["median"].get<double>());
+  }
+  return line + "\n";
+}
+}  // namespace
+
 std::string format_report(const nlohmann::json& bench) {
   std::string text = fmt::format("{:<28} {:>7} {:>10} {:>19} {:>9} {:>11} {:>9}  {}\n", "point", "items", "images/s",
                                  "(min .. max)", "wall s", "end to end", "speedup", "bottleneck (utilisation)");
@@ -202,6 +220,7 @@ std::string format_report(const nlohmann::json& bench) {
                           (*best)["label"].get<std::string>(), top);
     }
   }
+  if (bench.contains("input_ceiling")) text += ceiling_line(bench["input_ceiling"], best);
   for (const auto& line : bench["scaling"]["lines"]) {
     const std::string fixed = line["fixed"].empty() ? "all points" : line["fixed"].dump();
     if (line.contains("amdahl")) {

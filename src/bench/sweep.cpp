@@ -9,6 +9,7 @@
 #include <optional>
 #include <sstream>
 
+#include "bench/input_ceiling.hpp"
 #include "bench/inputs.hpp"
 #include "bench/machine.hpp"
 #include "bench/measure.hpp"
@@ -188,6 +189,22 @@ nlohmann::json run_sweep(Pipeline& pipeline, const BenchOptions& options, const 
   }
   spdlog::set_level(quiet);
   pipeline.engine = base_engine;
+  if (options.ceiling && bench["status"] == "ok") {
+    int threads = 1;  // the most threads a point ran with
+    for (const auto& point : bench["points"]) threads = std::max(threads, point["engine"]["threads"].get<int>());
+    try {
+      bench["input_ceiling"] = measure_input_ceiling(pipeline, threads, options.repeat);
+      if (bench["input_ceiling"].contains("images_per_second")) {
+        const double ceiling = bench["input_ceiling"]["images_per_second"]["median"].get<double>();
+        for (auto& point : bench["points"]) {
+          point["input_ceiling_fraction"] = point["images_per_second"]["median"].get<double>() / ceiling;
+        }
+      }
+    } catch (const std::exception& error) {
+      bench["input_ceiling"] = {{"error", error.what()}};
+      spdlog::warn("input ceiling not measured: {}", error.what());
+    }
+  }
   pipeline.input.dir = original_input;
   analyse_scaling(bench);
   return bench;

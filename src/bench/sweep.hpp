@@ -29,6 +29,7 @@ struct BenchOptions {
   int64_t images = 0;      // > 0: run on this many input files, cycling the directory's files
   bool gustafson = false;  // scaled size: images = base x workers (threads on CPU, streams on GPU)
   bool trace = false;      // Chrome trace of the last warm-up run of every point
+  bool ceiling = false;    // also measure the input ceiling (input_ceiling.hpp) after the points
   bool verbose = false;    // keep the per-run info log lines
   std::string command_line;
 };

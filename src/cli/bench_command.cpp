@@ -53,6 +53,9 @@ BenchCommand::BenchCommand(CLI::App& app, int argc, char** argv) : args_(std::ma
   command_->add_option("--buffers-per-stream", a.buffers_per_stream, "CUDA buffers per stream when not swept (0: chosen per run)")
       ->check(CLI::Range(0, 16));
   command_->add_flag("--trace", a.options.trace, "write OUT/traces/point-K.trace.json from each point's last warm-up");
+  command_->add_flag("--ceiling", a.options.ceiling,
+                     "after the points, time reading the inputs (and copying them to the GPU) with no steps: the "
+                     "most any pipeline could reach on them here, and each point's share of it");
   command_->footer("Exit codes: 0 every point ran without failed items; 1 bad command line or pipeline; 2 a point had "
                    "failed items or errors (named); 3 the bench could not start; 130 interrupted.");
 }

@@ -2,12 +2,14 @@
 # Every figure in docs/performance.md, measured with `imflow bench` (3 timed repeats after a
 # warm-up; median, min and max per point) on this machine, into bench/results/<kind>/:
 #   astro-2048   512 float32 2048x2048 FITS images made from the real ISAAC frame, config/astro.yaml:
-#                GPU at the default streams/buffers and at streams 4 x 8 buffers, FITS catalogs
+#                GPU at the default streams/buffers and at streams 4 x 8 buffers (with the input
+#                ceiling: the inputs read and copied to the GPU with no steps), FITS catalogs
 #                only, a 41x41 Moffat matched filter; CPU with 1, 4 and all threads
 #   mosaic-32k   one 32,000 x 32,000 float32 mosaic of real cells (datasets/make_mosaic.py):
 #                GPU-resident, GPU tiles, CPU tiles
 #   mri          the 880 real MRI slices (datasets/fetch_mri.sh) cycled to 14,080 (GPU) and 1,760
-#                (CPU): config/mri-gpu.yaml, the all-GPU batched form, config/mri.yaml on the CPU
+#                (CPU): config/mri-gpu.yaml (with the input ceiling), the all-GPU batched form,
+#                config/mri.yaml on the CPU
 #   peers        SEP 1.4.1 and SExtractor against imflow on the same 4096x4096 fields
 #                (tools/peers/device.sh; needs the carried peers, see tools/gpu/README.md)
 #   deblend      config/astro-sextractor.yaml (SExtractor's defaults, deblending and CLEAN) on 8
@@ -128,7 +130,7 @@ part_astro() {
   variant "$scratch/astro-fits.yaml" config/astro.yaml 's/formats: \[csv, fits\]/formats: [fits]/'
   moffat_pipeline "$scratch/astro-moffat.yaml"
   if [ "$gpus" -gt 0 ]; then
-    bench astro-2048-gpu config/astro.yaml "$in" --device cuda --threads "$cores" --sweep streams=4 --sweep buffers=auto,2,8
+    bench astro-2048-gpu config/astro.yaml "$in" --device cuda --threads "$cores" --sweep streams=4 --sweep buffers=auto,2,8 --ceiling
     bench astro-2048-gpu-fits-only "$scratch/astro-fits.yaml" "$in" --device cuda --threads "$cores" --streams 4 --sweep buffers=auto,8
     bench astro-2048-gpu-moffat41 "$scratch/astro-moffat.yaml" "$in" --device cuda --threads "$cores" --streams 8 --buffers-per-stream 4
     bench astro-2048-cpu-1thread config/astro.yaml "$in" --device cpu --images 16 --threads 1
@@ -166,7 +168,7 @@ part_mri() {
   variant "$scratch/mri-batched.yaml" config/mri-gpu.yaml \
     's/solver: auto, reconstruct: auto, svd_solver: auto, reconstruct_kernel: auto/solver: gpu/'
   if [ "$gpus" -gt 0 ]; then
-    bench mri-gpu config/mri-gpu.yaml $slices --device cuda --threads "$cores" --images 14080 --sweep streams=4,8 --sweep batch=auto,64
+    bench mri-gpu config/mri-gpu.yaml $slices --device cuda --threads "$cores" --images 14080 --sweep streams=4,8 --sweep batch=auto,64 --ceiling
     bench mri-gpu-batched "$scratch/mri-batched.yaml" $slices --device cuda --threads "$cores" --images 14080
     bench mri-cpu config/mri.yaml $slices --device cpu --threads "$cores" --images 1760
   else

@@ -2,6 +2,7 @@
 #include <stdexcept>
 
 #include "cuda/cuda_check.hpp"
+#include "cuda/linear_algebra.hpp"
 #include "cuda/reconstruct.hpp"
 
 namespace imflow::cuda {
@@ -211,10 +212,10 @@ void reconstruct(ReconstructKernel kernel, const ReconstructArgs& a, cudaStream_
       // Row-major out (m x n) is column-major out^T (n x m) = V (n x K) * (U diag s)^T (K x m).
       const float one = 1.0f, zero = 0.0f;
       if (a.count == 1) {
-        IMFLOW_CUBLAS_CHECK(cublasSgemm(blas, CUBLAS_OP_N, CUBLAS_OP_T, a.n, a.m, a.k_max, &one, a.v, a.ldv, scratch,
+        IMFLOW_CUBLAS_CHECK(cublas().sgemm(blas, CUBLAS_OP_N, CUBLAS_OP_T, a.n, a.m, a.k_max, &one, a.v, a.ldv, scratch,
                                         a.m, &zero, a.out, a.ldo));
       } else {
-        IMFLOW_CUBLAS_CHECK(cublasSgemmStridedBatched(blas, CUBLAS_OP_N, CUBLAS_OP_T, a.n, a.m, a.k_max, &one, a.v,
+        IMFLOW_CUBLAS_CHECK(cublas().sgemm_strided_batched(blas, CUBLAS_OP_N, CUBLAS_OP_T, a.n, a.m, a.k_max, &one, a.v,
                                                       a.ldv, a.stride_v, scratch, a.m,
                                                       static_cast<long long>(a.m) * a.k_max, &zero, a.out, a.ldo,
                                                       a.stride_out, a.count));

@@ -1,8 +1,5 @@
 // GPU SVD reconstruction (cuda/svd.hpp): per-slot cuSOLVER/cuBLAS handles bound to the slot's
 // stream, workspaces sized once per shape and reused, the rank and the metrics on the device.
-#include <cublas_v2.h>
-#include <cusolverDn.h>
-
 #include <algorithm>
 #include <cfloat>
 #include <cmath>
@@ -10,6 +7,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "cuda/linear_algebra.hpp"
 #include "cuda/svd.hpp"
 #include "cuda/svd_batched.hpp"
 #include "cuda/svd_metrics.hpp"
@@ -43,18 +41,18 @@ const char* svd_solver_name(SvdSolver solver) {
 
 struct SvdState {
   explicit SvdState(cudaStream_t stream) {
-    IMFLOW_CUSOLVER_CHECK(cusolverDnCreate(&solver));
-    IMFLOW_CUSOLVER_CHECK(cusolverDnSetStream(solver, stream));
-    IMFLOW_CUBLAS_CHECK(cublasCreate(&blas));
-    IMFLOW_CUBLAS_CHECK(cublasSetStream(blas, stream));
-    IMFLOW_CUSOLVER_CHECK(cusolverDnCreateGesvdjInfo(&params));
+    IMFLOW_CUSOLVER_CHECK(cusolver().create(&solver));
+    IMFLOW_CUSOLVER_CHECK(cusolver().set_stream(solver, stream));
+    IMFLOW_CUBLAS_CHECK(cublas().create(&blas));
+    IMFLOW_CUBLAS_CHECK(cublas().set_stream(blas, stream));
+    IMFLOW_CUSOLVER_CHECK(cusolver().create_gesvdj_info(&params));
     ints.reserve(4);
     partials.reserve(kMetricsMaxBlocks * 5);
   }
   ~SvdState() {
-    if (params) cusolverDnDestroyGesvdjInfo(params);
-    if (blas) cublasDestroy(blas);
-    if (solver) cusolverDnDestroy(solver);
+    if (params) cusolver().destroy_gesvdj_info(params);
+    if (blas) cublas().destroy(blas);
+    if (solver) cusolver().destroy(solver);
   }
   SvdState(const SvdState&) = delete;
   SvdState& operator=(const SvdState&) = delete;
@@ -138,9 +136,9 @@ void finish(GpuContext& gpu) {
 
 // Q of the QR of the rows x cols column-major matrix x (in place).
 void orthonormalize(SvdState& st, float* x, int rows, int cols) {
-  IMFLOW_CUSOLVER_CHECK(cusolverDnSgeqrf(st.solver, rows, cols, x, rows, st.tau.data(), st.work.data(), st.lwork,
+  IMFLOW_CUSOLVER_CHECK(cusolver().sgeqrf(st.solver, rows, cols, x, rows, st.tau.data(), st.work.data(), st.lwork,
                                          st.ints.data() + 2));
-  IMFLOW_CUSOLVER_CHECK(cusolverDnSorgqr(st.solver, rows, cols, cols, x, rows, st.tau.data(), st.work.data(), st.lwork,
+  IMFLOW_CUSOLVER_CHECK(cusolver().sorgqr(st.solver, rows, cols, cols, x, rows, st.tau.data(), st.work.data(), st.lwork,
                                          st.ints.data() + 2));
 }
 
@@ -187,7 +185,7 @@ void svd_reconstruct(GpuContext& gpu, const SvdOptions& o) {
     // The row-major m x n image is the column-major n x m matrix B = A^T = U_B S V_B^T (economy):
     // A's U is V_B (m x r), A's V is U_B (n x r); no transposes.
     if (st.cached_solver != solver_id || st.cached_m != m || st.cached_n != n) {
-      IMFLOW_CUSOLVER_CHECK(cusolverDnSgesvdj_bufferSize(st.solver, CUSOLVER_EIG_MODE_VECTOR, 1, n, m, st.a.data(), n,
+      IMFLOW_CUSOLVER_CHECK(cusolver().sgesvdj_buffer_size(st.solver, CUSOLVER_EIG_MODE_VECTOR, 1, n, m, st.a.data(), n,
                                                          st.s.data(), st.va.data(), n, st.ua.data(), m, &st.lwork,
                                                          st.params));
       st.work.reserve(static_cast<size_t>(std::max(st.lwork, 1)));
@@ -195,7 +193,7 @@ void svd_reconstruct(GpuContext& gpu, const SvdOptions& o) {
     }
     IMFLOW_CUDA_CHECK(cudaMemcpyAsync(st.a.data(), gpu.image.data(), sizeof(float) * m * n, cudaMemcpyDeviceToDevice,
                                       gpu.stream));
-    IMFLOW_CUSOLVER_CHECK(cusolverDnSgesvdj(st.solver, CUSOLVER_EIG_MODE_VECTOR, 1, n, m, st.a.data(), n, st.s.data(),
+    IMFLOW_CUSOLVER_CHECK(cusolver().sgesvdj(st.solver, CUSOLVER_EIG_MODE_VECTOR, 1, n, m, st.a.data(), n, st.s.data(),
                                             st.va.data(), n, st.ua.data(), m, st.work.data(), st.lwork, st.ints.data(),
                                             st.params));
   } else if (o.solver == SvdSolver::gesvd) {
@@ -203,7 +201,7 @@ void svd_reconstruct(GpuContext& gpu, const SvdOptions& o) {
     // with geam); the VT it returns is transposed into the U/V layout with geam.
     const int rows = std::max(m, n), cols = r;
     if (st.cached_solver != solver_id || st.cached_m != m || st.cached_n != n) {
-      IMFLOW_CUSOLVER_CHECK(cusolverDnSgesvd_bufferSize(st.solver, rows, cols, &st.lwork));
+      IMFLOW_CUSOLVER_CHECK(cusolver().sgesvd_buffer_size(st.solver, rows, cols, &st.lwork));
       st.work.reserve(static_cast<size_t>(std::max(st.lwork, 1)));
       st.cached_solver = solver_id, st.cached_m = m, st.cached_n = n, st.cached_l = -1;
     }
@@ -212,16 +210,16 @@ void svd_reconstruct(GpuContext& gpu, const SvdOptions& o) {
     if (n >= m) {
       IMFLOW_CUDA_CHECK(cudaMemcpyAsync(st.a.data(), gpu.image.data(), sizeof(float) * m * n, cudaMemcpyDeviceToDevice,
                                         gpu.stream));
-      IMFLOW_CUSOLVER_CHECK(cusolverDnSgesvd(st.solver, job, job, n, m, st.a.data(), n, st.s.data(), st.va.data(), n,
+      IMFLOW_CUSOLVER_CHECK(cusolver().sgesvd(st.solver, job, job, n, m, st.a.data(), n, st.s.data(), st.va.data(), n,
                                              st.vt.data(), r, st.work.data(), st.lwork, nullptr, st.ints.data()));
-      IMFLOW_CUBLAS_CHECK(cublasSgeam(st.blas, CUBLAS_OP_T, CUBLAS_OP_N, m, r, &one, st.vt.data(), r, &zero,
+      IMFLOW_CUBLAS_CHECK(cublas().sgeam(st.blas, CUBLAS_OP_T, CUBLAS_OP_N, m, r, &one, st.vt.data(), r, &zero,
                                       st.ua.data(), m, st.ua.data(), m));
     } else {
-      IMFLOW_CUBLAS_CHECK(cublasSgeam(st.blas, CUBLAS_OP_T, CUBLAS_OP_N, m, n, &one, gpu.image.data(), n, &zero,
+      IMFLOW_CUBLAS_CHECK(cublas().sgeam(st.blas, CUBLAS_OP_T, CUBLAS_OP_N, m, n, &one, gpu.image.data(), n, &zero,
                                       st.a.data(), m, st.a.data(), m));
-      IMFLOW_CUSOLVER_CHECK(cusolverDnSgesvd(st.solver, job, job, m, n, st.a.data(), m, st.s.data(), st.ua.data(), m,
+      IMFLOW_CUSOLVER_CHECK(cusolver().sgesvd(st.solver, job, job, m, n, st.a.data(), m, st.s.data(), st.ua.data(), m,
                                              st.vt.data(), r, st.work.data(), st.lwork, nullptr, st.ints.data()));
-      IMFLOW_CUBLAS_CHECK(cublasSgeam(st.blas, CUBLAS_OP_T, CUBLAS_OP_N, n, r, &one, st.vt.data(), r, &zero,
+      IMFLOW_CUBLAS_CHECK(cublas().sgeam(st.blas, CUBLAS_OP_T, CUBLAS_OP_N, n, r, &one, st.vt.data(), r, &zero,
                                       st.va.data(), n, st.va.data(), n));
     }
   } else {
@@ -235,15 +233,15 @@ void svd_reconstruct(GpuContext& gpu, const SvdOptions& o) {
     st.tau.reserve(l);
     if (st.cached_solver != solver_id || st.cached_m != m || st.cached_n != n || st.cached_l != l) {
       int w = 0, best = 1;
-      IMFLOW_CUSOLVER_CHECK(cusolverDnSgeqrf_bufferSize(st.solver, n, l, st.y.data(), n, &w));
+      IMFLOW_CUSOLVER_CHECK(cusolver().sgeqrf_buffer_size(st.solver, n, l, st.y.data(), n, &w));
       best = std::max(best, w);
-      IMFLOW_CUSOLVER_CHECK(cusolverDnSgeqrf_bufferSize(st.solver, m, l, st.z.data(), m, &w));
+      IMFLOW_CUSOLVER_CHECK(cusolver().sgeqrf_buffer_size(st.solver, m, l, st.z.data(), m, &w));
       best = std::max(best, w);
-      IMFLOW_CUSOLVER_CHECK(cusolverDnSorgqr_bufferSize(st.solver, n, l, l, st.y.data(), n, st.tau.data(), &w));
+      IMFLOW_CUSOLVER_CHECK(cusolver().sorgqr_buffer_size(st.solver, n, l, l, st.y.data(), n, st.tau.data(), &w));
       best = std::max(best, w);
-      IMFLOW_CUSOLVER_CHECK(cusolverDnSorgqr_bufferSize(st.solver, m, l, l, st.z.data(), m, st.tau.data(), &w));
+      IMFLOW_CUSOLVER_CHECK(cusolver().sorgqr_buffer_size(st.solver, m, l, l, st.z.data(), m, st.tau.data(), &w));
       best = std::max(best, w);
-      IMFLOW_CUSOLVER_CHECK(cusolverDnSgesvdj_bufferSize(st.solver, CUSOLVER_EIG_MODE_VECTOR, 1, m, l, st.z.data(), m,
+      IMFLOW_CUSOLVER_CHECK(cusolver().sgesvdj_buffer_size(st.solver, CUSOLVER_EIG_MODE_VECTOR, 1, m, l, st.z.data(), m,
                                                          st.s.data(), st.ua.data(), m, st.small.data(), l, &w,
                                                          st.params));
       best = std::max(best, w);
@@ -260,19 +258,19 @@ void svd_reconstruct(GpuContext& gpu, const SvdOptions& o) {
     }
     const float* M = gpu.image.data();
     float *Y = st.y.data(), *Z = st.z.data();
-    IMFLOW_CUBLAS_CHECK(cublasSgemm(st.blas, CUBLAS_OP_N, CUBLAS_OP_N, n, l, m, &one, M, n, st.omega.data(), m, &zero, Y, n));
+    IMFLOW_CUBLAS_CHECK(cublas().sgemm(st.blas, CUBLAS_OP_N, CUBLAS_OP_N, n, l, m, &one, M, n, st.omega.data(), m, &zero, Y, n));
     for (int it = 0; it < o.power_iterations; ++it) {
       orthonormalize(st, Y, n, l);
-      IMFLOW_CUBLAS_CHECK(cublasSgemm(st.blas, CUBLAS_OP_T, CUBLAS_OP_N, m, l, n, &one, M, n, Y, n, &zero, Z, m));
+      IMFLOW_CUBLAS_CHECK(cublas().sgemm(st.blas, CUBLAS_OP_T, CUBLAS_OP_N, m, l, n, &one, M, n, Y, n, &zero, Z, m));
       orthonormalize(st, Z, m, l);
-      IMFLOW_CUBLAS_CHECK(cublasSgemm(st.blas, CUBLAS_OP_N, CUBLAS_OP_N, n, l, m, &one, M, n, Z, m, &zero, Y, n));
+      IMFLOW_CUBLAS_CHECK(cublas().sgemm(st.blas, CUBLAS_OP_N, CUBLAS_OP_N, n, l, m, &one, M, n, Z, m, &zero, Y, n));
     }
     orthonormalize(st, Y, n, l);
-    IMFLOW_CUBLAS_CHECK(cublasSgemm(st.blas, CUBLAS_OP_T, CUBLAS_OP_N, m, l, n, &one, M, n, Y, n, &zero, Z, m));
-    IMFLOW_CUSOLVER_CHECK(cusolverDnSgesvdj(st.solver, CUSOLVER_EIG_MODE_VECTOR, 1, m, l, Z, m, st.s.data(),
+    IMFLOW_CUBLAS_CHECK(cublas().sgemm(st.blas, CUBLAS_OP_T, CUBLAS_OP_N, m, l, n, &one, M, n, Y, n, &zero, Z, m));
+    IMFLOW_CUSOLVER_CHECK(cusolver().sgesvdj(st.solver, CUSOLVER_EIG_MODE_VECTOR, 1, m, l, Z, m, st.s.data(),
                                             st.ua.data(), m, st.small.data(), l, st.work.data(), st.lwork,
                                             st.ints.data(), st.params));
-    IMFLOW_CUBLAS_CHECK(cublasSgemm(st.blas, CUBLAS_OP_N, CUBLAS_OP_N, n, l, l, &one, Y, n, st.small.data(), l, &zero,
+    IMFLOW_CUBLAS_CHECK(cublas().sgemm(st.blas, CUBLAS_OP_N, CUBLAS_OP_N, n, l, l, &one, Y, n, st.small.data(), l, &zero,
                                     st.va.data(), n));
     enqueue_choose_k(st.s.data(), l, static_cast<int>(rank), 0.0, st.ints.data(), gpu.results.data(), true, gpu.stream);
     run_reconstruct(gpu, st, o.kernel, st.ua.data(), m, st.s.data(), st.va.data(), n, static_cast<int>(rank));

@@ -7,13 +7,12 @@
 //   same stream by the Jacobi kernel (redo_only), their V_D = D^T U_D / s (gesvda_fallback).
 // - jacobi: gives Q (the first k_max left singular vectors of D) and every s; the other factor
 //   is the projection P = D^T Q (one strided-batched GEMM), so A_k = Q P^T with unit weights.
-#include <cublas_v2.h>
-#include <cusolverDn.h>
 
 #include <algorithm>
 #include <stdexcept>
 #include <string>
 
+#include "cuda/linear_algebra.hpp"
 #include "cuda/reconstruct.hpp"
 #include "cuda/svd_batched.hpp"
 #include "cuda/svd_jacobi.hpp"
@@ -23,14 +22,14 @@ namespace imflow::cuda {
 
 struct SvdBatchState {
   explicit SvdBatchState(cudaStream_t stream_) : stream(stream_) {
-    IMFLOW_CUSOLVER_CHECK(cusolverDnCreate(&solver));
-    IMFLOW_CUSOLVER_CHECK(cusolverDnSetStream(solver, stream));
-    IMFLOW_CUBLAS_CHECK(cublasCreate(&blas));
-    IMFLOW_CUBLAS_CHECK(cublasSetStream(blas, stream));
+    IMFLOW_CUSOLVER_CHECK(cusolver().create(&solver));
+    IMFLOW_CUSOLVER_CHECK(cusolver().set_stream(solver, stream));
+    IMFLOW_CUBLAS_CHECK(cublas().create(&blas));
+    IMFLOW_CUBLAS_CHECK(cublas().set_stream(blas, stream));
   }
   ~SvdBatchState() {
-    if (blas) cublasDestroy(blas);
-    if (solver) cusolverDnDestroy(solver);
+    if (blas) cublas().destroy(blas);
+    if (solver) cusolver().destroy(solver);
   }
   SvdBatchState(const SvdBatchState&) = delete;
   SvdBatchState& operator=(const SvdBatchState&) = delete;
@@ -237,14 +236,14 @@ void svd_reconstruct_batched(std::shared_ptr<SvdBatchState>& state, cudaStream_t
     }
     const long long su = static_cast<long long>(M) * k_max, sv = static_cast<long long>(N) * k_max;
     if (st.cached_m != m || st.cached_n != n || st.cached_count != count || st.cached_k != k_max) {
-      IMFLOW_CUSOLVER_CHECK(cusolverDnSgesvdaStridedBatched_bufferSize(
+      IMFLOW_CUSOLVER_CHECK(cusolver().sgesvda_strided_batched_buffer_size(
           st.solver, CUSOLVER_EIG_MODE_VECTOR, k_max, M, N, d, M, mn, st.s.data(), N, st.u.data(), M, su, st.v.data(), N,
           sv, &st.lwork, count));
       st.work.reserve(static_cast<size_t>(std::max(st.lwork, 1)));
       st.cached_m = m, st.cached_n = n, st.cached_count = count, st.cached_k = k_max;
     }
     // h_RnrmF = nullptr: no residual, so the call stays asynchronous.
-    IMFLOW_CUSOLVER_CHECK(cusolverDnSgesvdaStridedBatched(st.solver, CUSOLVER_EIG_MODE_VECTOR, k_max, M, N, d, M, mn,
+    IMFLOW_CUSOLVER_CHECK(cusolver().sgesvda_strided_batched(st.solver, CUSOLVER_EIG_MODE_VECTOR, k_max, M, N, d, M, mn,
                                                           st.s.data(), N, st.u.data(), M, su, st.v.data(), N, sv,
                                                           st.work.data(), st.lwork, st.info.data(), nullptr, count));
     if (st.force_fallback) {
@@ -285,10 +284,10 @@ void svd_reconstruct_batched(std::shared_ptr<SvdBatchState>& state, cudaStream_t
     const float one = 1.0f, zero = 0.0f;
     const long long sq = static_cast<long long>(M) * k_max, sp = static_cast<long long>(N) * k_max;
     if (m >= n) {
-      IMFLOW_CUBLAS_CHECK(cublasSgemmStridedBatched(st.blas, CUBLAS_OP_N, CUBLAS_OP_N, n, k_max, m, &one, job.images, n,
+      IMFLOW_CUBLAS_CHECK(cublas().sgemm_strided_batched(st.blas, CUBLAS_OP_N, CUBLAS_OP_N, n, k_max, m, &one, job.images, n,
                                                     mn, st.u.data(), m, sq, &zero, st.v.data(), n, sp, count));
     } else {
-      IMFLOW_CUBLAS_CHECK(cublasSgemmStridedBatched(st.blas, CUBLAS_OP_T, CUBLAS_OP_N, m, k_max, n, &one, job.images, n,
+      IMFLOW_CUBLAS_CHECK(cublas().sgemm_strided_batched(st.blas, CUBLAS_OP_T, CUBLAS_OP_N, m, k_max, n, &one, job.images, n,
                                                     mn, st.u.data(), n, sq, &zero, st.v.data(), m, sp, count));
     }
     if (st.ones_filled < k_max) {

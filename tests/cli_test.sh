@@ -6,6 +6,10 @@ work=$(mktemp -d); trap 'rm -rf "$work"' EXIT
 fail() { echo "FAIL: $*" >&2; exit 1; }
 
 "$imflow" --version | grep "^imflow [0-9]" > /dev/null || fail "--version"
+# cuBLAS and cuSOLVER open only when a GPU SVD step runs (cuda/linear_algebra.hpp), not at start.
+if LD_DEBUG=libs "$imflow" --version 2>&1 | grep -E "find library=lib(cublas|cusolver)"; then
+  fail "cuBLAS or cuSOLVER is loaded when imflow starts"
+fi
 for sub in run validate steps; do "$imflow" $sub --help | grep "Usage" > /dev/null || fail "$sub --help"; done
 "$imflow" --help | grep "Exit codes" > /dev/null || fail "--help lists exit codes"
 

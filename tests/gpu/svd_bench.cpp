@@ -10,7 +10,6 @@
 // 3. Batched solvers (gesvda, jacobi): slices/s of the batched GPU stage (one upload, normalize is
 //    not included, SVD + reconstruction + metrics, one download per batch) for batches of
 //    16..256 slices on 1 and 4 streams (cuda/svd_batched.hpp).
-#include <cublas_v2.h>
 
 #include <algorithm>
 #include <atomic>
@@ -32,6 +31,7 @@
 
 #include "cuda/gpu_batch.hpp"
 #include "cuda/gpu_context.hpp"
+#include "cuda/linear_algebra.hpp"
 #include "cuda/reconstruct.hpp"
 #include "cuda/resources.hpp"
 #include "cuda/svd.hpp"
@@ -63,8 +63,8 @@ nlohmann::json bench_kernels(int m, int n, int k, int reps) {
   IMFLOW_CUDA_CHECK(cudaMemcpy(dk.data(), &k, 4, cudaMemcpyHostToDevice));
   icuda::Stream stream;
   cublasHandle_t blas = nullptr;
-  IMFLOW_CUBLAS_CHECK(cublasCreate(&blas));
-  IMFLOW_CUBLAS_CHECK(cublasSetStream(blas, stream.get()));
+  IMFLOW_CUBLAS_CHECK(imflow::cuda::cublas().create(&blas));
+  IMFLOW_CUBLAS_CHECK(imflow::cuda::cublas().set_stream(blas, stream.get()));
   icuda::ReconstructArgs args{du.data(), m, ds.data(), dv.data(), n, m, n, dk.data(), k, dout.data(), n};
   std::vector<std::tuple<icuda::ReconstructKernel, icuda::ReconstructConfig, std::string>> runs;
   for (auto b : {std::pair{32, 1}, std::pair{32, 4}, std::pair{32, 8}, std::pair{64, 4}, std::pair{128, 2},
@@ -97,7 +97,7 @@ nlohmann::json bench_kernels(int m, int n, int k, int reps) {
     std::printf("  reconstruct %4dx%-4d k %3d %-9s %-16s %9.2f us %9.1f GFLOP/s %8.1f GB/s\n", m, n, k,
                 icuda::reconstruct_kernel_name(kernel), label.c_str(), sec * 1e6, flops / sec * 1e-9, bytes / sec * 1e-9);
   }
-  cublasDestroy(blas);
+  imflow::cuda::cublas().destroy(blas);
   return out;
 }
 

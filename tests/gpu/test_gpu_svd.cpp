@@ -16,6 +16,7 @@
 
 #include <unistd.h>
 
+#include "cuda/linear_algebra.hpp"
 #include "cuda/normalize.hpp"
 #include "cuda/reconstruct.hpp"
 #include "cuda/svd.hpp"
@@ -85,8 +86,8 @@ TEST_CASE("GPU reconstruction kernels match the CPU reconstruction", "[gpu][mri]
   icuda::DeviceBuffer<float> du, ds, dv, dout, scratch;
   icuda::DeviceBuffer<int> dk(1);
   cublasHandle_t blas = nullptr;
-  IMFLOW_CUBLAS_CHECK(cublasCreate(&blas));
-  IMFLOW_CUBLAS_CHECK(cublasSetStream(blas, slot.stream.get()));
+  IMFLOW_CUBLAS_CHECK(imflow::cuda::cublas().create(&blas));
+  IMFLOW_CUBLAS_CHECK(imflow::cuda::cublas().set_stream(blas, slot.stream.get()));
   std::mt19937 rng(3);
   std::normal_distribution<float> g;
   struct Shape { int m, n, k; };
@@ -133,7 +134,7 @@ TEST_CASE("GPU reconstruction kernels match the CPU reconstruction", "[gpu][mri]
       CHECK(rel_diff(out.data(), ref.data(), ref.size()) < 1e-5);
     }
   }
-  cublasDestroy(blas);
+  imflow::cuda::cublas().destroy(blas);
 }
 
 TEST_CASE("GPU SVD on matrices of known spectrum: square, tall, wide, rank-deficient, zero", "[gpu][mri][svd]") {

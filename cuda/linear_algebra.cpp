@@ -86,6 +86,14 @@ const CusolverApi& cusolver() {
 
 #undef IMFLOW_BIND
 
+void open_linear_algebra() noexcept {
+  try {
+    cublas();
+    cusolver();
+  } catch (const CudaError&) {
+  }
+}
+
 bool cublas_loaded() { return is_loaded(IMFLOW_CUBLAS_SONAME); }
 bool cusolver_loaded() { return is_loaded(IMFLOW_CUSOLVER_SONAME); }
 

@@ -49,6 +49,10 @@ struct CusolverApi {
 const CublasApi& cublas();
 const CusolverApi& cusolver();
 
+// Open both now (e.g. on a thread of its own while the devices are set up); a failure is left for
+// the first use to report.
+void open_linear_algebra() noexcept;
+
 // Whether the library is open in this process (it is not until a GPU SVD step runs).
 bool cublas_loaded();
 bool cusolver_loaded();

@@ -41,6 +41,10 @@ class Step {
   virtual bool has_cuda_batch() const { return false; }
   virtual void run_cuda_batch(WorkItem* const* items, int count, GpuBatch& batch) const;
 
+  // Whether the step's GPU code calls cuBLAS or cuSOLVER: the CUDA engine then opens them
+  // (cuda/linear_algebra.hpp) on a thread of their own while it sets up the devices.
+  virtual bool uses_gpu_linear_algebra() const { return false; }
+
   // CUDA runs, once before the graph starts, for steps that say chooses_on_device(): time the
   // step's options on `sample` (the first input item, the steps before this one already run on
   // the CPU) with `gpu` (an idle slot), fix the choice, and describe it for the summary.

@@ -8,13 +8,16 @@
 #include <spdlog/spdlog.h>
 #include <tbb/flow_graph.h>
 
+#include <algorithm>
 #include <chrono>
+#include <future>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
 
 #include "cuda/cuda_check.hpp"
+#include "cuda/linear_algebra.hpp"
 #include "imflow/errors.hpp"
 #include "companion_inputs.hpp"
 #include "gpu_batch_graph.hpp"
@@ -259,6 +262,12 @@ void run_gpu_graph(RunContext& run, ItemSource& source, int threads, const Engin
   // The first input's plane: the batch size and the pinned work items' count are chosen from it.
   const int64_t plane_bytes = first_plane_bytes(source.file_list(), run.tiles != nullptr ? &run.tiles->plan() : nullptr);
   const auto setup_start = Clock::now();
+  // cuBLAS and cuSOLVER (~0.1 s to open) meanwhile, when a step will call them.
+  std::future<void> linear_algebra;
+  const auto& steps = run.pipeline.steps;
+  if (std::any_of(steps.begin(), steps.end(), [](const auto& step) { return step->uses_gpu_linear_algebra(); })) {
+    linear_algebra = std::async(std::launch::async, cuda::open_linear_algebra);
+  }
   const std::vector<int> devices = chosen_devices(configured);
   GpuTimeline timeline(devices);
   std::vector<std::unique_ptr<GpuSlot>> slots;

@@ -146,6 +146,7 @@ class SvdReconstructStep final : public Step {
   }
 
   bool chooses_on_device() const override { return solver_ == "auto" && reconstruct_ != "cpu"; }
+  bool uses_gpu_linear_algebra() const override { return reconstruct_ != "cpu"; }
   nlohmann::json choose_on_device(WorkItem& sample, GpuContext& gpu, std::unique_ptr<GpuBatch>& batch_state,
                                   int host_threads, int batch) const override;
 

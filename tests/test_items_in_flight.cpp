@@ -44,9 +44,12 @@ TEST_CASE("pinned items stay within an eighth of host memory and 8 GiB", "[items
   CHECK(choose_gpu_tokens(4, 16, 0, 8 * kGiB).per_stream == 8);
 }
 
-TEST_CASE("buffers_per_stream: 0 or absent is automatic, negative is an error", "[items_in_flight][config]") {
+TEST_CASE("buffers_per_stream: 0 or absent is automatic, up to 1024 explicit, negative is an error", "[items_in_flight][config]") {
   CHECK(imflow::parse_pipeline("steps: [background]\n", "test.yaml").engine.buffers_per_stream == 0);
   CHECK(imflow::parse_pipeline("buffers_per_stream: 5\nsteps: [background]\n", "test.yaml").engine.buffers_per_stream == 5);
+  // More than the automatic choice's 16 (a pool that grows may pass it too; batches hold hundreds).
+  CHECK(imflow::parse_pipeline("buffers_per_stream: 1024\nsteps: [background]\n", "test.yaml").engine.buffers_per_stream == 1024);
+  CHECK_THROWS_AS(imflow::parse_pipeline("buffers_per_stream: 1025\nsteps: [background]\n", "test.yaml"), imflow::ConfigError);
   CHECK(imflow::parse_pipeline("steps: [background]\n", "test.yaml").engine.memory_mb == 1024);
   CHECK_THROWS_AS(imflow::parse_pipeline("buffers_per_stream: -1\nsteps: [background]\n", "test.yaml"), imflow::ConfigError);
 }

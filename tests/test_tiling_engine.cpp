@@ -214,7 +214,8 @@ TEST_CASE("tiling.resident: auto only with catalog outputs; strips of about a ti
   CHECK(deblend.resident_bytes_per_pixel == 48 + 64 + 16);
   CHECK(plan_tiling(pipeline).resident_bytes_per_pixel == 48);
   // Strips of whole rows, about size^2 pixels, at least one row, at most the image.
-  CHECK(resident_strip_rows(4096, 32000, 32000) == 524);
+  CHECK(resident_strip_rows(4096, 32000, 32000) == 131);  // 4 Mi pixels at most
+  CHECK(resident_strip_rows(1024, 32000, 32000) == 32);
   CHECK(resident_strip_rows(64, 100, 70) == 40);
   CHECK(resident_strip_rows(8, 1000, 70) == 1);
   CHECK(resident_strip_rows(4096, 100, 70) == 70);

@@ -37,9 +37,12 @@ struct TilingPlan {
   int64_t resident_bytes_per_pixel = 48;
 };
 
-// Rows per strip of a GPU-resident image: strips of about tile_size^2 pixels, whole rows.
+// Rows per strip of a GPU-resident image: strips of about tile_size^2 pixels, at most 4 Mi (16 MiB
+// of float32, a read that keeps every thread busy), whole rows.
 inline int64_t resident_strip_rows(int64_t tile_size, int64_t width, int64_t height) {
-  const int64_t rows = width > 0 ? tile_size * tile_size / width : height;
+  constexpr int64_t kMaxStripPixels = int64_t{1} << 22;
+  const int64_t pixels = tile_size * tile_size < kMaxStripPixels ? tile_size * tile_size : kMaxStripPixels;
+  const int64_t rows = width > 0 ? pixels / width : height;
   return rows < 1 ? 1 : (rows > height ? height : rows);
 }
 

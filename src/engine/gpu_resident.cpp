@@ -24,10 +24,12 @@ namespace imflow {
 namespace {
 constexpr double kFreeMemoryShare = 0.8;
 
-// One reader's pinned buffer and the stream its copies go through.
+// A pinned buffer for one strip, the stream its copy goes through and the event that marks the
+// copy's end: the buffer is read into again only after it.
 struct StripStaging {
   ImageBuffer pixels{cuda::pinned_allocator()};
   cuda::Stream stream;
+  cuda::Event copied;
 };
 }  // namespace
 
@@ -47,8 +49,8 @@ void upload_resident_plane(RunContext& run, GpuContext& gpu, WorkItem& item) {
   check_input_file(ref.path, run.pipeline.input.max_file_bytes, false);  // it may have changed since the scan
   const int64_t width = ref.core.width, height = ref.core.height, rows = ref.resident_rows;
   const int64_t strips = (height + rows - 1) / rows;
-  // As many staging buffers as threads can read at once: a thread never waits for one.
-  const int64_t readers = std::min<int64_t>(strips, tbb::this_task_arena::max_concurrency());
+  // Two staging buffers per thread that reads: one is read into while the other's copy runs.
+  const int64_t readers = std::min<int64_t>(strips, 2 * int64_t{tbb::this_task_arena::max_concurrency()});
   std::vector<std::unique_ptr<StripStaging>> staging;
   tbb::concurrent_bounded_queue<StripStaging*> idle;
   {
@@ -60,6 +62,14 @@ void upload_resident_plane(RunContext& run, GpuContext& gpu, WorkItem& item) {
       idle.push(staging.back().get());
     }
   }
+  // No staging buffer goes (or goes back to the pinned cache) while a copy from it may run, also
+  // when a read fails.
+  struct DrainCopies {
+    const std::vector<std::unique_ptr<StripStaging>>& staging;
+    ~DrainCopies() {
+      for (const auto& buffer : staging) IMFLOW_CUDA_LOG(cudaStreamSynchronize(buffer->stream.get()));
+    }
+  } drain_copies{staging};
   ReadLimits limits;
   limits.max_pixels = run.pipeline.input.max_pixels;
   std::atomic<int64_t> bytes{0}, busy_ns{0};
@@ -85,12 +95,13 @@ void upload_resident_plane(RunContext& run, GpuContext& gpu, WorkItem& item) {
               ~GiveBack() { queue.push(buffer); }
             } give_back{idle, buffer};
             const auto start = Trace::Clock::now();
+            buffer->copied.synchronize();  // the buffer's previous strip is on the device
             const TileRect strip{0, s * rows, width, std::min(rows, height - s * rows)};
             bytes += read_fits_region(ref.path, ref.hdu, ref.plane, strip, buffer->pixels, limits);
             IMFLOW_CUDA_CHECK(cudaMemcpyAsync(gpu.image.data() + strip.y * width, buffer->pixels.data(),
                                               static_cast<size_t>(strip.size()) * sizeof(float), cudaMemcpyHostToDevice,
                                               buffer->stream.get()));
-            buffer->stream.synchronize();
+            buffer->copied.record(buffer->stream.get());
             const auto end = Trace::Clock::now();
             busy_ns += std::chrono::duration_cast<std::chrono::nanoseconds>(end - start).count();
             if (run.trace != nullptr) {
@@ -103,6 +114,7 @@ void upload_resident_plane(RunContext& run, GpuContext& gpu, WorkItem& item) {
         },
         tbb::simple_partitioner());
   });
+  for (const auto& buffer : staging) buffer->stream.synchronize();  // the last strips' copies, their errors
   catalog_room.get();
   item.input_bytes = bytes.load();
   item.times.push_back({"read", static_cast<double>(busy_ns.load()) * 1e-9});

@@ -11,9 +11,9 @@
 #include <atomic>
 #include <chrono>
 #include <memory>
-#include <numeric>
 #include <vector>
 
+#include "bench/scaling.hpp"
 #include "engine/item_source.hpp"
 #include "imflow/engine.hpp"
 #include "imflow/errors.hpp"
@@ -23,24 +23,13 @@
 #ifdef IMFLOW_HAVE_CUDA
 #include "cuda/cuda_check.hpp"
 #include "cuda/resources.hpp"
+#include "engine/gpu_graph.hpp"
 #endif
 
 namespace imflow::bench {
 
 namespace {
 constexpr int64_t kLargestItemBytes = int64_t{1} << 30;
-
-#ifdef IMFLOW_HAVE_CUDA
-// The GPUs the engine would use: its devices list, else all.
-std::vector<int> engine_devices(const EngineConfig& engine) {
-  if (!engine.devices.empty()) return engine.devices;
-  int count = 0;
-  IMFLOW_CUDA_CHECK(cudaGetDeviceCount(&count));
-  std::vector<int> all(static_cast<size_t>(count));
-  std::iota(all.begin(), all.end(), 0);
-  return all;
-}
-#endif
 
 // One thread's buffers: the host image (pinned on a GPU) and, on a GPU, its device copy and stream.
 struct Lane {
@@ -109,7 +98,7 @@ nlohmann::json measure_input_ceiling(const Pipeline& pipeline, int threads, int 
   }
   std::vector<int> devices{-1};
 #ifdef IMFLOW_HAVE_CUDA
-  if (gpu) devices = engine_devices(pipeline.engine);
+  if (gpu) devices = chosen_devices(pipeline.engine);
 #endif
   std::atomic<size_t> lanes_made{0};
   tbb::enumerable_thread_specific<std::unique_ptr<Lane>> lanes;
@@ -137,15 +126,14 @@ nlohmann::json measure_input_ceiling(const Pipeline& pipeline, int threads, int 
     if (pass > 0) seconds.push_back(elapsed);
     failed = failures.load(), total_bytes = bytes.load();
   }
-  std::sort(seconds.begin(), seconds.end());
-  const double median = seconds[seconds.size() / 2];
+  const Spread time = spread(seconds);
   const auto count = static_cast<double>(items.size());
   result["items"] = items.size();
   result["failed"] = failed;
   result["megabytes"] = static_cast<double>(total_bytes) * 1e-6;
-  result["seconds"] = {{"median", median}, {"min", seconds.front()}, {"max", seconds.back()}};
-  result["images_per_second"] = {{"median", count / median}, {"min", count / seconds.back()}, {"max", count / seconds.front()}};
-  result["megabytes_per_second"] = static_cast<double>(total_bytes) * 1e-6 / median;
+  result["seconds"] = {{"median", time.median}, {"min", time.min}, {"max", time.max}};
+  result["images_per_second"] = {{"median", count / time.median}, {"min", count / time.max}, {"max", count / time.min}};
+  result["megabytes_per_second"] = static_cast<double>(total_bytes) * 1e-6 / time.median;
   return result;
 }
 

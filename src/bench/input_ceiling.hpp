@@ -9,12 +9,12 @@
 namespace imflow::bench {
 
 // Every whole-plane item of `pipeline`'s inputs read `repeats` times (after one untimed pass) on
-// `threads` threads, each into a buffer of its own: pinned and copied to the first GPU of the
-// engine when its device is cuda (float32 FITS left big-endian, as the CUDA engine reads them),
-// else converted as the CPU engine reads them. Returns {what, device, threads, items, failed,
-// megabytes, images_per_second and seconds {median, min, max}, megabytes_per_second (median)};
-// {skipped: why} when an item is tiled or larger than 1 GiB (read in tiles or strips by the
-// engine). Throws ConfigError when no input file matches.
+// `threads` threads, each into a buffer of its own: pinned and copied to one of the engine's GPUs
+// (the threads' buffers take them in turn) when its device is cuda (float32 FITS left big-endian,
+// as the CUDA engine reads them), else converted as the CPU engine reads them. Returns {what,
+// device, threads, items, failed, megabytes, images_per_second and seconds {median, min, max},
+// megabytes_per_second (median)}; {skipped: why} when an item is tiled or larger than 1 GiB (read
+// in tiles or strips by the engine). Throws ConfigError when no input file matches.
 nlohmann::json measure_input_ceiling(const Pipeline& pipeline, int threads, int repeats);
 
 }  // namespace imflow::bench

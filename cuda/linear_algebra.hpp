@@ -53,13 +53,8 @@ const CusolverApi& cusolver();
 // the first use to report.
 void open_linear_algebra() noexcept;
 
-// Whether the library is open in this process (it is not until a GPU SVD step runs).
-bool cublas_loaded();
-bool cusolver_loaded();
-
 namespace detail {
 void check_cublas(cublasStatus_t status, const char* statement, const char* file, int line);
-const char* cusolver_status_name(cusolverStatus_t status);
 void check_cusolver(cusolverStatus_t status, const char* statement, const char* file, int line);
 }  // namespace detail
 

@@ -63,6 +63,9 @@ struct OutputConfig {
   bool wants(const std::string& format) const;
 };
 
+// The most pinned work items per stream `buffers_per_stream` (and --buffers-per-stream) accepts.
+inline constexpr int kMaxBuffersPerStream = 1024;
+
 struct EngineConfig {
   std::string device = "auto";  // auto | cpu | cuda
   int threads = 0;              // 0: all hardware threads

@@ -51,7 +51,7 @@ BenchCommand::BenchCommand(CLI::App& app, int argc, char** argv) : args_(std::ma
   command_->add_option("--buffers", a.buffers, "CPU buffers when not swept")->check(CLI::Range(0, 4096));
   command_->add_option("--streams", a.streams, "CUDA streams when not swept")->check(CLI::Range(1, 64));
   command_->add_option("--buffers-per-stream", a.buffers_per_stream, "CUDA buffers per stream when not swept (0: chosen per run)")
-      ->check(CLI::Range(0, 1024));
+      ->check(CLI::Range(0, kMaxBuffersPerStream));
   command_->add_flag("--trace", a.options.trace, "write OUT/traces/point-K.trace.json from each point's last warm-up");
   command_->add_flag("--ceiling", a.options.ceiling,
                      "after the points, time reading the inputs (and copying them to the GPU) with no steps: the "

@@ -101,7 +101,7 @@ void add_engine_options(CLI::App* command, RunArgs& args) {
   command->add_option("--devices", args.devices, "CUDA devices: all (default) or a list such as 0,1; overrides devices");
   command->add_option("--streams", args.streams, "CUDA streams per GPU")->check(CLI::Range(1, 64));
   command->add_option("--buffers-per-stream", args.buffers_per_stream, "pinned buffers per stream (0: chosen from the host's threads, the streams and the image size)")
-      ->check(CLI::Range(0, 1024));
+      ->check(CLI::Range(0, kMaxBuffersPerStream));
   command->add_option("--batch", args.batch, "same-shape items per GPU launch for batchable pipelines (1: per item; 0: chosen from the item size)")
       ->check(CLI::Range(0, 4096));
   command->add_option("--tile", args.tile, "tile edge in pixels for large FITS images (0: never tile); overrides tiling.size")

@@ -70,7 +70,7 @@ EngineConfig parse_engine(ParamReader& reader) {
     reader.fail(devices, "devices", "expected 'all' or a list of device numbers >= 0");
   }
   engine.streams = static_cast<int>(reader.integer("streams", 4, 1, 64));
-  engine.buffers_per_stream = static_cast<int>(reader.integer("buffers_per_stream", 0, 0, 1024));
+  engine.buffers_per_stream = static_cast<int>(reader.integer("buffers_per_stream", 0, 0, kMaxBuffersPerStream));
   engine.batch = static_cast<int>(reader.integer("batch", 0, 0, 4096));
   engine.memory_mb = reader.integer("memory_mb", 1024, 16, int64_t{1} << 30);
   engine.fail_fast = reader.boolean("fail_fast", false);

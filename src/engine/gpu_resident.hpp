@@ -19,8 +19,8 @@ int64_t resident_pixel_limit(const std::vector<int>& devices, int64_t bytes_per_
 // arena's threads, and copy each into gpu.image at its rows; returns when every copy has completed.
 // Sets gpu's image size (cuda::prepare_item) and item.input_bytes, adds the strips' read time
 // (busy seconds: the reads, and waits for a staging buffer's previous copy) to the item as "read"
-// and one trace event per strip. Throws
-// InputError naming the file for a bad read, cuda::CudaError for a CUDA failure.
+// and one trace event per strip. Throws InputError naming the file for a bad read,
+// cuda::CudaError for a CUDA failure.
 void upload_resident_plane(RunContext& run, GpuContext& gpu, WorkItem& item);
 
 }  // namespace imflow

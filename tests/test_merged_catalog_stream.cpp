@@ -60,6 +60,22 @@ TEST_CASE("the merged catalog made during the run is the merge's, in any finishi
   CHECK(no_temporaries(dir.path()));
 }
 
+TEST_CASE("items past the queue's bound wait for the writer rather than give the stream up", "[summary]") {
+  // In list order, every part over the 200-byte bound comes while the writer has the parts before
+  // it to write: the thread waits, and the file is the merge's, however far behind the writer is.
+  test::TempDir dir("merged_catalog_stream_waits");
+  const nlohmann::json items = make_items(dir.path());
+  imflow::write_merged_catalog(nlohmann::json{{"items", items}}, dir / "merged.csv");
+  for (int trial = 0; trial < 3; ++trial) {
+    std::filesystem::remove(dir / "catalog.csv");
+    imflow::MergedCatalogStream stream(dir / "catalog.csv", 200);  // bytes: about two parts
+    for (size_t i = 0; i < items.size(); ++i) stream.add(static_cast<int64_t>(i), items[i]);
+    REQUIRE(stream.finish(pointers(items)));
+    CHECK(test::read_text(dir / "catalog.csv") == test::read_text(dir / "merged.csv"));
+  }
+  CHECK(no_temporaries(dir.path()));
+}
+
 TEST_CASE("the merged catalog made during the run is given up unless its items are the summary's", "[summary]") {
   test::TempDir dir("merged_catalog_stream_given_up");
   const nlohmann::json items = make_items(dir.path());

@@ -43,9 +43,14 @@ void MergedCatalogStream::add(int64_t index, const nlohmann::json& record) {
   merged_catalog_part(record, part.rows);
   const size_t bytes = part.rows.bytes();
   {
-    std::lock_guard lock(mutex_);
+    std::unique_lock lock(mutex_);
+    // The writer's next part is always taken. Another one over the bound waits while the writer
+    // has work, which frees room without any other thread; waiting for an item that has not come
+    // could wait on threads that wait here themselves.
+    const auto over = [&] { return index != next_ && pending_bytes_ + bytes > max_pending_bytes_; };
+    room_.wait(lock, [&] { return given_up_ || !over() || !(writing_ || pending_.count(next_) != 0); });
     if (given_up_) return;
-    if (pending_bytes_ + bytes > max_pending_bytes_) {
+    if (over()) {
       spdlog::debug("catalog.csv: {} bytes wait for item {}: merged after the run instead", pending_bytes_, next_);
       give_up_locked();
     } else {
@@ -54,6 +59,7 @@ void MergedCatalogStream::add(int64_t index, const nlohmann::json& record) {
     }
   }
   changed_.notify_all();
+  room_.notify_all();  // after a give-up
 }
 
 void MergedCatalogStream::give_up() {
@@ -62,6 +68,7 @@ void MergedCatalogStream::give_up() {
     give_up_locked();
   }
   changed_.notify_all();
+  room_.notify_all();
 }
 
 void MergedCatalogStream::give_up_locked() {
@@ -82,9 +89,13 @@ void MergedCatalogStream::write_in_order() {
     pending_.erase(it);
     pending_bytes_ -= part.rows.bytes();
     ++next_;
+    writing_ = true;
     lock.unlock();
+    room_.notify_all();
     const bool ok = append(part);
     lock.lock();
+    writing_ = false;
+    room_.notify_all();
     if (!ok) {
       give_up_locked();
       return;

@@ -1,10 +1,13 @@
 // OUT/catalog.csv written while the run goes on: the thread that finishes an item makes its part
 // of the merged catalog (summary_merge.hpp: its catalog rows read back while hot, prefixed by file,
 // HDU and plane), and one writer thread appends the parts in item order, so the file is complete
-// when the last item is, not a pass over every catalog later. The file counts only when it holds
-// exactly the summary's records in the summary's order; otherwise (a tiled image, an item lost to
-// a stop, the writer too far behind, paths listed in another order than their names sort) it is
-// dropped and the run merges the catalogs after its last item, as without it.
+// when the last item is, not a pass over every catalog later. A thread whose part would put the
+// queue over its bound waits while the writer has work (the next part queued or being written), so
+// a writer slower than the run slows the run instead of leaving the merge for after it. The file
+// counts only when it holds exactly the summary's records in the summary's order; otherwise (a
+// tiled image, an item lost to a stop, too much queued behind an item that has not come, paths
+// listed in another order than their names sort) it is dropped and the run merges the catalogs
+// after its last item, as without it.
 #pragma once
 #include <nlohmann/json.hpp>
 
@@ -27,7 +30,8 @@ namespace imflow {
 
 class MergedCatalogStream {
  public:
-  // Parts waiting for an earlier item beyond `max_pending_bytes` give the stream up.
+  // Parts queued beyond `max_pending_bytes` wait for the writer while it has work, else (the next
+  // item has not come) give the stream up.
   MergedCatalogStream(std::filesystem::path path, size_t max_pending_bytes);
   ~MergedCatalogStream();  // stops the writer; an uncommitted file is removed
   MergedCatalogStream(const MergedCatalogStream&) = delete;
@@ -56,12 +60,14 @@ class MergedCatalogStream {
   std::filesystem::path path_;
   size_t max_pending_bytes_;
   std::mutex mutex_;
-  std::condition_variable changed_;
+  std::condition_variable changed_;  // a part queued, a stop or a give-up: the writer looks again
+  std::condition_variable room_;     // a part written or a give-up: waiting threads look again
   std::map<int64_t, Part> pending_;  // by item index
   std::vector<std::string> spare_rows_;  // written parts' row buffers, for the next parts to reuse
   size_t pending_bytes_ = 0;
   int64_t next_ = 0;
   bool stopping_ = false, given_up_ = false;
+  bool writing_ = false;  // the writer is appending a part (it will look at the queue again)
   // The writer thread's own (read by finish() after joining it).
   std::vector<Key> written_;
   std::unique_ptr<AtomicOutput> output_;

@@ -59,7 +59,6 @@ void MergedCatalogStream::add(int64_t index, const nlohmann::json& record) {
     }
   }
   changed_.notify_all();
-  room_.notify_all();  // after a give-up
 }
 
 void MergedCatalogStream::give_up() {
@@ -68,11 +67,11 @@ void MergedCatalogStream::give_up() {
     give_up_locked();
   }
   changed_.notify_all();
-  room_.notify_all();
 }
 
 void MergedCatalogStream::give_up_locked() {
   given_up_ = true;
+  room_.notify_all();  // threads waiting for room return
   pending_.clear();
   pending_bytes_ = 0;
   spare_rows_.clear();

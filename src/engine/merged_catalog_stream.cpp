@@ -30,26 +30,35 @@ MergedCatalogStream::~MergedCatalogStream() {
   if (writer_.joinable()) writer_.join();
 }
 
-void MergedCatalogStream::add(int64_t index, const nlohmann::json& record) {
+MergedCatalogStream::Part MergedCatalogStream::part(const nlohmann::json& record) {
   Part part{key_of(record), {}};
   {
     std::lock_guard lock(mutex_);
-    if (given_up_) return;
+    if (given_up_) return part;
     if (!spare_rows_.empty()) {
       part.rows.rows = std::move(spare_rows_.back());
       spare_rows_.pop_back();
     }
   }
   merged_catalog_part(record, part.rows);
+  return part;
+}
+
+bool MergedCatalogStream::queue(int64_t index, Part part) {
   const size_t bytes = part.rows.bytes();
+  bool waited = false;
   {
     std::unique_lock lock(mutex_);
     // The writer's next part is always taken. Another one over the bound waits while the writer
     // has work, which frees room without any other thread; waiting for an item that has not come
     // could wait on threads that wait here themselves.
     const auto over = [&] { return index != next_ && pending_bytes_ + bytes > max_pending_bytes_; };
-    room_.wait(lock, [&] { return given_up_ || !over() || !(writing_ || pending_.count(next_) != 0); });
-    if (given_up_) return;
+    const auto may_go = [&] { return given_up_ || !over() || !(writing_ || pending_.count(next_) != 0); };
+    if (!may_go()) {
+      waited = true;
+      room_.wait(lock, may_go);
+    }
+    if (given_up_) return waited;
     if (over()) {
       spdlog::debug("catalog.csv: {} bytes wait for item {}: merged after the run instead", pending_bytes_, next_);
       give_up_locked();
@@ -59,6 +68,7 @@ void MergedCatalogStream::add(int64_t index, const nlohmann::json& record) {
     }
   }
   changed_.notify_all();
+  return waited;
 }
 
 void MergedCatalogStream::give_up() {

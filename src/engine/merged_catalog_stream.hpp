@@ -37,9 +37,18 @@ class MergedCatalogStream {
   MergedCatalogStream(const MergedCatalogStream&) = delete;
   MergedCatalogStream& operator=(const MergedCatalogStream&) = delete;
 
-  // Item `index` (ItemSource's numbering: 0, 1, 2, ... in list order) finished with this summary
-  // record (RunSummary::item_record). Thread-safe; makes the part in the calling thread.
-  void add(int64_t index, const nlohmann::json& record);
+  using Key = std::tuple<std::string, int64_t, int64_t>;  // file, HDU, plane
+  struct Part {
+    Key key;
+    MergedCatalogPart rows;
+  };
+  // An item's part of the file from its summary record (RunSummary::item_record), made in the
+  // calling thread with the buffers of a part already written; empty once the stream is given up.
+  Part part(const nlohmann::json& record);
+  // Queues the part of item `index` (ItemSource's numbering: 0, 1, 2, ... in list order).
+  // Thread-safe; true when the thread waited for room behind the writer.
+  bool queue(int64_t index, Part part);
+  void add(int64_t index, const nlohmann::json& record) { queue(index, part(record)); }
   // From now on the run's merge after the last item writes the file.
   void give_up();
   // After the last item: true when the file holds exactly `records` (the summary's, in order) and
@@ -48,11 +57,6 @@ class MergedCatalogStream {
   bool finish(const std::vector<const nlohmann::json*>& records);
 
  private:
-  using Key = std::tuple<std::string, int64_t, int64_t>;  // file, HDU, plane
-  struct Part {
-    Key key;
-    MergedCatalogPart rows;
-  };
   void write_in_order();  // the writer thread's loop
   void give_up_locked();  // with mutex_ held
   bool append(const Part& part);

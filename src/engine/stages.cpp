@@ -23,6 +23,7 @@ StageTimer::StageTimer(RunContext& run, WorkItem& item, std::string stage, std::
     : run_(run), item_(item), stage_(std::move(stage)), track_(std::move(track)), start_(Trace::Clock::now()) {}
 
 StageTimer::~StageTimer() {
+  if (!recorded_) return;
   const auto end = Trace::Clock::now();
   item_.times.push_back({stage_, std::chrono::duration<double>(end - start_).count()});
   if (run_.trace != nullptr) {
@@ -137,8 +138,14 @@ void finish_stage(RunContext& run, WorkItem& item) {
   }
   if (run.merged_catalog != nullptr) {  // its rows of OUT/catalog.csv
     try {
-      StageTimer timer(run, item, "merge catalog", worker_track("write"));
-      run.merged_catalog->add(item.ref.index, record);
+      MergedCatalogStream::Part part;
+      {
+        StageTimer timer(run, item, "merge catalog", worker_track("write"));
+        part = run.merged_catalog->part(record);
+      }
+      // Timed only where the thread waited for the writer, which the run then outpaces.
+      StageTimer wait(run, item, "catalog.csv wait", worker_track("write"));
+      if (!run.merged_catalog->queue(item.ref.index, std::move(part))) wait.discard();
     } catch (const std::exception&) {
       run.merged_catalog->give_up();  // the merge after the run writes it
     }

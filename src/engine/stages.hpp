@@ -57,12 +57,14 @@ class StageTimer {
  public:
   StageTimer(RunContext& run, WorkItem& item, std::string stage, std::string track);
   ~StageTimer();
+  void discard() { recorded_ = false; }  // the interval is neither timed nor traced
 
  private:
   RunContext& run_;
   WorkItem& item_;
   std::string stage_, track_;
   Trace::Clock::time_point start_;
+  bool recorded_ = true;
 };
 
 // Reset `item` for `ref` and read its pixels; failures are recorded in the item.

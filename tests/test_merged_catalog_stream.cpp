@@ -35,6 +35,11 @@ std::vector<const nlohmann::json*> pointers(const nlohmann::json& items) {
   return out;
 }
 
+// Item `index` finished: its part made and queued, as the run's finishing thread does.
+void add(imflow::MergedCatalogStream& stream, int64_t index, const nlohmann::json& record) {
+  stream.queue(index, stream.part(record));
+}
+
 bool no_temporaries(const std::filesystem::path& dir) {
   for (const auto& entry : std::filesystem::directory_iterator(dir)) {
     if (entry.path().filename().string().find(".tmp-") != std::string::npos) return false;
@@ -74,7 +79,7 @@ TEST_CASE("items past the queue's bound wait for the writer rather than give the
   for (int trial = 0; trial < 3; ++trial) {
     std::filesystem::remove(dir / "catalog.csv");
     imflow::MergedCatalogStream stream(dir / "catalog.csv", 200);  // bytes: about two parts
-    for (size_t i = 0; i < items.size(); ++i) stream.add(static_cast<int64_t>(i), items[i]);
+    for (size_t i = 0; i < items.size(); ++i) add(stream, static_cast<int64_t>(i), items[i]);
     REQUIRE(stream.finish(pointers(items)));
     CHECK(test::read_text(dir / "catalog.csv") == test::read_text(dir / "merged.csv"));
   }
@@ -89,28 +94,28 @@ TEST_CASE("the merged catalog made during the run is given up unless its items a
   SECTION("an item never finished") {
     imflow::MergedCatalogStream stream(catalog, size_t{64} << 20);
     for (size_t i = 0; i < items.size(); ++i) {
-      if (i != 120) stream.add(static_cast<int64_t>(i), items[i]);
+      if (i != 120) add(stream, static_cast<int64_t>(i), items[i]);
     }
     CHECK_FALSE(stream.finish(all));
   }
   SECTION("the summary's order is another") {
     imflow::MergedCatalogStream stream(catalog, size_t{64} << 20);
-    for (size_t i = 0; i < items.size(); ++i) stream.add(static_cast<int64_t>(i), items[i]);
+    for (size_t i = 0; i < items.size(); ++i) add(stream, static_cast<int64_t>(i), items[i]);
     auto swapped = all;
     std::swap(swapped[3], swapped[4]);
     CHECK_FALSE(stream.finish(swapped));
   }
   SECTION("given up by the run (a tiled image)") {
     imflow::MergedCatalogStream stream(catalog, size_t{64} << 20);
-    for (size_t i = 0; i < 50; ++i) stream.add(static_cast<int64_t>(i), items[i]);
+    for (size_t i = 0; i < 50; ++i) add(stream, static_cast<int64_t>(i), items[i]);
     stream.give_up();
-    for (size_t i = 50; i < items.size(); ++i) stream.add(static_cast<int64_t>(i), items[i]);
+    for (size_t i = 50; i < items.size(); ++i) add(stream, static_cast<int64_t>(i), items[i]);
     CHECK_FALSE(stream.finish(all));
   }
   SECTION("too much waiting for a missing item") {
     imflow::MergedCatalogStream stream(catalog, 200);  // bytes
-    for (size_t i = 1; i < items.size(); ++i) stream.add(static_cast<int64_t>(i), items[i]);
-    stream.add(0, items[0]);
+    for (size_t i = 1; i < items.size(); ++i) add(stream, static_cast<int64_t>(i), items[i]);
+    add(stream, 0, items[0]);
     CHECK_FALSE(stream.finish(all));
   }
   CHECK_FALSE(std::filesystem::exists(catalog));
@@ -122,8 +127,8 @@ TEST_CASE("without a catalog among the items, the stream leaves no file, as the 
   const nlohmann::json items = {{{"file", "a.fits"}, {"hdu", 0}, {"plane", 0}, {"status", "failed"}, {"outputs", nlohmann::json::array()}},
                                 {{"file", "b.fits"}, {"hdu", 0}, {"plane", 0}, {"status", "ok"}, {"outputs", nlohmann::json::array()}}};
   imflow::MergedCatalogStream stream(dir / "catalog.csv", size_t{1} << 20);
-  stream.add(1, items[1]);
-  stream.add(0, items[0]);
+  add(stream, 1, items[1]);
+  add(stream, 0, items[0]);
   CHECK(stream.finish(pointers(items)));
   CHECK_FALSE(std::filesystem::exists(dir / "catalog.csv"));
   CHECK(imflow::write_merged_catalog(nlohmann::json{{"items", items}}, dir / "catalog.csv") == 0);

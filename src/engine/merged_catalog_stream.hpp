@@ -48,7 +48,6 @@ class MergedCatalogStream {
   // Queues the part of item `index` (ItemSource's numbering: 0, 1, 2, ... in list order).
   // Thread-safe; true when the thread waited for room behind the writer.
   bool queue(int64_t index, Part part);
-  void add(int64_t index, const nlohmann::json& record) { queue(index, part(record)); }
   // From now on the run's merge after the last item writes the file.
   void give_up();
   // After the last item: true when the file holds exactly `records` (the summary's, in order) and

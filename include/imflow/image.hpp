@@ -37,7 +37,8 @@ class HostAllocator {
   virtual void deallocate(void* pointer) noexcept = 0;
 };
 
-// Plain pageable memory (operator new).
+// Plain pageable memory (malloc); a buffer of 2 MiB or more starts on a 2 MiB boundary and is
+// advised for transparent huge pages.
 HostAllocator& pageable_allocator();
 
 // An owning float32 image. Storage grows on demand and is never shrunk, so a pooled buffer is

@@ -1,4 +1,5 @@
 // ImageBuffer storage management and the default pageable allocator.
+#include <cstdlib>
 #include <new>
 #include <stdexcept>
 
@@ -11,11 +12,23 @@ namespace {
 class PageableAllocator final : public HostAllocator {
  public:
   void* allocate(size_t bytes) override {
-    void* pointer = ::operator new(bytes);
-    advise_huge_pages(pointer, bytes);  // first touched by the reader: 2 MiB pages fault 4x faster
+    // A buffer of 2 MiB or more starts on a 2 MiB boundary, so that all of it can be huge pages
+    // (unaligned, its first and last 2 MiB fault in 4 KiB pages); first touched by the reader,
+    // 2 MiB pages fault 4x faster.
+    if (bytes < kHugePageBytes) {
+      void* pointer = std::malloc(bytes > 0 ? bytes : 1);
+      if (pointer == nullptr) throw std::bad_alloc();
+      return pointer;
+    }
+    void* pointer = nullptr;
+    if (posix_memalign(&pointer, kHugePageBytes, bytes) != 0) throw std::bad_alloc();
+    advise_huge_pages(pointer, bytes);
     return pointer;
   }
-  void deallocate(void* pointer) noexcept override { ::operator delete(pointer); }
+  void deallocate(void* pointer) noexcept override { std::free(pointer); }
+
+ private:
+  static constexpr size_t kHugePageBytes = size_t{2} << 20;
 };
 }  // namespace
 

@@ -54,6 +54,31 @@ TEST_CASE("GPU background matches the CPU on large skies (chunks of several thou
   }
 }
 
+TEST_CASE("GPU background of large skies with many non-finite pixels and huge outliers", "[gpu][background]") {
+  // The finite keys end inside a chunk of sorted keys; then chunks hold values 60 orders of
+  // magnitude apart until the clip leaves the outliers out.
+  Slot slot;
+  WorkItem item;
+  uint32_t seed = fresh_seed("GPU background, non-finite pixels and outliers");
+  INFO("seed " << seed);
+  const auto check_closely = [&](double kappa, int max_iters) {  // and the std to float64 rounding
+    const imflow::BackgroundStats gpu = gpu_background(slot, item, kappa, max_iters);
+    const imflow::BackgroundStats cpu = cpu_background(item, kappa, max_iters);
+    check_background(gpu, cpu);
+    CHECK(gpu.std == Approx(cpu.std).epsilon(1e-12));
+  };
+  fill_sky(item, 2048, 2048, seed, 40, 0.3);
+  check_closely(3.0, 100);
+  check_closely(1.5, 100);
+  float* p = item.pixels.data();
+  for (int64_t i = 0; i < item.pixels.size(); i += 97) p[i] = (i / 97) % 2 ? 3e30f : -3e30f;
+  check_closely(3.0, 100);
+  check_closely(3.0, 2);
+  // The first pass sums squares of 9e60 with squares of ~1e3: the CPU's running sum rounds them
+  // at ~1e-11, the GPU's chunk sums less.
+  check(slot, item, 3.0, 1);
+}
+
 TEST_CASE("GPU background handles ties, negatives, wide ranges and signed zeros", "[gpu][background]") {
   Slot slot;
   WorkItem item;

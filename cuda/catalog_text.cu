@@ -1,6 +1,7 @@
-// The catalog's CSV rows on the device (catalog_text.hpp): a warp per row, its lane l writing cell l
-// (and lanes 0-3 cells 32-35), each cell followed by its separator. A first pass only measures
-// the cells, a scan places the rows, a second pass writes them.
+// The catalog's CSV rows on the device (catalog_text.hpp), a thread per cell in each pass so that
+// every lane converts one number at a time: the cells' lengths (a warp's lanes on one column);
+// a warp per row places its cells (each followed by its separator); a scan places the rows; the
+// cells' text (a warp's lanes along a row).
 #include <cub/device/device_scan.cuh>
 #include <cub/warp/warp_scan.cuh>
 
@@ -19,7 +20,7 @@ namespace imflow::cuda {
 namespace {
 constexpr int kTextThreads = 256;
 constexpr int kTextWarps = kTextThreads / 32;
-constexpr unsigned kAllLanes = 0xFFFFFFFFu;
+constexpr int kCells = kernels::kCsvRowCells;
 constexpr size_t kInitialTextBytesPerRow = 512;  // ~450 on the astronomy images
 
 __device__ __forceinline__ int64_t text_rows(const DeviceResults* results, int64_t capacity) {
@@ -27,74 +28,72 @@ __device__ __forceinline__ int64_t text_rows(const DeviceResults* results, int64
   return n < capacity ? n : capacity;
 }
 
+// Pass 1: each cell's length into cell_at.
+__global__ void __launch_bounds__(kTextThreads)
+    cell_lengths_kernel(const DeviceSource* rows, const DeviceResults* results, int64_t capacity,
+                        const uint64_t* powers, uint16_t* cell_at) {
+  const int64_t count = text_rows(results, capacity);
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * kTextThreads + threadIdx.x; i < count * kCells;
+       i += static_cast<int64_t>(gridDim.x) * kTextThreads) {
+    // A warp's lanes: one cell of consecutive rows, so they take the same branches (lanes on
+    // neighbouring cells of a row diverged down to 1.5 active threads per warp, 9.7x the time).
+    const int64_t r = i % count;
+    const int cell = static_cast<int>(i / count);
+    cell_at[r * kCells + cell] = static_cast<uint16_t>(kernels::csv_cell_length(rows[r], cell, powers));
+  }
+}
+
 // A row's cells are placed by a scan over the warp's lanes (shuffles only: no shared memory).
 using LaneScan = cub::WarpScan<uint32_t>;
 
-// A lane's two cells' offsets in the row (each cell with its separator), and the row's length.
-struct RowCells {
-  uint32_t first_length = 0, second_length = 0;
-  uint32_t first_at = 0, second_at = 0, length = 0;
-};
-
-__device__ __forceinline__ void lay_out_row(const DeviceSource& s, int lane, const uint64_t* powers, RowCells& cells) {
-  cells.first_length = static_cast<uint32_t>(kernels::csv_cell_length(s, lane, powers));
-  const bool has_second = lane < kernels::kCsvRowCells - 32;
-  if (has_second) cells.second_length = static_cast<uint32_t>(kernels::csv_cell_length(s, 32 + lane, powers));
-  const uint32_t first_span = cells.first_length + 1, second_span = has_second ? cells.second_length + 1 : 0;
-  LaneScan::TempStorage storage;
-  uint32_t firsts = 0, seconds = 0;
-  LaneScan(storage).ExclusiveSum(first_span, cells.first_at, firsts);
-  LaneScan(storage).ExclusiveSum(second_span, cells.second_at, seconds);
-  cells.second_at += firsts;
-  cells.length = firsts + seconds;
-}
-
-// Pass 1: each row's length into row_ends (0 past the catalog's rows).
-__global__ void __launch_bounds__(kTextThreads) row_lengths_kernel(const DeviceSource* rows, const DeviceResults* results,
-                                                                  int64_t capacity, const uint64_t* powers,
-                                                                  uint32_t* row_ends) {
+// Pass 2, a warp per row: the cells' lengths become their offsets in the row (lane l has cells
+// l and 32 + l), the row's length goes into row_ends (0 past the catalog's rows).
+__global__ void __launch_bounds__(kTextThreads) row_layout_kernel(const DeviceResults* results, int64_t capacity,
+                                                                 uint16_t* cell_at, uint32_t* row_ends) {
   const int lane = static_cast<int>(threadIdx.x) & 31;
   const int64_t count = text_rows(results, capacity);
   for (int64_t r = static_cast<int64_t>(blockIdx.x) * kTextWarps + threadIdx.x / 32; r < capacity;
        r += static_cast<int64_t>(gridDim.x) * kTextWarps) {
     uint32_t length = 0;
     if (r < count) {
-      RowCells cells;
-      lay_out_row(rows[r], lane, powers, cells);
-      length = cells.length;
+      uint16_t* row = cell_at + r * kCells;
+      const bool has_second = lane < kCells - 32;
+      const uint32_t first_span = row[lane] + 1u, second_span = has_second ? row[32 + lane] + 1u : 0u;
+      LaneScan::TempStorage storage;
+      uint32_t first_at = 0, second_at = 0, firsts = 0, seconds = 0;
+      LaneScan(storage).ExclusiveSum(first_span, first_at, firsts);
+      LaneScan(storage).ExclusiveSum(second_span, second_at, seconds);
+      row[lane] = static_cast<uint16_t>(first_at);
+      if (has_second) row[32 + lane] = static_cast<uint16_t>(firsts + second_at);
+      length = firsts + seconds;
     }
     if (lane == 0) row_ends[r] = length;
   }
 }
 
-// Pass 2 (row_ends now the running sums): each row's text and mark, where the whole text fits.
-__global__ void __launch_bounds__(kTextThreads) row_text_kernel(const DeviceSource* rows, DeviceResults* results,
-                                                               int64_t capacity, const uint64_t* powers,
-                                                               const uint32_t* row_ends, size_t text_capacity,
-                                                               char* text, uint64_t* marks) {
-  const int lane = static_cast<int>(threadIdx.x) & 31;
+// Pass 3 (row_ends now the running sums): each cell's text and separator, and each row's mark,
+// where the whole text fits.
+__global__ void __launch_bounds__(kTextThreads) cell_text_kernel(const DeviceSource* rows, DeviceResults* results,
+                                                                int64_t capacity, const uint64_t* powers,
+                                                                const uint16_t* cell_at, const uint32_t* row_ends,
+                                                                size_t text_capacity, char* text, uint64_t* marks) {
   const int64_t count = text_rows(results, capacity);
   const uint64_t total = count > 0 ? row_ends[count - 1] : 0;
   if (blockIdx.x == 0 && threadIdx.x == 0) {
     results->csv_text_bytes = total <= text_capacity ? static_cast<long long>(total) : -1;
   }
   if (total > text_capacity) return;
-  for (int64_t r = static_cast<int64_t>(blockIdx.x) * kTextWarps + threadIdx.x / 32; r < count;
-       r += static_cast<int64_t>(gridDim.x) * kTextWarps) {
-    const DeviceSource& source = rows[r];
-    RowCells cells;
-    lay_out_row(source, lane, powers, cells);
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * kTextThreads + threadIdx.x; i < count * kCells;
+       i += static_cast<int64_t>(gridDim.x) * kTextThreads) {
+    const int64_t r = i / kCells;  // a warp's lanes: neighbouring cells, whose bytes share cache lines
+    const int cell = static_cast<int>(i % kCells);
     const uint64_t start = r > 0 ? row_ends[r - 1] : 0;
-    char* row = text + start;
-    char* end = kernels::write_csv_cell(row + cells.first_at, source, lane, powers);
-    *end = ',';
-    if (lane < kernels::kCsvRowCells - 32) {
-      end = kernels::write_csv_cell(row + cells.second_at, source, 32 + lane, powers);
-      *end = lane == kernels::kCsvRowCells - 33 ? '\n' : ',';
+    char* end = kernels::write_csv_cell(text + start + cell_at[i], rows[r], cell, powers);
+    *end = cell == kCells - 1 ? '\n' : ',';
+    if (cell == 0) {
+      const uint16_t* row = cell_at + r * kCells;
+      marks[r] = CatalogCsvText::row_mark(start, row[kernels::kCsvRaCell], row[kernels::kCsvErrthetaCell]);
     }
-    const uint32_t ra_at = __shfl_sync(kAllLanes, cells.first_at, kernels::kCsvRaCell);
-    const uint32_t errtheta_at = __shfl_sync(kAllLanes, cells.first_at, kernels::kCsvErrthetaCell);
-    if (lane == 0) marks[r] = CatalogCsvText::row_mark(start, ra_at, errtheta_at);
   }
 }
 
@@ -124,6 +123,7 @@ bool want_catalog_text(GpuContext& gpu) {
     const auto rows = static_cast<size_t>(gpu.catalog_capacity);
     state.rows.reserve(rows);
     state.row_ends.reserve(rows);
+    state.cell_at.reserve(rows * kCells);
     state.marks.reserve(rows);
     state.marks_host.reserve(rows);
     state.rows_capacity = gpu.catalog_capacity;
@@ -139,9 +139,14 @@ DeviceSource* catalog_text_rows(GpuContext& gpu) {
 void enqueue_catalog_text(GpuContext& gpu) {
   CatalogTextState& state = *gpu.catalog_text;
   const int64_t capacity = gpu.catalog_capacity;
-  const int blocks = detail::blocks_for(capacity, kTextWarps, static_cast<int64_t>(gpu.sm_count) * 16);
-  row_lengths_kernel<<<blocks, kTextThreads, 0, gpu.stream>>>(state.rows.data(), gpu.results.data(), capacity,
-                                                              state.powers.data(), state.row_ends.data());
+  const int64_t most_blocks = static_cast<int64_t>(gpu.sm_count) * 16;
+  const int cell_blocks = detail::blocks_for(capacity * kCells, kTextThreads, most_blocks);
+  const int row_blocks = detail::blocks_for(capacity, kTextWarps, most_blocks);
+  cell_lengths_kernel<<<cell_blocks, kTextThreads, 0, gpu.stream>>>(state.rows.data(), gpu.results.data(), capacity,
+                                                                    state.powers.data(), state.cell_at.data());
+  IMFLOW_CUDA_CHECK_LAUNCH();
+  row_layout_kernel<<<row_blocks, kTextThreads, 0, gpu.stream>>>(gpu.results.data(), capacity, state.cell_at.data(),
+                                                                 state.row_ends.data());
   IMFLOW_CUDA_CHECK_LAUNCH();
   size_t temp_bytes = 0;
   IMFLOW_CUDA_CHECK(cub::DeviceScan::InclusiveSum(nullptr, temp_bytes, state.row_ends.data(), state.row_ends.data(),
@@ -149,9 +154,10 @@ void enqueue_catalog_text(GpuContext& gpu) {
   gpu.scratch.reserve(temp_bytes);
   IMFLOW_CUDA_CHECK(cub::DeviceScan::InclusiveSum(gpu.scratch.data(), temp_bytes, state.row_ends.data(),
                                                   state.row_ends.data(), static_cast<int>(capacity), gpu.stream));
-  row_text_kernel<<<blocks, kTextThreads, 0, gpu.stream>>>(state.rows.data(), gpu.results.data(), capacity,
-                                                           state.powers.data(), state.row_ends.data(),
-                                                           state.text_capacity, state.text.data(), state.marks.data());
+  cell_text_kernel<<<cell_blocks, kTextThreads, 0, gpu.stream>>>(state.rows.data(), gpu.results.data(), capacity,
+                                                                 state.powers.data(), state.cell_at.data(),
+                                                                 state.row_ends.data(), state.text_capacity,
+                                                                 state.text.data(), state.marks.data());
   IMFLOW_CUDA_CHECK_LAUNCH();
   // The text's length follows the results enqueue_download copied before the catalog rows; the
   // text and marks as long as the last item's and a quarter more (collect copies any rest).

@@ -1,6 +1,7 @@
 // The catalog's CSV rows written on the device (kernels/csv_row_text.hpp), so that the host's
-// CSV writer copies text instead of formatting ~100,000 numbers per image: one warp per row
-// measures, a scan places, one warp per row writes, and the copy engine brings the text over.
+// CSV writer copies text instead of formatting ~100,000 numbers per image: a thread per cell
+// measures, scans place the cells and the rows, a thread per cell writes, and the copy engine
+// brings the text over.
 #pragma once
 #include <cstdint>
 
@@ -14,6 +15,7 @@ struct CatalogTextState {
   DeviceBuffer<uint64_t> powers;       // Schubfach's powers of ten (kernels/shortest_decimal.hpp)
   DeviceBuffer<DeviceSource> rows;     // the catalog rows, written beside catalog_host
   DeviceBuffer<uint32_t> row_ends;     // per row of the capacity: its length, then its end in the text
+  DeviceBuffer<uint16_t> cell_at;      // per row and cell: the cell's length, then its offset in the row
   DeviceBuffer<uint64_t> marks;        // CatalogCsvText::rows
   DeviceBuffer<char> text;
   PinnedBuffer<char> text_host;

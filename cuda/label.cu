@@ -1,7 +1,8 @@
 // Union-find CCL (Playne & Hawick / Allegretti "BUF" style). Invariant kept by every phase:
 // labels[x] <= x and labels[x] lies in x's component, so each tree's root is its smallest index,
-// i.e. the component's first pixel in raster order; an in-place inclusive scan of the root flags
-// then numbers the components exactly as scipy.ndimage.label does.
+// i.e. the component's first pixel in raster order; numbering the roots in raster order (a bit
+// per pixel, a count per warp word, an inclusive scan of the counts) then numbers the components
+// exactly as scipy.ndimage.label does.
 //   init:     each pixel points at the start of its horizontal run within its warp (a warp is 32
 //             pixels of one row), or at its left neighbour when the run enters from the previous
 //             warp; only its own entry is written, computed from the mask alone.
@@ -151,10 +152,27 @@ __global__ void merge_kernel(Grid2D g) {
   }
 }
 
-// labels[i] = root; rank[i] = 1 for roots (the scan input). The forest is final (merge is done),
-// so every entry another thread may read here is i's old parent or i's root, both ancestors: the
-// read-only finds are exact, and each thread writes only its own entry, with its final root.
-__global__ void compress_kernel(Grid2D g, int32_t* rank) {
+// The roots, a bit per pixel: word w = y * words_per_row + x / 32 holds the roots among its
+// row's pixels 32w .. 32w + 31 (bit = lane), and counts[w] their number (the scan's input).
+struct RootBits {
+  uint32_t* words;
+  int32_t* counts;  // then their inclusive scan
+  int words_per_row;
+};
+
+__device__ __forceinline__ void store_roots(const RootBits& r, int x, int y, bool is_root, unsigned active) {
+  const unsigned bits = __ballot_sync(active, is_root);
+  if (threadIdx.x == 0) {
+    const int64_t w = static_cast<int64_t>(y) * r.words_per_row + x / kBlockX;
+    r.words[w] = bits;
+    r.counts[w] = __popc(bits);
+  }
+}
+
+// labels[i] = root, and the root bits. The forest is final (merge is done), so every entry
+// another thread may read here is i's old parent or i's root, both ancestors: the read-only finds
+// are exact, and each thread writes only its own entry, with its final root.
+__global__ void compress_kernel(Grid2D g, RootBits roots) {
   IMFLOW_FOR_EACH_PIXEL(g) {
     const int32_t i = y * g.width + x;
     const bool set = g.mask[i] != 0;
@@ -168,11 +186,11 @@ __global__ void compress_kernel(Grid2D g, int32_t* rank) {
     } else {
       root = -1;
     }
-    rank[i] = root == i ? 1 : 0;
+    store_roots(roots, x, y, root == i, active);
   }
 }
 
-// With minarea: each root's pixel count, then the scan input keeps only roots of minarea pixels.
+// With minarea: each root's pixel count, then the root bits keep only roots of minarea pixels.
 __global__ void count_kernel(Grid2D g, int32_t* npix) {
   IMFLOW_FOR_EACH_PIXEL(g) {
     const int32_t root = g.labels[y * g.width + x];
@@ -180,21 +198,30 @@ __global__ void count_kernel(Grid2D g, int32_t* npix) {
   }
 }
 
-__global__ void keep_kernel(Grid2D g, const int32_t* npix, int64_t minarea, int32_t* rank) {
+__global__ void keep_kernel(Grid2D g, const int32_t* npix, int64_t minarea, RootBits roots) {
   IMFLOW_FOR_EACH_PIXEL(g) {
     const int32_t i = y * g.width + x;
-    rank[i] = g.labels[i] == i && npix[i] >= minarea ? 1 : 0;
+    store_roots(roots, x, y, g.labels[i] == i && npix[i] >= minarea, active_lanes(g.width, x));
   }
 }
 
+// A kept root's number: the roots before its word (the scan), then those before it in its word.
+__device__ __forceinline__ int32_t root_number(const RootBits& r, int width, int32_t root) {
+  const int32_t ry = root / width, rx = root - ry * width;
+  const int64_t w = static_cast<int64_t>(ry) * r.words_per_row + rx / kBlockX;
+  return r.counts[w] - __popc(r.words[w] >> (rx % kBlockX)) + 1;
+}
+
 // npix: null (every root kept), or the roots' pixel counts (roots below minarea become 0).
-__global__ void relabel_kernel(Grid2D g, const int32_t* rank, const int32_t* npix, int64_t minarea,
+__global__ void relabel_kernel(Grid2D g, RootBits roots, const int32_t* npix, int64_t minarea,
                                DeviceResults* results) {
   IMFLOW_FOR_EACH_PIXEL(g) {
     const int32_t i = y * g.width + x;
     const int32_t root = g.labels[i];
-    g.labels[i] = root >= 0 && (npix == nullptr || npix[root] >= minarea) ? rank[root] : 0;
-    if (x == g.width - 1 && y == g.height - 1) results->nlabels = rank[i];
+    g.labels[i] = root >= 0 && (npix == nullptr || npix[root] >= minarea) ? root_number(roots, g.width, root) : 0;
+    if (x == g.width - 1 && y == g.height - 1) {
+      results->nlabels = roots.counts[static_cast<int64_t>(y) * roots.words_per_row + x / kBlockX];
+    }
   }
 }
 
@@ -210,7 +237,9 @@ void label(GpuContext& gpu, int connectivity, int64_t minarea) {
   DeviceGuard guard(gpu.device);
   gpu.has_labels = true;
   gpu.labels.reserve(static_cast<size_t>(n) + 1);
-  gpu.label_rank.reserve(static_cast<size_t>(n) + 1);
+  const int words_per_row = static_cast<int>((gpu.width + kBlockX - 1) / kBlockX);
+  const int64_t words = gpu.height * words_per_row;
+  gpu.label_rank.reserve(static_cast<size_t>(2 * words + 1));  // the root bits' words, then their counts
   if (n == 0) return;  // nlabels stays 0 (results were reset at upload)
 
   const Grid2D g{gpu.mask.data(), gpu.labels.data(), static_cast<int>(gpu.width), static_cast<int>(gpu.height)};
@@ -226,8 +255,9 @@ void label(GpuContext& gpu, int connectivity, int64_t minarea) {
     merge_kernel<8><<<grid, block, 0, gpu.stream>>>(g);
   }
   IMFLOW_CUDA_CHECK_LAUNCH();
-  int32_t* rank = gpu.label_rank.data();
-  compress_kernel<<<grid, block, 0, gpu.stream>>>(g, rank);
+  const RootBits roots{reinterpret_cast<uint32_t*>(gpu.label_rank.data()), gpu.label_rank.data() + words,
+                       words_per_row};
+  compress_kernel<<<grid, block, 0, gpu.stream>>>(g, roots);
   IMFLOW_CUDA_CHECK_LAUNCH();
   int32_t* npix = nullptr;
   if (minarea > 1) {
@@ -236,16 +266,17 @@ void label(GpuContext& gpu, int connectivity, int64_t minarea) {
     IMFLOW_CUDA_CHECK(cudaMemsetAsync(npix, 0, static_cast<size_t>(n) * sizeof(int32_t), gpu.stream));
     count_kernel<<<grid, block, 0, gpu.stream>>>(g, npix);
     IMFLOW_CUDA_CHECK_LAUNCH();
-    keep_kernel<<<grid, block, 0, gpu.stream>>>(g, npix, minarea, rank);
+    keep_kernel<<<grid, block, 0, gpu.stream>>>(g, npix, minarea, roots);
     IMFLOW_CUDA_CHECK_LAUNCH();
   }
 
   size_t temp_bytes = 0;
-  IMFLOW_CUDA_CHECK(cub::DeviceScan::InclusiveSum(nullptr, temp_bytes, rank, rank, static_cast<int>(n), gpu.stream));
+  const auto count = static_cast<int>(words);
+  IMFLOW_CUDA_CHECK(cub::DeviceScan::InclusiveSum(nullptr, temp_bytes, roots.counts, roots.counts, count, gpu.stream));
   gpu.scratch.reserve(temp_bytes);
-  IMFLOW_CUDA_CHECK(
-      cub::DeviceScan::InclusiveSum(gpu.scratch.data(), temp_bytes, rank, rank, static_cast<int>(n), gpu.stream));
-  relabel_kernel<<<grid, block, 0, gpu.stream>>>(g, rank, npix, minarea, gpu.results.data());
+  IMFLOW_CUDA_CHECK(cub::DeviceScan::InclusiveSum(gpu.scratch.data(), temp_bytes, roots.counts, roots.counts, count,
+                                                  gpu.stream));
+  relabel_kernel<<<grid, block, 0, gpu.stream>>>(g, roots, npix, minarea, gpu.results.data());
   IMFLOW_CUDA_CHECK_LAUNCH();
 }
 

@@ -157,7 +157,7 @@ void release_image_buffers(GpuContext& gpu) {
   gpu.detection = DeviceBuffer<float>();
   gpu.mask = DeviceBuffer<uint8_t>();
   gpu.labels = DeviceBuffer<int32_t>();
-  gpu.label_rank = DeviceBuffer<int32_t>();
+  gpu.label_roots = DeviceBuffer<int32_t>();
   gpu.scratch = DeviceBuffer<unsigned char>();
   gpu.background_work = DeviceBuffer<unsigned char>();
   gpu.mesh_background.reset();

@@ -114,7 +114,7 @@ struct GpuContext {
   cuda::DeviceBuffer<float> detection;   // filtered image, valid when has_detection
   cuda::DeviceBuffer<uint8_t> mask;
   cuda::DeviceBuffer<int32_t> labels;
-  cuda::DeviceBuffer<int32_t> label_rank;     // CCL: the roots, a bit per pixel, and the scan of their counts
+  cuda::DeviceBuffer<int32_t> label_roots;    // CCL: the roots, a bit per pixel, and the scan of their counts
   cuda::DeviceBuffer<int32_t> label_npix;     // CCL with minarea: pixels per root
   cuda::DeviceBuffer<unsigned char> scratch;  // CUB temporary storage
   cuda::DeviceBuffer<unsigned char> background_work;

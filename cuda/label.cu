@@ -239,7 +239,7 @@ void label(GpuContext& gpu, int connectivity, int64_t minarea) {
   gpu.labels.reserve(static_cast<size_t>(n) + 1);
   const int words_per_row = static_cast<int>((gpu.width + kBlockX - 1) / kBlockX);
   const int64_t words = gpu.height * words_per_row;
-  gpu.label_rank.reserve(static_cast<size_t>(2 * words + 1));  // the root bits' words, then their counts
+  gpu.label_roots.reserve(static_cast<size_t>(2 * words + 1));  // the root bits' words, then their counts
   if (n == 0) return;  // nlabels stays 0 (results were reset at upload)
 
   const Grid2D g{gpu.mask.data(), gpu.labels.data(), static_cast<int>(gpu.width), static_cast<int>(gpu.height)};
@@ -255,7 +255,7 @@ void label(GpuContext& gpu, int connectivity, int64_t minarea) {
     merge_kernel<8><<<grid, block, 0, gpu.stream>>>(g);
   }
   IMFLOW_CUDA_CHECK_LAUNCH();
-  const RootBits roots{reinterpret_cast<uint32_t*>(gpu.label_rank.data()), gpu.label_rank.data() + words,
+  const RootBits roots{reinterpret_cast<uint32_t*>(gpu.label_roots.data()), gpu.label_roots.data() + words,
                        words_per_row};
   compress_kernel<<<grid, block, 0, gpu.stream>>>(g, roots);
   IMFLOW_CUDA_CHECK_LAUNCH();

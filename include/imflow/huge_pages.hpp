@@ -8,6 +8,9 @@
 
 namespace imflow {
 
+// The transparent huge page size on x86-64 (and the smallest range worth advising).
+inline constexpr size_t kHugePageBytes = size_t{2} << 20;
+
 // Asks the kernel to back [data, data + bytes) with huge pages when it is next touched (a hint:
 // a no-op off Linux, for small ranges, or where THP is off).
 void advise_huge_pages(void* data, size_t bytes);

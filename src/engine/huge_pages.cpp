@@ -12,8 +12,7 @@ namespace imflow {
 
 void advise_huge_pages(void* data, size_t bytes) {
 #if defined(__linux__) && defined(MADV_HUGEPAGE)
-  constexpr size_t kHugePage = size_t{2} << 20;
-  if (data == nullptr || bytes < kHugePage) return;
+  if (data == nullptr || bytes < kHugePageBytes) return;
   const auto page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
   const auto begin = (reinterpret_cast<uintptr_t>(data) + page - 1) / page * page;
   const auto end = (reinterpret_cast<uintptr_t>(data) + bytes) / page * page;

@@ -26,9 +26,6 @@ class PageableAllocator final : public HostAllocator {
     return pointer;
   }
   void deallocate(void* pointer) noexcept override { std::free(pointer); }
-
- private:
-  static constexpr size_t kHugePageBytes = size_t{2} << 20;
 };
 }  // namespace
 

@@ -116,6 +116,7 @@ struct GpuContext {
   cuda::DeviceBuffer<int32_t> labels;
   cuda::DeviceBuffer<int32_t> label_roots;    // CCL: the roots, a bit per pixel, and the scan of their counts
   cuda::DeviceBuffer<int32_t> label_npix;     // CCL with minarea: pixels per root
+  cuda::DeviceBuffer<unsigned long long> measure_segments;  // measure: the sources' row segments (cuda/measure.cu)
   cuda::DeviceBuffer<unsigned char> scratch;  // CUB temporary storage
   cuda::DeviceBuffer<unsigned char> background_work;
   cuda::DeviceBuffer<cuda::DeviceResults> results;

@@ -1,55 +1,40 @@
-// Measurement kernels: each thread walks a short run of pixels and accumulates while the label
-// stays the same (segments are runs along rows), then flushes with float64/64-bit atomics.
+// Measurement kernels. One pass over the labels lists the sources' row segments (a segment: at
+// most kSpan pixels of one label, inside one row and one aligned span of kSpan pixels) in raster
+// order within each block's stretch of the image, and finds each label's first pixel. Then each
+// lane of a warp sums one segment, the lanes holding one label merge their sums, and each group
+// flushes once with float64/64-bit atomics. The background pixels, most of an image, are read
+// once as labels and never again; a large source's rows become a few flushes each.
 #include <climits>
+#include <cub/block/block_scan.cuh>
 #include <stdexcept>
 
 #include "cuda/background_mesh.hpp"
-#include "cuda/catalog_text.hpp"
-#include "cuda/deblend_objects.hpp"
 #include "cuda/device_common.cuh"
 #include "cuda/measure.hpp"
+#include "cuda/measure_accumulators.cuh"
+#include "cuda/measure_run.cuh"
 #include "cuda/measured_image.hpp"
-#include "imflow/kernels/dual_image.hpp"
-#include "imflow/kernels/pixel_moments.hpp"
 #include "imflow/kernels/source_shape.hpp"
 
 namespace imflow::cuda {
 namespace {
 
+using detail::Accumulators;
+using detail::accumulators_of;
+using detail::Run;
+using detail::valid_rows;
+using detail::wide_peak;
+
 constexpr int kThreads = 256;
-constexpr int kRun = 8;  // pixels per thread
+constexpr int kSpan = 8;  // pixels per thread, in the segments pass and when walking every pixel
+constexpr int kAccumulateBlocksPerSm = 2;
 
-// Per-label arrays of kernels::PixelMoments' six sums.
-struct MomentArrays {
-  double *s, *sx, *sy, *sxx, *syy, *sxy;
-
-  __device__ void reset(int64_t r) const { s[r] = sx[r] = sy[r] = sxx[r] = syy[r] = sxy[r] = 0.0; }
-  __device__ kernels::PixelMoments at(int64_t r) const { return {s[r], sx[r], sy[r], sxx[r], syy[r], sxy[r]}; }
-  __device__ void flush(int64_t r, const kernels::PixelMoments& m) const {
-    atomicAdd(s + r, m.s);
-    atomicAdd(sx + r, m.sx);
-    atomicAdd(sy + r, m.sy);
-    atomicAdd(sxx + r, m.sxx);
-    atomicAdd(syy + r, m.syy);
-    atomicAdd(sxy + r, m.sxy);
-  }
-};
-
-struct Accumulators {
-  unsigned long long* npix;
-  double* flux;
-  double* sum_x;
-  double* sum_y;
-  unsigned long long* peak;
-  unsigned long long* peak_index;
-  unsigned int* xmin;
-  unsigned int* xmax;
-  unsigned int* ymin;
-  unsigned int* ymax;
-  MomentArrays weights;    // moments of w = value - background about the source's first pixel
-  MomentArrays variances;  // the same of the pixel variances (kernels::pixel_variance)
-  int* flags;
-  unsigned long long* first;  // raster index of the label's first pixel (first_pixel_kernel)
+// The segment list (GpuContext::measure_segments): how many segments the pass found (more than
+// `capacity`: the list overflowed, accumulate walks every pixel instead), then each segment as
+// its first pixel's raster index << 8 | its length.
+struct Segments {
+  unsigned long long* count;
+  unsigned long long* entries;
   int64_t capacity;
 };
 
@@ -65,24 +50,8 @@ struct Background {
   bool weight_gain;     // the weight map's WEIGHT_GAIN: the Poisson term x rms^2 / stats->std^2
 };
 
-Accumulators accumulators_of(CatalogAccumulators& a, int64_t capacity) {
-  const MomentArrays weights{a.flux_iso.data(), a.sum_wx.data(),  a.sum_wy.data(),
-                             a.sum_wxx.data(),  a.sum_wyy.data(), a.sum_wxy.data()};
-  const MomentArrays variances{a.sum_v.data(),   a.sum_vx.data(),  a.sum_vy.data(),
-                               a.sum_vxx.data(), a.sum_vyy.data(), a.sum_vxy.data()};
-  return {a.npix.data(), a.flux.data(), a.sum_x.data(), a.sum_y.data(), a.peak.data(), a.peak_index.data(),
-          a.xmin.data(), a.xmax.data(), a.ymin.data(),  a.ymax.data(),  weights,       variances,
-          a.flags.data(), a.first.data(), capacity};
-}
-
-Accumulators accumulators_of(GpuContext& gpu) { return accumulators_of(gpu.accumulators, gpu.catalog_capacity); }
-
-__device__ __forceinline__ int64_t valid_rows(const DeviceResults* results, int64_t capacity) {
-  const int64_t n = results->nlabels;
-  return n < capacity ? n : capacity;
-}
-
-__global__ void reset_kernel(Accumulators a, const DeviceResults* results) {
+__global__ void reset_kernel(Accumulators a, const DeviceResults* results, Segments segments) {
+  if (blockIdx.x == 0 && threadIdx.x == 0) *segments.count = 0;
   const int64_t rows = valid_rows(results, a.capacity);
   for (int64_t r = static_cast<int64_t>(blockIdx.x) * kThreads + threadIdx.x; r < rows;
        r += static_cast<int64_t>(gridDim.x) * kThreads) {
@@ -103,54 +72,51 @@ __global__ void reset_kernel(Accumulators a, const DeviceResults* results) {
   }
 }
 
-// The first pixel of every label in raster order (the smallest index: each row segment's start
-// competes), the origin of its moments, as the CPU's (kernels::accumulate_sources) is.
-__global__ void first_pixel_kernel(const int32_t* __restrict__ labels, int64_t width, int64_t n, Accumulators a) {
-  for (int64_t i = static_cast<int64_t>(blockIdx.x) * kThreads + threadIdx.x; i < n;
-       i += static_cast<int64_t>(gridDim.x) * kThreads) {
-    const int32_t l = labels[i];
-    if (l <= 0 || l > a.capacity) continue;
-    if (i % width != 0 && labels[i - 1] == l) continue;  // not the start of a row segment
-    atomicMin(a.first + l - 1, static_cast<unsigned long long>(i));
+// Each label's first pixel in raster order (the smallest index: each run's start competes), the
+// origin of its moments as on the CPU (kernels::accumulate_sources), and the segment list: a
+// thread per span of kSpan pixels, a block's segments in raster order at one atomic's offset.
+__global__ void __launch_bounds__(kThreads)
+    segments_kernel(const int32_t* __restrict__ labels, int64_t width, int64_t n, Accumulators a, Segments segments) {
+  using Scan = cub::BlockScan<int, kThreads>;
+  __shared__ typename Scan::TempStorage scan_storage;
+  __shared__ unsigned long long block_offset;
+  const int64_t spans = (n + kSpan - 1) / kSpan;
+  for (int64_t block_first = static_cast<int64_t>(blockIdx.x) * kThreads; block_first < spans;
+       block_first += static_cast<int64_t>(gridDim.x) * kThreads) {
+    const int64_t begin = (block_first + threadIdx.x) * kSpan;
+    unsigned starts = 0;     // bit k: a segment starts at begin + k
+    unsigned continues = 0;  // bit k: begin + k belongs to the segment of begin + k - 1
+    int64_t x = begin % width;
+    int32_t previous = x > 0 && begin < n ? labels[begin - 1] : 0;  // the label before, in the row
+#pragma unroll
+    for (int k = 0; k < kSpan; ++k) {
+      const int64_t i = begin + k;
+      const int32_t l = i < n ? labels[i] : 0;
+      const bool run_start = l > 0 && (x == 0 || previous != l);
+      if (run_start && l <= a.capacity) atomicMin(a.first + l - 1, static_cast<unsigned long long>(i));
+      if (l > 0 && (run_start || k == 0)) starts |= 1u << k;
+      else if (l > 0) continues |= 1u << k;
+      previous = l;
+      if (++x == width) x = 0;
+    }
+    int offset = 0, total = 0;
+    Scan(scan_storage).ExclusiveSum(__popc(starts), offset, total);
+    if (threadIdx.x == 0 && total > 0) block_offset = atomicAdd(segments.count, static_cast<unsigned long long>(total));
+    __syncthreads();
+    auto entry = block_offset + static_cast<unsigned long long>(offset);
+    __syncthreads();  // every thread has read block_offset before the next stretch's is written
+    for (; starts != 0; starts &= starts - 1, ++entry) {
+      const int k = __ffs(static_cast<int>(starts)) - 1;
+      const int length = __ffs(static_cast<int>(~(continues >> (k + 1))));  // 1 + the pixels continuing it
+      if (entry < static_cast<unsigned long long>(segments.capacity)) {
+        segments.entries[entry] = static_cast<unsigned long long>(begin + k) << 8 | static_cast<unsigned long long>(length);
+      }
+    }
   }
 }
 
 // Non-finite values never win the peak (they rank below every finite value).
 __device__ __forceinline__ uint32_t peak_key(float v) { return isfinite(v) ? detail::float_key(v) : 0u; }
-
-struct Run {
-  int32_t label = 0;
-  unsigned long long npix = 0;
-  double flux = 0.0, sx = 0.0, sy = 0.0;
-  unsigned long long peak = 0;
-  unsigned int xmin = UINT_MAX, xmax = 0, ymin = UINT_MAX, ymax = 0;
-  kernels::PixelMoments w, v;  // of the weights and of the variances
-  int flags = 0;
-};
-
-// Wide = true: images of 2^32 pixels or more; `peak` holds the value key only, the position is
-// found by position_kernel.
-template <bool Wide>
-__device__ void flush(const Run& r, const Accumulators& a, DeviceResults* results) {
-  if (r.label <= 0) return;
-  const int64_t row = r.label - 1;
-  if (row >= a.capacity) {
-    results->catalog_overflow = 1;
-    return;
-  }
-  atomicAdd(a.npix + row, r.npix);
-  atomicAdd(a.flux + row, r.flux);
-  atomicAdd(a.sum_x + row, r.sx);
-  atomicAdd(a.sum_y + row, r.sy);
-  atomicMax(a.peak + row, r.peak);
-  atomicMin(a.xmin + row, r.xmin);
-  atomicMax(a.xmax + row, r.xmax);
-  atomicMin(a.ymin + row, r.ymin);
-  atomicMax(a.ymax + row, r.ymax);
-  a.weights.flush(row, r.w);
-  a.variances.flush(row, r.v);
-  if (r.flags != 0) atomicOr(a.flags + row, r.flags);
-}
 
 // Whether one of the 8 neighbours of (x, y) is not finite (kFlagMaskedNeighbour).
 __device__ bool masked_neighbour(const float* __restrict__ image, int64_t width, int64_t height, int64_t x, int64_t y) {
@@ -163,68 +129,110 @@ __device__ bool masked_neighbour(const float* __restrict__ image, int64_t width,
   return false;
 }
 
-// At most 64 registers (4 blocks of 256 per SM, a few spilled): 87 left a quarter of the warps
-// resident and the kernel latency-bound (0.74x its time on an H200).
+// Sums pixels into runs. Wide = true: images of 2^32 pixels or more, whose run peak holds the
+// value's key only (position_kernel finds where).
 template <bool Wide>
-__global__ void __launch_bounds__(kThreads, 4)
-    accumulate_kernel(const float* __restrict__ image, const int32_t* __restrict__ labels, int64_t width, int64_t n,
-                      Accumulators a, Background background, DeviceResults* results) {
-  const int64_t runs = (n + kRun - 1) / kRun;
-  const int64_t height = n / width;
-  // Moments about the source's first pixel, as on the CPU (about the image centre, sums of a
-  // large image's sources lost ~8 digits to cancellation).
-  int64_t cx = 0, cy = 0;
-  const double level = background.level ? background.stats->median : 0.0;
-  const double global_rms = background.level ? background.stats->std : NAN;
-  const double backnoise2 = background.weight_gain ? background.stats->std * background.stats->std : 0.0;
-  for (int64_t t = static_cast<int64_t>(blockIdx.x) * kThreads + threadIdx.x; t < runs;
+struct PixelSums {
+  const float* __restrict__ image;
+  const int32_t* __restrict__ labels;
+  int64_t width, height;
+  Accumulators a;
+  Background background;
+  double level, global_rms, backnoise2;
+  int64_t cx = 0, cy = 0;  // the current label's first pixel: the moments' origin, as on the CPU
+
+  __device__ PixelSums(const float* image, const int32_t* labels, int64_t width, int64_t n, const Accumulators& a,
+                       const Background& b)
+      : image(image), labels(labels), width(width), height(n / width), a(a), background(b),
+        level(b.level ? b.stats->median : 0.0), global_rms(b.level ? b.stats->std : NAN),
+        backnoise2(b.weight_gain ? b.stats->std * b.stats->std : 0.0) {}
+
+  __device__ void start(Run& r, int32_t l) {
+    r = Run{};
+    r.label = l;
+    if (l > 0 && l <= a.capacity) {
+      const auto origin = static_cast<int64_t>(a.first[l - 1]);
+      cy = origin / width;
+      cx = origin - cy * width;
+    }
+  }
+
+  __device__ void add(Run& r, int64_t i, int64_t x, int64_t y) const {
+    // SEP measures data - bkg in float32: so does the CPU.
+    const float v = background.map != nullptr ? image[i] - background.map[i] : image[i];
+    const double d = v;
+    const double w = d - level, dx = static_cast<double>(x - cx), dy = static_cast<double>(y - cy);
+    r.w.add(w, dx, dy);
+    const double rms = background.rms_map != nullptr ? static_cast<double>(background.rms_map[i]) : global_rms;
+    r.v.add(kernels::pixel_variance(rms, w, background.gain, backnoise2), dx, dy);
+    if (masked_neighbour(image, width, height, x, y)) r.flags |= kFlagMaskedNeighbour;
+    r.npix += 1;
+    r.flux += d;
+    r.sx += d * static_cast<double>(x);
+    r.sy += d * static_cast<double>(y);
+    const unsigned long long key =
+        Wide ? peak_key(v)
+             : (static_cast<unsigned long long>(peak_key(v)) << 32) | (0xFFFFFFFFull - static_cast<uint64_t>(i));
+    r.peak = key > r.peak ? key : r.peak;
+    const auto ux = static_cast<unsigned int>(x), uy = static_cast<unsigned int>(y);
+    r.xmin = ux < r.xmin ? ux : r.xmin;
+    r.xmax = ux > r.xmax ? ux : r.xmax;
+    r.ymin = uy < r.ymin ? uy : r.ymin;
+    r.ymax = uy > r.ymax ? uy : r.ymax;
+  }
+};
+
+// The segment list overflowed (crowded fields): a thread per kSpan pixels of the whole image,
+// flushing each run of a label it walks through.
+template <bool Wide>
+__device__ void walk_every_pixel(PixelSums<Wide>& sums, int64_t n, DeviceResults* results) {
+  const int64_t spans = (n + kSpan - 1) / kSpan;
+  for (int64_t t = static_cast<int64_t>(blockIdx.x) * kThreads + threadIdx.x; t < spans;
        t += static_cast<int64_t>(gridDim.x) * kThreads) {
-    const int64_t begin = t * kRun;
-    const int64_t end = begin + kRun < n ? begin + kRun : n;
-    int64_t y = begin / width;
-    int64_t x = begin - y * width;
+    const int64_t begin = t * kSpan;
+    const int64_t end = begin + kSpan < n ? begin + kSpan : n;
+    int64_t y = begin / sums.width;
+    int64_t x = begin - y * sums.width;
     Run r;
     for (int64_t i = begin; i < end; ++i) {
-      const int32_t l = labels[i];
+      const int32_t l = sums.labels[i];
       if (l != r.label) {
-        flush<Wide>(r, a, results);
-        r = Run{};
-        r.label = l;
-        if (l > 0 && l <= a.capacity) {
-          const auto origin = static_cast<int64_t>(a.first[l - 1]);
-          cy = origin / width;
-          cx = origin - cy * width;
-        }
+        detail::flush(r, sums.a, results);
+        sums.start(r, l);
       }
-      if (l > 0) {
-        // SEP measures data - bkg in float32: so does the CPU.
-        const float v = background.map != nullptr ? image[i] - background.map[i] : image[i];
-        const double d = v;
-        const double w = d - level, dx = static_cast<double>(x - cx), dy = static_cast<double>(y - cy);
-        r.w.add(w, dx, dy);
-        const double rms = background.rms_map != nullptr ? static_cast<double>(background.rms_map[i]) : global_rms;
-        r.v.add(kernels::pixel_variance(rms, w, background.gain, backnoise2), dx, dy);
-        if (masked_neighbour(image, width, height, x, y)) r.flags |= kFlagMaskedNeighbour;
-        r.npix += 1;
-        r.flux += d;
-        r.sx += d * static_cast<double>(x);
-        r.sy += d * static_cast<double>(y);
-        const unsigned long long key =
-            Wide ? peak_key(v)
-                 : (static_cast<unsigned long long>(peak_key(v)) << 32) | (0xFFFFFFFFull - static_cast<uint64_t>(i));
-        r.peak = key > r.peak ? key : r.peak;
-        const auto ux = static_cast<unsigned int>(x), uy = static_cast<unsigned int>(y);
-        r.xmin = ux < r.xmin ? ux : r.xmin;
-        r.xmax = ux > r.xmax ? ux : r.xmax;
-        r.ymin = uy < r.ymin ? uy : r.ymin;
-        r.ymax = uy > r.ymax ? uy : r.ymax;
-      }
-      if (++x == width) {
+      if (l > 0) sums.add(r, i, x, y);
+      if (++x == sums.width) {
         x = 0;
         ++y;
       }
     }
-    flush<Wide>(r, a, results);
+    detail::flush(r, sums.a, results);
+  }
+}
+
+// Each lane one listed segment (consecutive lanes, consecutive segments); the lanes of one label
+// merge before flushing. Up to 128 registers: the merge shuffles a second run.
+template <bool Wide>
+__global__ void __launch_bounds__(kThreads, kAccumulateBlocksPerSm)
+    accumulate_kernel(const float* __restrict__ image, const int32_t* __restrict__ labels, int64_t width, int64_t n,
+                      Accumulators a, Background background, DeviceResults* results, Segments segments) {
+  PixelSums<Wide> sums(image, labels, width, n, a, background);
+  const unsigned long long listed = *segments.count;
+  if (listed > static_cast<unsigned long long>(segments.capacity)) return walk_every_pixel(sums, n, results);
+  const auto units = static_cast<int64_t>(listed);
+  const int64_t stride = static_cast<int64_t>(gridDim.x) * kThreads;
+  const int lane = static_cast<int>(threadIdx.x % 32);
+  // Every lane of a warp takes the same trips (the merge needs all 32).
+  for (int64_t unit = static_cast<int64_t>(blockIdx.x) * kThreads + threadIdx.x; unit - lane < units; unit += stride) {
+    Run r;
+    if (unit < units) {
+      const unsigned long long entry = segments.entries[unit];
+      const auto begin = static_cast<int64_t>(entry >> 8);
+      const int64_t y = begin / width, x = begin - y * width;
+      sums.start(r, labels[begin]);
+      for (int k = 0; k < static_cast<int>(entry & 0xFF); ++k) sums.add(r, begin + k, x + k, y);
+    }
+    if (detail::merge_lane_groups(r)) detail::flush(r, a, results);
   }
 }
 
@@ -241,109 +249,34 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
-// One catalog row from the accumulators. records (null: none): deblend's objects; a blend's
-// child gets SEP's centre, its moments about it, kFlagDeblended, and the edge flag of its branch,
-// an object SExtractor's CLEAN merged others into its own centre (kernels::measure_deblended's rows).
-__device__ DeviceSource catalog_row(const Accumulators& a, int64_t r, int64_t width, int64_t height, bool wide,
-                                    const DeblendRecord* records) {
-  DeviceSource s;
-  s.id = static_cast<int32_t>(r + 1);
-  s.flags = a.flags[r];
-  s.flux = a.flux[r];
-  s.x = a.sum_x[r] / s.flux;
-  s.y = a.sum_y[r] / s.flux;
-  s.npix = static_cast<int64_t>(a.npix[r]);
-  const unsigned long long peak = a.peak[r];
-  const uint32_t value_key = wide ? static_cast<uint32_t>(peak) : static_cast<uint32_t>(peak >> 32);
-  const int64_t index = wide ? static_cast<int64_t>(a.peak_index[r])
-                             : static_cast<int64_t>(0xFFFFFFFFull - (peak & 0xFFFFFFFFull));
-  s.peak = value_key == 0 ? NAN : static_cast<double>(detail::key_float(value_key));
-  s.peak_y = index / width;
-  s.peak_x = index - s.peak_y * width;
-  s.xmin = a.xmin[r];
-  s.xmax = a.xmax[r];
-  s.ymin = a.ymin[r];
-  s.ymax = a.ymax[r];
-  kernels::set_shape_columns(s, a.weights.at(r), a.variances.at(r));
-  if (s.npix > 0 && (s.xmin == 0 || s.ymin == 0 || s.xmax == width - 1 || s.ymax == height - 1)) s.flags |= kFlagEdge;
-  if (records != nullptr && (records[r].blended != 0 || records[r].merged != 0)) {
-    const DeblendRecord& object = records[r];
-    const int64_t first = static_cast<int64_t>(a.first[r]);
-    const int64_t ref_y = first / width, ref_x = first - ref_y * width;
-    s.x = object.x;
-    s.y = object.y;
-    kernels::set_shape_columns_about(s, a.weights.at(r), a.variances.at(r), object.x - static_cast<double>(ref_x),
-                                     object.y - static_cast<double>(ref_y));
-    s.flags = (s.flags & ~(kFlagEdge | kFlagDeblended)) | (object.blended != 0 ? kFlagDeblended : 0) |
-              (object.truncated != 0 ? kFlagEdge : 0);
-  }
-  if (records != nullptr) s.flags = (s.flags & ~kFlagSingular) | (records[r].singular != 0 ? kFlagSingular : 0);
-  return s;
-}
-
-// The valid rows into `out`, usually mapped host memory: each block builds kRowThreads rows in
-// shared memory, then writes them as consecutive 8-byte words, so that a warp's stores leave as
-// whole 256-byte runs over PCIe rather than 32 scattered fields of 32 rows.
-constexpr int kRowThreads = 128;
-static_assert(sizeof(DeviceSource) % sizeof(unsigned long long) == 0);
-constexpr int kRowWords = static_cast<int>(sizeof(DeviceSource) / sizeof(unsigned long long));
-
-__global__ void __launch_bounds__(kRowThreads) rows_kernel(Accumulators a, const DeviceResults* results, int64_t width,
-                                                           int64_t height, bool wide, const DeblendRecord* records,
-                                                           DeviceSource* out, DeviceSource* device_copy) {
-  __shared__ unsigned long long staged[kRowThreads * kRowWords];
-  const int64_t rows = valid_rows(results, a.capacity);
-  for (int64_t first = static_cast<int64_t>(blockIdx.x) * kRowThreads; first < rows;
-       first += static_cast<int64_t>(gridDim.x) * kRowThreads) {
-    const int64_t count = rows - first < kRowThreads ? rows - first : kRowThreads;
-    if (threadIdx.x < count) {
-      reinterpret_cast<DeviceSource*>(staged)[threadIdx.x] =
-          catalog_row(a, first + threadIdx.x, width, height, wide, records);
-    }
-    __syncthreads();
-    auto* words = reinterpret_cast<unsigned long long*>(out + first);
-    for (int64_t w = threadIdx.x; w < count * kRowWords; w += kRowThreads) words[w] = staged[w];
-    if (device_copy != nullptr) {
-      auto* copy = reinterpret_cast<unsigned long long*>(device_copy + first);
-      for (int64_t w = threadIdx.x; w < count * kRowWords; w += kRowThreads) copy[w] = staged[w];
-    }
-    __syncthreads();
-  }
-}
-
-bool wide_peak(const GpuContext& gpu) { return gpu.force_wide_peak || gpu.size() > 0xFFFFFFFFll; }
-
-// Dual-image mode: the measured image's fluxes and peaks into the detection pass's rows (the
-// CPU's MeasureStep merge).
-__global__ void merge_measured_kernel(const DeviceSource* measured, const DeviceResults* results, int64_t capacity,
-                                      DeviceSource* out) {
-  const int64_t rows = valid_rows(results, capacity);
-  for (int64_t r = static_cast<int64_t>(blockIdx.x) * kThreads + threadIdx.x; r < rows;
-       r += static_cast<int64_t>(gridDim.x) * kThreads) {
-    kernels::take_measured_fluxes(out[r], measured[r]);
-  }
-}
-
 // One pass of measure over `image` into `a` (reset first), subtracting `background`.
 void measure_pass(GpuContext& gpu, const float* image, const Accumulators& a, const Background& background) {
   const int64_t n = gpu.size();
+  // Room for a segment per 8 pixels (a crowded field's sources covering a third of the image in
+  // runs of 3 pixels); beyond that accumulate walks every pixel.
+  const int64_t capacity = n / 8 + 4096;
+  gpu.measure_segments.reserve(static_cast<size_t>(capacity) + 1);
+  const Segments segments{gpu.measure_segments.data(), gpu.measure_segments.data() + 1, capacity};
   const int rows_blocks = detail::blocks_for(gpu.catalog_capacity, kThreads, 1024);
-  reset_kernel<<<rows_blocks, kThreads, 0, gpu.stream>>>(a, gpu.results.data());
+  reset_kernel<<<rows_blocks, kThreads, 0, gpu.stream>>>(a, gpu.results.data(), segments);
   IMFLOW_CUDA_CHECK_LAUNCH();
   if (n == 0) return;
-  const int blocks = detail::blocks_for((n + kRun - 1) / kRun, kThreads, static_cast<int64_t>(gpu.sm_count) * 32);
-  first_pixel_kernel<<<detail::blocks_for(n, kThreads, static_cast<int64_t>(gpu.sm_count) * 32), kThreads, 0, gpu.stream>>>(
-      gpu.labels.data(), gpu.width, n, a);
+  const int64_t pixel_blocks = static_cast<int64_t>(gpu.sm_count) * 32;
+  segments_kernel<<<detail::blocks_for((n + kSpan - 1) / kSpan, kThreads, pixel_blocks), kThreads, 0, gpu.stream>>>(
+      gpu.labels.data(), gpu.width, n, a, segments);
   IMFLOW_CUDA_CHECK_LAUNCH();
+  // As many blocks as are resident at once: the grid strides over what is listed.
+  const int blocks = detail::blocks_for((n + kSpan - 1) / kSpan, kThreads,
+                                        static_cast<int64_t>(gpu.sm_count) * kAccumulateBlocksPerSm);
   if (wide_peak(gpu)) {
     accumulate_kernel<true><<<blocks, kThreads, 0, gpu.stream>>>(image, gpu.labels.data(), gpu.width, n, a, background,
-                                                                 gpu.results.data());
+                                                                 gpu.results.data(), segments);
     IMFLOW_CUDA_CHECK_LAUNCH();
-    const int pblocks = detail::blocks_for(n, kThreads, static_cast<int64_t>(gpu.sm_count) * 32);
-    position_kernel<<<pblocks, kThreads, 0, gpu.stream>>>(image, gpu.labels.data(), n, a, background);
+    position_kernel<<<detail::blocks_for(n, kThreads, pixel_blocks), kThreads, 0, gpu.stream>>>(
+        image, gpu.labels.data(), n, a, background);
   } else {
     accumulate_kernel<false><<<blocks, kThreads, 0, gpu.stream>>>(image, gpu.labels.data(), gpu.width, n, a, background,
-                                                                  gpu.results.data());
+                                                                  gpu.results.data(), segments);
   }
   IMFLOW_CUDA_CHECK_LAUNCH();
 }
@@ -369,28 +302,4 @@ void measure(GpuContext& gpu, double gain) {
   measure_pass(gpu, gpu.dual_image ? gpu.detection.data() : gpu.image.data(), accumulators_of(gpu),
                background_for(detection_background(gpu), gain, gpu.weight_gain && gpu.has_weight_noise));
 }
-
-void detail::enqueue_catalog_rows(GpuContext& gpu) {
-  if (!gpu.has_catalog) return;
-  gpu.catalog_host.reserve(static_cast<size_t>(gpu.catalog_capacity));
-  const int rows_blocks = detail::blocks_for(gpu.catalog_capacity, kThreads, 1024);
-  const int staged_blocks = detail::blocks_for(gpu.catalog_capacity, kRowThreads, 1024);
-  const DeblendRecord* records = gpu.has_deblend ? gpu.deblend->workspace.device_records() : nullptr;
-  const int64_t width = gpu.width > 0 ? gpu.width : 1;
-  rows_kernel<<<staged_blocks, kRowThreads, 0, gpu.stream>>>(accumulators_of(gpu), gpu.results.data(), width, gpu.height,
-                                                       wide_peak(gpu), records, gpu.catalog_host.device_pointer(),
-                                                       catalog_text_rows(gpu));
-  IMFLOW_CUDA_CHECK_LAUNCH();
-  if (!gpu.dual_image) return;
-  MeasuredImageState& m = *gpu.measured;
-  m.rows.reserve(static_cast<size_t>(gpu.catalog_capacity));
-  rows_kernel<<<staged_blocks, kRowThreads, 0, gpu.stream>>>(accumulators_of(m.accumulators, gpu.catalog_capacity),
-                                                       gpu.results.data(), width, gpu.height, wide_peak(gpu), records,
-                                                       m.rows.data(), nullptr);
-  IMFLOW_CUDA_CHECK_LAUNCH();
-  merge_measured_kernel<<<rows_blocks, kThreads, 0, gpu.stream>>>(m.rows.data(), gpu.results.data(),
-                                                                 gpu.catalog_capacity, gpu.catalog_host.device_pointer());
-  IMFLOW_CUDA_CHECK_LAUNCH();
-}
-
 }  // namespace imflow::cuda

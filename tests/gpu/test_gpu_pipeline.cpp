@@ -1,7 +1,8 @@
 // The seed pipeline on the GPU (background, segment, label, measure) vs the CPU kernels:
-// masks, labels and catalogs, edge shapes, the catalog overflow path, context reuse and the
-// real ISAAC crop and every real image under datasets/data; random inputs use fresh seeds; device
-// auto with a CPU-only step; SEP's convolution through the pipeline on both devices.
+// masks, labels and catalogs, edge shapes, the catalog overflow path, measure's segment list and
+// its overflow, context reuse and the real ISAAC crop and every real image under datasets/data;
+// random inputs use fresh seeds; device auto with a CPU-only step; SEP's convolution through the
+// pipeline on both devices.
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
@@ -88,6 +89,31 @@ TEST_CASE("GPU catalog overflow falls back to the host and grows the capacity", 
   }
   CHECK(slot.gpu.catalog_capacity >= *item.nlabels);
   check_pipeline(slot, item, 3.0, 100, 1.0, 4);  // now on the device
+}
+
+// measure lists the sources' row segments (at most 8 pixels each) in room for n/8 + 4096 of them;
+// a denser mask outgrows the list and the accumulation walks every pixel instead. Both give the
+// CPU's catalog, sparse and dense, with runs longer than a segment and masks reaching the edges.
+TEST_CASE("GPU measure sums listed segments, or every pixel once they outgrow the list", "[gpu][measure]") {
+  Slot slot;
+  WorkItem item;
+  const uint32_t seed = fresh_seed("GPU measure segments");
+  INFO("seed " << seed);
+  fill_sky(item, 1031, 517, seed, 300);
+  const int64_t capacity = 1031 * 517 / 8 + 4096;
+  const auto listed = [&] {
+    unsigned long long count = 0;
+    REQUIRE(cudaMemcpy(&count, slot.gpu.measure_segments.data(), sizeof(count), cudaMemcpyDeviceToHost) == cudaSuccess);
+    return static_cast<int64_t>(count);
+  };
+  for (int c : {4, 8}) {
+    INFO("connectivity " << c);
+    check_pipeline(slot, item, 3.0, 100, 3.0, c);
+    CHECK(listed() > *item.nlabels);
+    CHECK(listed() <= capacity);
+    check_pipeline(slot, item, 3.0, 100, 0.0, c);  // about half the pixels, runs of ~2
+    CHECK(listed() > capacity);
+  }
 }
 
 TEST_CASE("one context serves items of different sizes in stream order", "[gpu][context]") {

@@ -20,7 +20,7 @@ using detail::key_float;
 
 constexpr int kKeyThreads = 512;
 constexpr int kChunkThreads = 256;
-constexpr int kClipThreads = 1024;
+constexpr int kClipThreads = 512;  // the clip in 0.94x the time of 1024 threads, 0.66x that of 256
 constexpr int64_t kMaxChunks = 2048;             // 20 bytes each in the clip block's shared memory
 constexpr int64_t kMinChunk = 1024;
 constexpr uint32_t kInvalidKey = 0xFFFFFFFFu;  // NaN/Inf: sorts after every finite value

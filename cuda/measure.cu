@@ -27,6 +27,7 @@ using detail::wide_peak;
 
 constexpr int kThreads = 256;
 constexpr int kSpan = 8;  // pixels per thread, in the segments pass and when walking every pixel
+static_assert(kSpan == 8, "segments_kernel loads a span as two int4");
 constexpr int kAccumulateBlocksPerSm = 2;
 
 // The segment list (GpuContext::measure_segments): how many segments the pass found (more than
@@ -88,10 +89,20 @@ __global__ void __launch_bounds__(kThreads)
     unsigned continues = 0;  // bit k: begin + k belongs to the segment of begin + k - 1
     int64_t x = begin % width;
     int32_t previous = x > 0 && begin < n ? labels[begin - 1] : 0;  // the label before, in the row
+    int32_t span[kSpan];  // two 16-byte loads (begin is a multiple of 8 labels)
+    if (begin + kSpan <= n) {
+      const int4 low = __ldg(reinterpret_cast<const int4*>(labels + begin));
+      const int4 high = __ldg(reinterpret_cast<const int4*>(labels + begin) + 1);
+      span[0] = low.x, span[1] = low.y, span[2] = low.z, span[3] = low.w;
+      span[4] = high.x, span[5] = high.y, span[6] = high.z, span[7] = high.w;
+    } else {
+#pragma unroll
+      for (int k = 0; k < kSpan; ++k) span[k] = begin + k < n ? labels[begin + k] : 0;
+    }
 #pragma unroll
     for (int k = 0; k < kSpan; ++k) {
       const int64_t i = begin + k;
-      const int32_t l = i < n ? labels[i] : 0;
+      const int32_t l = span[k];
       const bool run_start = l > 0 && (x == 0 || previous != l);
       if (run_start && l <= a.capacity) atomicMin(a.first + l - 1, static_cast<unsigned long long>(i));
       if (l > 0 && (run_start || k == 0)) starts |= 1u << k;
@@ -118,15 +129,20 @@ __global__ void __launch_bounds__(kThreads)
 // Non-finite values never win the peak (they rank below every finite value).
 __device__ __forceinline__ uint32_t peak_key(float v) { return isfinite(v) ? detail::float_key(v) : 0u; }
 
-// Whether one of the 8 neighbours of (x, y) is not finite (kFlagMaskedNeighbour).
-__device__ bool masked_neighbour(const float* __restrict__ image, int64_t width, int64_t height, int64_t x, int64_t y) {
+// Whether a pixel of columns x0..x1 in rows y - 1..y + 1 (inside the image) is not finite: for
+// x0 = x - 1, x1 = x + 1, whether (x, y) or one of its 8 neighbours is (kFlagMaskedNeighbour);
+// for a segment's pixels x..x + length - 1 of row y, x - 1 and x + length, whether one of them is.
+__device__ bool masked_window(const float* __restrict__ image, int64_t width, int64_t height, int64_t x0, int64_t x1,
+                              int64_t y) {
+  x0 = x0 < 0 ? 0 : x0;
+  x1 = x1 < width ? x1 : width - 1;
+  bool masked = false;
   for (int64_t ny = y - 1; ny <= y + 1; ++ny) {
     if (ny < 0 || ny >= height) continue;
-    for (int64_t nx = x - 1; nx <= x + 1; ++nx) {
-      if (nx >= 0 && nx < width && !isfinite(__ldg(image + ny * width + nx))) return true;
-    }
+#pragma unroll 4
+    for (int64_t nx = x0; nx <= x1; ++nx) masked |= !isfinite(__ldg(image + ny * width + nx));
   }
-  return false;
+  return masked;
 }
 
 // Sums pixels into runs. Wide = true: images of 2^32 pixels or more, whose run peak holds the
@@ -165,7 +181,6 @@ struct PixelSums {
     r.w.add(w, dx, dy);
     const double rms = background.rms_map != nullptr ? static_cast<double>(background.rms_map[i]) : global_rms;
     r.v.add(kernels::pixel_variance(rms, w, background.gain, backnoise2), dx, dy);
-    if (masked_neighbour(image, width, height, x, y)) r.flags |= kFlagMaskedNeighbour;
     r.npix += 1;
     r.flux += d;
     r.sx += d * static_cast<double>(x);
@@ -200,7 +215,10 @@ __device__ void walk_every_pixel(PixelSums<Wide>& sums, int64_t n, DeviceResults
         detail::flush(r, sums.a, results);
         sums.start(r, l);
       }
-      if (l > 0) sums.add(r, i, x, y);
+      if (l > 0) {
+        sums.add(r, i, x, y);
+        if (masked_window(sums.image, sums.width, sums.height, x - 1, x + 1, y)) r.flags |= kFlagMaskedNeighbour;
+      }
       if (++x == sums.width) {
         x = 0;
         ++y;
@@ -230,7 +248,9 @@ __global__ void __launch_bounds__(kThreads, kAccumulateBlocksPerSm)
       const auto begin = static_cast<int64_t>(entry >> 8);
       const int64_t y = begin / width, x = begin - y * width;
       sums.start(r, labels[begin]);
-      for (int k = 0; k < static_cast<int>(entry & 0xFF); ++k) sums.add(r, begin + k, x + k, y);
+      const int length = static_cast<int>(entry & 0xFF);
+      for (int k = 0; k < length; ++k) sums.add(r, begin + k, x + k, y);
+      if (masked_window(image, width, sums.height, x - 1, x + length, y)) r.flags |= kFlagMaskedNeighbour;
     }
     if (detail::merge_lane_groups(r)) detail::flush(r, a, results);
   }

@@ -106,9 +106,9 @@ int64_t required_halo(const Pipeline& pipeline) {
 
 // Whether a GPU-resident image may be used (outputs catalogs only, tiling.resident auto), and the
 // GPU memory its steps need per pixel: 48 bytes (image, sort keys and CUB's work, mask, labels
-// and the label work array, measure's segment list, a detection image), deblending's pixel lists and work arrays 64 more,
-// the mesh background's two full-size maps 16, measure's photometry (the background-subtracted
-// image and its mask) 8.
+// and the label work array, measure's segment list, a detection image), deblending's pixel lists
+// and work arrays 64 more, the mesh background's two full-size maps 16, measure's photometry (the
+// background-subtracted image and its mask) 8.
 void plan_resident(const Pipeline& pipeline, TilingPlan& plan) {
   const TilingConfig& config = pipeline.tiling;
   plan.resident = config.resident;

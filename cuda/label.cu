@@ -3,11 +3,10 @@
 // i.e. the component's first pixel in raster order; numbering the roots in raster order (a bit
 // per pixel, a count per warp word, an inclusive scan of the counts) then numbers the components
 // exactly as scipy.ndimage.label does.
-//   init:     each pixel points at the start of its horizontal run within its warp (a warp is 32
-//             pixels of one row), or at its left neighbour when the run enters from the previous
-//             warp; only its own entry is written, computed from the mask alone.
-//   merge:    one union per vertical adjacency that the row runs do not already imply; find uses
-//             path halving (stores an ancestor only) and the link is an atomicMin on a root.
+//   tiles:    a block per 32 x 64 tile unites the tile's pairs in shared memory from the mask
+//             alone and writes each pixel's first pixel of its component within the tile.
+//   edges:    one union per pair across tile edges that the row runs do not already imply; find
+//             uses path halving (stores an ancestor only) and the link is an atomicMin on a root.
 //   compress: the run start of each warp run finds its root read-only and shares it by shuffle;
 //             every pixel writes only its own entry, with its final root.
 #include <cub/device/device_scan.cuh>
@@ -22,6 +21,9 @@ namespace {
 
 constexpr int kBlockX = 32;  // one warp = 32 consecutive pixels of one row (the warp scans rely on it)
 constexpr int kBlockY = 8;
+constexpr int kTileRows = 64;     // tile_kernel: a tile of kBlockX x kTileRows pixels per block,
+constexpr int kTileThreadsY = 8;  // each thread kTileRows / kTileThreadsY of its column's pixels
+constexpr int kEdgeWarps = kTileRows / kBlockX;  // tile_edges_kernel: warps per tile column
 static_assert(kBlockX == 32, "the run-start ballots assume a warp spans exactly one block row");
 
 struct Grid2D {
@@ -42,19 +44,33 @@ __device__ __forceinline__ int32_t find_root(const int32_t* labels, int32_t i) {
   return i;
 }
 
-// Find with path halving, for the merge phase only. It stores into labels[i] only after seeing
-// i is not a root (a non-root never becomes a root again), and what it stores is the parent of
-// i's earlier parent: a smaller index of the same component that was an ancestor of i. Replacing
-// the edge i->p by i->grand(p) keeps the forest's connectivity, even when it overwrites a
-// concurrent atomicMin on the non-root i (that thread then unites i's old parent itself, see
-// unite), so the halving can never split a component or link two different ones.
-__device__ __forceinline__ int32_t find_halving(int32_t* labels, int32_t i) {
+// A forest of parent indices, in global memory (the image's labels; loads and stores past L1,
+// which other SMs' stores would leave stale) or in a tile's shared memory (volatile).
+struct GlobalForest {
+  int32_t* parent;
+  __device__ int32_t load(int32_t i) const { return __ldcg(parent + i); }
+  __device__ void store(int32_t i, int32_t value) const { __stcg(parent + i, value); }
+};
+struct SharedForest {
+  int32_t* parent;
+  __device__ int32_t load(int32_t i) const { return static_cast<volatile int32_t*>(parent)[i]; }
+  __device__ void store(int32_t i, int32_t value) const { static_cast<volatile int32_t*>(parent)[i] = value; }
+};
+
+// Find with path halving, for the unions only. It stores into parent[i] only after seeing i is
+// not a root (a non-root never becomes a root again), and what it stores is the parent of i's
+// earlier parent: a smaller index of the same component that was an ancestor of i. Replacing the
+// edge i->p by i->grand(p) keeps the forest's connectivity, even when it overwrites a concurrent
+// atomicMin on the non-root i (that thread then unites i's old parent itself, see unite), so the
+// halving can never split a component or link two different ones.
+template <typename Forest>
+__device__ __forceinline__ int32_t find_halving(const Forest& f, int32_t i) {
   while (true) {
-    const int32_t parent = __ldcg(labels + i);
+    const int32_t parent = f.load(i);
     if (parent == i) return i;
-    const int32_t grand = __ldcg(labels + parent);
+    const int32_t grand = f.load(parent);
     if (grand == parent) return parent;
-    __stcg(labels + i, grand);
+    f.store(i, grand);
     i = grand;
   }
 }
@@ -63,17 +79,18 @@ __device__ __forceinline__ int32_t find_halving(int32_t* labels, int32_t i) {
 // entries only ever point to smaller indices. If the "root" was re-linked meanwhile (old != root),
 // the atomicMin may have replaced its edge to old by an edge to the other root; the loop then
 // unites old with that root, which restores the connectivity before the union returns.
-__device__ void unite(int32_t* labels, int32_t a, int32_t b) {
+template <typename Forest>
+__device__ void unite(const Forest& f, int32_t a, int32_t b) {
   bool done = false;
   while (!done) {
-    a = find_halving(labels, a);
-    b = find_halving(labels, b);
+    a = find_halving(f, a);
+    b = find_halving(f, b);
     if (a < b) {
-      const int32_t old = atomicMin(labels + b, a);
+      const int32_t old = atomicMin(f.parent + b, a);
       done = old == b;
       b = old;
     } else if (b < a) {
-      const int32_t old = atomicMin(labels + a, b);
+      const int32_t old = atomicMin(f.parent + a, b);
       done = old == a;
       a = old;
     } else {
@@ -96,6 +113,26 @@ __device__ __forceinline__ unsigned active_lanes(int width, int x) {
   return lanes_in >= 32 ? 0xffffffffu : (1u << lanes_in) - 1u;
 }
 
+// Unites pixel i with its set neighbours in the row above, skipping the pairs that the row runs
+// (every pixel joined to its left neighbour) already imply, by induction on x:
+//   4-conn: i ~ up follows from i ~ left ~ up-left ~ up when left and up-left are set.
+//   8-conn: up is implied when left is set (left's up-right); up-left when up is set (same run
+//           above) or left is set (left's up); up-right when up is set (same run above).
+// A neighbour the caller does not see (in another tile) is passed as unset: its pair is then
+// united, or left to the caller that sees it.
+template <int Connectivity, typename Forest>
+__device__ __forceinline__ void unite_upward(const Forest& f, int32_t i, int32_t above, bool left, bool up,
+                                             bool up_left, bool up_right) {
+  if (Connectivity == 4) {
+    if (up && !(left && up_left)) unite(f, i, above);
+  } else if (up) {
+    if (!left) unite(f, i, above);
+  } else {
+    if (!left && up_left) unite(f, i, above - 1);
+    if (up_right) unite(f, i, above + 1);
+  }
+}
+
 // Lane where the caller's horizontal run of set pixels starts within the warp (0 when the run
 // reaches lane 0; meaningful for set pixels only). All lanes in `active` must call it.
 __device__ __forceinline__ int run_start_lane(bool set, unsigned active) {
@@ -104,50 +141,94 @@ __device__ __forceinline__ int run_start_lane(bool set, unsigned active) {
   return gaps ? 32 - __clz(gaps) : 0;
 }
 
-// Writes only labels[i] of its own pixel, from the mask alone: no race. Every set pixel is left
-// joined to its left neighbour (same run start, or the neighbour itself at lane 0).
-__global__ void init_kernel(Grid2D g) {
-  IMFLOW_FOR_EACH_PIXEL(g) {
-    const int32_t i = y * g.width + x;
-    const int lane = threadIdx.x;
-    const bool set = g.mask[i] != 0;
-    const int start = run_start_lane(set, active_lanes(g.width, x));
-    int32_t parent = -1;
-    if (set) {
-      if (start < lane) {
-        parent = i - (lane - start);
-      } else if (x > 0 && g.mask[i - 1]) {  // start == lane: only lane 0 can have a set left
-        parent = i - 1;
-      } else {
-        parent = i;
+// One block per tile of kBlockX x kTileRows pixels: the tile's components from its mask alone, in
+// shared memory, then labels[i] = the image index of the first pixel of i's component within the
+// tile (-1 off the mask). A warp holds a tile row; each pixel starts joined to its row run's start
+// (ballot), then unite_upward unites the pairs within the tile, and each run finds its root once.
+// Pairs that cross the tile's edges are tile_edges_kernel's.
+template <int Connectivity>
+__global__ void __launch_bounds__(kBlockX* kTileThreadsY) tile_kernel(Grid2D g) {
+  __shared__ int32_t parent[kTileRows * kBlockX];
+  const SharedForest tile{parent};
+  __shared__ uint32_t row_bits[kTileRows];
+  const int lane = static_cast<int>(threadIdx.x);
+  const int x = blockIdx.x * kBlockX + lane;
+  const bool column_in = x < g.width;
+  const auto run_start = [lane](uint32_t bits) {
+    const unsigned gaps = ~bits & ((1u << lane) - 1u);
+    return gaps ? 32 - __clz(gaps) : 0;
+  };
+  for (int64_t tile_y = blockIdx.y; tile_y * kTileRows < g.height; tile_y += gridDim.y) {
+    const int y0 = static_cast<int>(tile_y * kTileRows);
+    const int rows = min(kTileRows, g.height - y0);
+    for (int r = threadIdx.y; r < kTileRows; r += kTileThreadsY) {
+      const bool set = column_in && r < rows && g.mask[static_cast<int64_t>(y0 + r) * g.width + x] != 0;
+      const uint32_t bits = __ballot_sync(0xffffffffu, set);
+      if (lane == 0) row_bits[r] = bits;
+      parent[r * kBlockX + lane] = set ? r * kBlockX + run_start(bits) : -1;
+    }
+    __syncthreads();
+    for (int r = threadIdx.y; r < kTileRows; r += kTileThreadsY) {
+      const uint32_t row = row_bits[r];
+      if (r == 0 || !((row >> lane) & 1u)) continue;
+      const uint32_t up_row = row_bits[r - 1];
+      const int i = r * kBlockX + lane, above = i - kBlockX;
+      // Neighbours in other tiles count as unset.
+      const bool up = (up_row >> lane) & 1u;
+      const bool left = lane > 0 && ((row >> (lane - 1)) & 1u);
+      const bool up_left = lane > 0 && ((up_row >> (lane - 1)) & 1u);
+      const bool up_right = lane < kBlockX - 1 && ((up_row >> (lane + 1)) & 1u);
+      unite_upward<Connectivity>(tile, i, above, left, up, up_left, up_right);
+    }
+    __syncthreads();
+    for (int r = threadIdx.y; r < kTileRows; r += kTileThreadsY) {
+      const uint32_t row = row_bits[r];
+      const bool set = (row >> lane) & 1u;
+      const int start = run_start(row);
+      int root = set && start == lane ? find_halving(tile, r * kBlockX + lane) : -1;
+      root = __shfl_sync(0xffffffffu, root, start);
+      if (column_in && r < rows) {
+        const int32_t first = (y0 + root / kBlockX) * g.width + blockIdx.x * kBlockX + root % kBlockX;
+        g.labels[(y0 + r) * g.width + x] = set ? first : -1;
       }
     }
-    g.labels[i] = parent;
+    __syncthreads();  // before the next tile reuses parent and row_bits
   }
 }
 
-// Unites each set pixel with its set upper neighbours, skipping the pairs already implied by
-// horizontal adjacency (init joined every pixel to its left neighbour, and the row above is
-// joined the same way), by induction on x:
-//   4-conn: i ~ up follows from i ~ left ~ up-left ~ up when left and up-left are set.
-//   8-conn: up is implied when left is set (left's up-right); up-left when up is set (same run
-//           above) or left is set (left's up); up-right when up is set (same run above).
+// The pairs across tile edges, with unite_upward's skips.
+// threadIdx.y 0: the tile's top row, whose pairs with the row above all cross; 1 .. kEdgeWarps:
+// its left column (the pair with the left neighbour, and 8-conn's up-left below the top row);
+// then (8-conn) its right column's up-right below the top row. The mask bytes are all loaded
+// before the first union.
 template <int Connectivity>
-__global__ void merge_kernel(Grid2D g) {
-  IMFLOW_FOR_EACH_PIXEL(g) {
-    if (y == 0) continue;
+__global__ void tile_edges_kernel(Grid2D g) {
+  const GlobalForest forest{g.labels};
+  const int x0 = blockIdx.x * kBlockX;
+  const int part = threadIdx.y == 0 ? 0 : threadIdx.y <= kEdgeWarps ? 1 : 2;
+  const int warp_along = part == 0 ? 0 : static_cast<int>(threadIdx.y) - 1 - (part == 2 ? kEdgeWarps : 0);
+  const int along = warp_along * kBlockX + static_cast<int>(threadIdx.x);  // x in the top row, else y
+  for (int64_t tile_y = blockIdx.y; tile_y * kTileRows < g.height; tile_y += gridDim.y) {
+    const int y0 = static_cast<int>(tile_y * kTileRows);
+    const int x = part == 0 ? x0 + along : part == 1 ? x0 : x0 + kBlockX - 1;
+    const int y = part == 0 ? y0 : y0 + along;
+    if (x >= g.width || y >= g.height) continue;
     const int32_t i = y * g.width + x;
-    if (!g.mask[i]) continue;
+    const bool has_left = x > 0, has_up = y > 0, has_right = x + 1 < g.width;
     const int32_t above = i - g.width;
-    const bool left = x > 0 && g.mask[i - 1];
-    const bool up = g.mask[above] != 0;
-    if (Connectivity == 4) {
-      if (up && !(left && g.mask[above - 1])) unite(g.labels, i, above);
-    } else if (up) {
-      if (!left) unite(g.labels, i, above);
-    } else {
-      if (!left && x > 0 && g.mask[above - 1]) unite(g.labels, i, above - 1);
-      if (x + 1 < g.width && g.mask[above + 1]) unite(g.labels, i, above + 1);
+    const bool set = g.mask[i] != 0;
+    const bool left = has_left && g.mask[i - 1];
+    const bool up = has_up && g.mask[above];
+    const bool up_left = has_up && has_left && g.mask[above - 1];
+    const bool up_right = has_up && has_right && g.mask[above + 1];
+    if (!set) continue;
+    if (part == 1 && left) unite(forest, i, i - 1);
+    if (!has_up) continue;
+    if (part == 0) {
+      unite_upward<Connectivity>(forest, i, above, left, up, up_left, up_right);
+    } else if (Connectivity == 8 && y > y0 && !up) {
+      if (part == 1 && !left && up_left) unite(forest, i, above - 1);
+      if (part == 2 && up_right) unite(forest, i, above + 1);
     }
   }
 }
@@ -247,12 +328,16 @@ void label(GpuContext& gpu, int connectivity, int64_t minarea) {
   const int64_t rows = (gpu.height + kBlockY - 1) / kBlockY;
   const dim3 grid(static_cast<unsigned>((gpu.width + kBlockX - 1) / kBlockX),
                   static_cast<unsigned>(rows < 65535 ? rows : 65535));
-  init_kernel<<<grid, block, 0, gpu.stream>>>(g);
-  IMFLOW_CUDA_CHECK_LAUNCH();
+  const int64_t tile_rows = (gpu.height + kTileRows - 1) / kTileRows;
+  const dim3 tiles(grid.x, static_cast<unsigned>(tile_rows < 65535 ? tile_rows : 65535));
   if (connectivity == 4) {
-    merge_kernel<4><<<grid, block, 0, gpu.stream>>>(g);
+    tile_kernel<4><<<tiles, dim3(kBlockX, kTileThreadsY), 0, gpu.stream>>>(g);
+    IMFLOW_CUDA_CHECK_LAUNCH();
+    tile_edges_kernel<4><<<tiles, dim3(kBlockX, 1 + kEdgeWarps), 0, gpu.stream>>>(g);
   } else {
-    merge_kernel<8><<<grid, block, 0, gpu.stream>>>(g);
+    tile_kernel<8><<<tiles, dim3(kBlockX, kTileThreadsY), 0, gpu.stream>>>(g);
+    IMFLOW_CUDA_CHECK_LAUNCH();
+    tile_edges_kernel<8><<<tiles, dim3(kBlockX, 1 + 2 * kEdgeWarps), 0, gpu.stream>>>(g);
   }
   IMFLOW_CUDA_CHECK_LAUNCH();
   const RootBits roots{reinterpret_cast<uint32_t*>(gpu.label_roots.data()), gpu.label_roots.data() + words,

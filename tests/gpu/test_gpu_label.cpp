@@ -1,6 +1,6 @@
 // GPU labelling vs kernels::label_components: identical label arrays (SciPy's numbering) for
-// connectivity 4 and 8 on patterns that need merging and on random masks (fresh seeds), and with
-// minarea (kernels::drop_small_components).
+// connectivity 4 and 8 on patterns that need merging across tiles and on random masks (fresh
+// seeds, edge tiles of one column or row), and with minarea (kernels::drop_small_components).
 #include <cuda_runtime_api.h>
 
 #include <string>
@@ -115,6 +115,9 @@ TEST_CASE("GPU labels equal the CPU labels on random masks", "[gpu][label]") {
       check_labels(slot, random_mask(1, 500, density, seed++), c);
       check_labels(slot, random_mask(500, 1, density, seed++), c);
       check_labels(slot, random_mask(1031, 1029, density, seed++), c);
+      // A last tile column one pixel wide, a last tile row one pixel high (tiles of 32 x 64).
+      check_labels(slot, random_mask(33, 650, density, seed++), c);
+      check_labels(slot, random_mask(650, 65, density, seed++), c);
     }
 }
 

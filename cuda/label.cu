@@ -23,6 +23,7 @@ constexpr int kBlockX = 32;  // one warp = 32 consecutive pixels of one row (the
 constexpr int kBlockY = 8;
 constexpr int kTileRows = 64;     // tile_kernel: a tile of kBlockX x kTileRows pixels per block,
 constexpr int kTileThreadsY = 8;  // each thread kTileRows / kTileThreadsY of its column's pixels
+static_assert(kTileRows % kTileThreadsY == 0 && kTileRows % kBlockX == 0, "whole rows per thread and warps per column");
 constexpr int kEdgeWarps = kTileRows / kBlockX;  // tile_edges_kernel: warps per tile column
 static_assert(kBlockX == 32, "the run-start ballots assume a warp spans exactly one block row");
 
@@ -161,11 +162,20 @@ __global__ void __launch_bounds__(kBlockX* kTileThreadsY) tile_kernel(Grid2D g) 
   for (int64_t tile_y = blockIdx.y; tile_y * kTileRows < g.height; tile_y += gridDim.y) {
     const int y0 = static_cast<int>(tile_y * kTileRows);
     const int rows = min(kTileRows, g.height - y0);
-    for (int r = threadIdx.y; r < kTileRows; r += kTileThreadsY) {
-      const bool set = column_in && r < rows && g.mask[static_cast<int64_t>(y0 + r) * g.width + x] != 0;
-      const uint32_t bits = __ballot_sync(0xffffffffu, set);
+    // Every row's mask byte is loaded before the first ballot: one trip to memory, not one per row.
+    constexpr int kRowsPerThread = kTileRows / kTileThreadsY;
+    bool set[kRowsPerThread];
+#pragma unroll
+    for (int k = 0; k < kRowsPerThread; ++k) {
+      const int r = static_cast<int>(threadIdx.y) + k * kTileThreadsY;
+      set[k] = column_in && r < rows && g.mask[(y0 + r) * g.width + x] != 0;
+    }
+#pragma unroll
+    for (int k = 0; k < kRowsPerThread; ++k) {
+      const int r = static_cast<int>(threadIdx.y) + k * kTileThreadsY;
+      const uint32_t bits = __ballot_sync(0xffffffffu, set[k]);
       if (lane == 0) row_bits[r] = bits;
-      parent[r * kBlockX + lane] = set ? r * kBlockX + run_start(bits) : -1;
+      parent[r * kBlockX + lane] = set[k] ? r * kBlockX + run_start(bits) : -1;
     }
     __syncthreads();
     for (int r = threadIdx.y; r < kTileRows; r += kTileThreadsY) {

@@ -58,12 +58,12 @@ struct SharedForest {
   __device__ void store(int32_t i, int32_t value) const { static_cast<volatile int32_t*>(parent)[i] = value; }
 };
 
-// Find with path halving, for the unions only. It stores into parent[i] only after seeing i is
-// not a root (a non-root never becomes a root again), and what it stores is the parent of i's
-// earlier parent: a smaller index of the same component that was an ancestor of i. Replacing the
-// edge i->p by i->grand(p) keeps the forest's connectivity, even when it overwrites a concurrent
-// atomicMin on the non-root i (that thread then unites i's old parent itself, see unite), so the
-// halving can never split a component or link two different ones.
+// Find with path halving, for the unions (and a tile's finds after its unions). It stores into
+// parent[i] only after seeing i is not a root (a non-root never becomes a root again), and what it
+// stores is the parent of i's earlier parent: a smaller index of the same component that was an
+// ancestor of i. Replacing the edge i->p by i->grand(p) keeps the forest's connectivity, even when
+// it overwrites a concurrent atomicMin on the non-root i (that thread then unites i's old parent
+// itself, see unite), so the halving can never split a component or link two different ones.
 template <typename Forest>
 __device__ __forceinline__ int32_t find_halving(const Forest& f, int32_t i) {
   while (true) {

@@ -260,7 +260,7 @@ __device__ __forceinline__ void store_roots(const RootBits& r, int x, int y, boo
   }
 }
 
-// labels[i] = root, and the root bits. The forest is final (merge is done), so every entry
+// labels[i] = root, and the root bits. The forest is final (the edges are united), so every entry
 // another thread may read here is i's old parent or i's root, both ancestors: the read-only finds
 // are exact, and each thread writes only its own entry, with its final root.
 __global__ void compress_kernel(Grid2D g, RootBits roots) {

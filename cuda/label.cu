@@ -134,12 +134,16 @@ __device__ __forceinline__ void unite_upward(const Forest& f, int32_t i, int32_t
   }
 }
 
-// Lane where the caller's horizontal run of set pixels starts within the warp (0 when the run
-// reaches lane 0; meaningful for set pixels only). All lanes in `active` must call it.
-__device__ __forceinline__ int run_start_lane(bool set, unsigned active) {
-  const unsigned bits = __ballot_sync(active, set);
-  const unsigned gaps = ~bits & ((1u << threadIdx.x) - 1u);  // clear lanes left of this one
+// Lane where `lane`'s horizontal run of set bits in a warp row's `bits` starts (0 when the run
+// reaches lane 0; meaningful for set bits only).
+__device__ __forceinline__ int run_start_in(uint32_t bits, int lane) {
+  const unsigned gaps = ~bits & ((1u << lane) - 1u);  // clear lanes left of this one
   return gaps ? 32 - __clz(gaps) : 0;
+}
+
+// The same for the calling lane's run of set pixels. All lanes in `active` must call it.
+__device__ __forceinline__ int run_start_lane(bool set, unsigned active) {
+  return run_start_in(__ballot_sync(active, set), static_cast<int>(threadIdx.x));
 }
 
 // One block per tile of kBlockX x kTileRows pixels: the tile's components from its mask alone, in
@@ -155,27 +159,23 @@ __global__ void __launch_bounds__(kBlockX* kTileThreadsY) tile_kernel(Grid2D g) 
   const int lane = static_cast<int>(threadIdx.x);
   const int x = blockIdx.x * kBlockX + lane;
   const bool column_in = x < g.width;
-  const auto run_start = [lane](uint32_t bits) {
-    const unsigned gaps = ~bits & ((1u << lane) - 1u);
-    return gaps ? 32 - __clz(gaps) : 0;
-  };
   for (int64_t tile_y = blockIdx.y; tile_y * kTileRows < g.height; tile_y += gridDim.y) {
     const int y0 = static_cast<int>(tile_y * kTileRows);
     const int rows = min(kTileRows, g.height - y0);
     // Every row's mask byte is loaded before the first ballot: one trip to memory, not one per row.
     constexpr int kRowsPerThread = kTileRows / kTileThreadsY;
-    bool set[kRowsPerThread];
+    bool in_mask[kRowsPerThread];
 #pragma unroll
     for (int k = 0; k < kRowsPerThread; ++k) {
       const int r = static_cast<int>(threadIdx.y) + k * kTileThreadsY;
-      set[k] = column_in && r < rows && g.mask[(y0 + r) * g.width + x] != 0;
+      in_mask[k] = column_in && r < rows && g.mask[(y0 + r) * g.width + x] != 0;
     }
 #pragma unroll
     for (int k = 0; k < kRowsPerThread; ++k) {
       const int r = static_cast<int>(threadIdx.y) + k * kTileThreadsY;
-      const uint32_t bits = __ballot_sync(0xffffffffu, set[k]);
+      const uint32_t bits = __ballot_sync(0xffffffffu, in_mask[k]);
       if (lane == 0) row_bits[r] = bits;
-      parent[r * kBlockX + lane] = set[k] ? r * kBlockX + run_start(bits) : -1;
+      parent[r * kBlockX + lane] = in_mask[k] ? r * kBlockX + run_start_in(bits, lane) : -1;
     }
     __syncthreads();
     for (int r = threadIdx.y; r < kTileRows; r += kTileThreadsY) {
@@ -194,7 +194,7 @@ __global__ void __launch_bounds__(kBlockX* kTileThreadsY) tile_kernel(Grid2D g) 
     for (int r = threadIdx.y; r < kTileRows; r += kTileThreadsY) {
       const uint32_t row = row_bits[r];
       const bool set = (row >> lane) & 1u;
-      const int start = run_start(row);
+      const int start = run_start_in(row, lane);
       int root = set && start == lane ? find_halving(tile, r * kBlockX + lane) : -1;
       root = __shfl_sync(0xffffffffu, root, start);
       if (column_in && r < rows) {

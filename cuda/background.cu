@@ -1,16 +1,17 @@
 // Kappa-sigma clipping by sorting once: the pixels' order-preserving keys are radix-sorted (CUB),
 // so every iteration's kept set (lo, hi) is one contiguous range of the sorted keys. The sorted
 // keys are cut into at most kMaxChunks chunks whose sums (about each chunk's first value) are
-// reduced once by the whole grid; one block then runs every iteration from those chunks: its
-// bounds are barrier counts over the chunks' first keys and over the two chunks they fall in, its
-// median two reads, its float64 moments the chunk sums inside the range plus the keys of the two
-// partial chunks at its ends. The host never waits.
+// reduced once by the whole grid; one block then runs every iteration from those chunks: the
+// chunks' first keys (in shared memory) place the range's two ends, four warps each count and sum
+// the keys of the chunk each end falls in, the other warps sum the whole chunks between, and one
+// barrier per pass hands every thread the same totals. The host never waits.
 #include <cmath>
 #include <cub/block/block_reduce.cuh>
 #include <cub/device/device_radix_sort.cuh>
 
 #include "cuda/background.hpp"
 #include "cuda/device_common.cuh"
+#include "cuda/warp_team.cuh"
 
 namespace imflow::cuda {
 namespace {
@@ -20,7 +21,7 @@ using detail::key_float;
 
 constexpr int kKeyThreads = 512;
 constexpr int kChunkThreads = 256;
-constexpr int kClipThreads = 512;  // the clip in 0.94x the time of 1024 threads, 0.66x that of 256
+constexpr int kClipThreads = 512;
 constexpr int64_t kMaxChunks = 2048;             // 20 bytes each in the clip block's shared memory
 constexpr int64_t kMinChunk = 1024;
 constexpr uint32_t kInvalidKey = 0xFFFFFFFFu;  // NaN/Inf: sorts after every finite value
@@ -73,71 +74,160 @@ __global__ void __launch_bounds__(kChunkThreads) chunk_sums_kernel(const uint32_
 struct ClipParams {
   const uint32_t* keys;  // sorted
   int64_t n;
-  int64_t chunk;
+  int64_t chunk;  // a multiple of kMinChunk
   int nchunks;
+  bool windowed;  // chunk + 2 <= kWindowKeys: the median read from the block's window of keys
   Chunks chunks;
   double kappa;
   int max_iters;
   DeviceResults* results;
 };
 
-// For two predicates over the sorted keys (false...false true...true), the first index in
-// [0, limit) where each turns true (or `limit`), found together; every thread gets both. The
-// chunks' first keys (in shared memory) give each one's chunk, one pass over it the index. Counts
-// are barrier counts (__syncthreads_count: one barrier each, no reduction in shared memory); in
-// the chunks, two keys per thread and predicate, all four loads in flight before the first count.
-template <typename PredA, typename PredB>
-__device__ void partition_points(const ClipParams& p, const uint32_t* first, int64_t limit, PredA a, PredB b,
-                                 int64_t& point_a, int64_t& point_b) {
-  const int chunks_in = static_cast<int>((limit + p.chunk - 1) / p.chunk);
-  int64_t fa = 0, fb = 0;
-  for (int base = 0; base < chunks_in; base += kClipThreads) {
-    const int j = base + static_cast<int>(threadIdx.x);
-    const bool in = j < chunks_in;
-    const uint32_t key = in ? first[j] : 0;
-    fa += __syncthreads_count(in && !a(key));
-    fb += __syncthreads_count(in && !b(key));
-  }
-  const int64_t begin_a = fa > 0 ? (fa - 1) * p.chunk : 0, begin_b = fb > 0 ? (fb - 1) * p.chunk : 0;
-  const int64_t end_a = fa > 0 ? min(begin_a + p.chunk, limit) : 0, end_b = fb > 0 ? min(begin_b + p.chunk, limit) : 0;
-  const int64_t span = max(end_a - begin_a, end_b - begin_b);
-  const auto key_at = [&](int64_t i, int64_t end) { return i < end ? __ldcg(p.keys + i) : 0u; };
-  int64_t ca = 0, cb = 0;
-  for (int64_t offset = threadIdx.x; offset < span + threadIdx.x; offset += 2 * kClipThreads) {
-    const int64_t ia = begin_a + offset, ib = begin_b + offset;
-    const uint32_t ka0 = key_at(ia, end_a), ka1 = key_at(ia + kClipThreads, end_a);
-    const uint32_t kb0 = key_at(ib, end_b), kb1 = key_at(ib + kClipThreads, end_b);
-    ca += __syncthreads_count(ia < end_a && !a(ka0)) + __syncthreads_count(ia + kClipThreads < end_a && !a(ka1));
-    cb += __syncthreads_count(ib < end_b && !b(kb0)) + __syncthreads_count(ib + kClipThreads < end_b && !b(kb1));
-  }
-  point_a = begin_a + ca;
-  point_b = begin_b + cb;
-}
+// The clip block's warps: kPartWarps share the chunk where the kept range begins, as many the
+// chunk where it ends, the rest sum the whole chunks between. Each pass's warp totals go to
+// shared memory, one barrier, then every thread combines them in the same order.
+constexpr int kClipWarps = kClipThreads / 32;
+constexpr int kPartWarps = kClipWarps / 4;
+constexpr int kLoadsPerLane = 4;                            // 16-byte loads in flight per lane
+constexpr int64_t kSlabKeys = 32 * 4 * kLoadsPerLane;       // keys a warp loads at once
+constexpr int64_t kWindowKeys = 2 * kMinChunk + 2;          // the median's window, per pass parity
+static_assert(kMinChunk % (kPartWarps * 4) == 0, "a chunk's parts start 16-byte aligned");
 
-struct Sums {
-  double s1, s2;
+struct PartSums {
+  unsigned count;  // keys before the boundary
+  double s1, s2;   // sums of (v - centre) and its square over the kept keys
 };
 
+// How many of first[0, m) satisfy `before` (true then false, as first is sorted), every lane the
+// same answer: one look at the 32 entries around `hint` (the last pass's answer: the bounds move
+// little once the clip settles), then, if the answer lies beyond them, a 32-way search.
+template <typename Before>
+__device__ int leading_count(const uint32_t* first, int m, int hint, Before before) {
+  const int lane = static_cast<int>(threadIdx.x) & 31;
+  const int near = max(0, min(hint - 16, m - 32));
+  const int near_hits = __popc(__ballot_sync(WarpTeam::kAllLanes, near + lane < m && before(first[near + lane])));
+  if (near_hits < 32 && (near_hits > 0 || near == 0)) return near + near_hits;
+  int low = near_hits == 32 ? near + 32 : 0, high = near_hits == 32 ? m : near;  // the answer lies in [low, high]
+  while (low < high) {
+    const int stride = (high - low + 31) / 32;
+    const int i = low + lane * stride;
+    const int hits = __popc(__ballot_sync(WarpTeam::kAllLanes, i < high && before(first[i])));
+    if (hits == 0) break;
+    const int next_low = low + (hits - 1) * stride + 1;
+    high = min(high, low + hits * stride);
+    low = next_low;
+  }
+  return low;
+}
+
+// The sum over the clip block's warps of a value each warp's lane 0 left in slots[w]: lanes w
+// and w + 16 read warp w's, then a butterfly within each half; every lane of every warp gets the
+// same bits.
+template <typename T>
+__device__ T sum_over_warps(T v) {
+  static_assert(kClipWarps == 16, "one slot per lane of a half warp");
+  for (int lanes = kClipWarps / 2; lanes > 0; lanes /= 2) {
+    v += __shfl_xor_sync(WarpTeam::kAllLanes, v, lanes, kClipWarps);
+  }
+  return v;
+}
+
+// One warp's part of a boundary chunk, keys[from, to): how many keys satisfy `before` and the
+// sums of (v - centre) over those `kept` selects; every lane returns the warp's totals. A slab
+// wholly inside the part (the usual case) skips the per-key range checks.
+template <typename Before, typename Kept>
+__device__ PartSums scan_part(const uint32_t* __restrict__ keys, int64_t from, int64_t to, double centre,
+                              Before before, Kept kept) {
+  const int lane = static_cast<int>(threadIdx.x) & 31;
+  int count = 0;
+  double s1[2] = {0.0, 0.0}, s2[2] = {0.0, 0.0};  // two chains of adds, alternating by key
+  const auto add = [&](uint32_t key, int chain) {
+    count += before(key) ? 1 : 0;
+    if (kept(key)) {
+      const double t = static_cast<double>(key_float(key)) - centre;
+      s1[chain] += t;
+      s2[chain] = fma(t, t, s2[chain]);
+    }
+  };
+  for (int64_t slab = from; slab < to; slab += kSlabKeys) {
+    uint32_t k[kLoadsPerLane][4];
+    if (to - slab >= kSlabKeys) {
+#pragma unroll
+      for (int r = 0; r < kLoadsPerLane; ++r) {
+        const uint4 q = __ldcg(reinterpret_cast<const uint4*>(keys + slab + (r * 32 + lane) * 4));
+        k[r][0] = q.x, k[r][1] = q.y, k[r][2] = q.z, k[r][3] = q.w;
+      }
+#pragma unroll
+      for (int r = 0; r < kLoadsPerLane; ++r) {
+#pragma unroll
+        for (int e = 0; e < 4; ++e) add(k[r][e], e & 1);
+      }
+    } else {
+      const int left = static_cast<int>(to - slab) - lane * 4;  // this lane's keys in r-th group: left - r * 128
+#pragma unroll
+      for (int r = 0; r < kLoadsPerLane; ++r) {
+        for (int e = 0; e < 4; ++e) k[r][e] = e < left - r * 128 ? __ldcg(keys + slab + (r * 32 + lane) * 4 + e) : 0u;
+      }
+#pragma unroll
+      for (int r = 0; r < kLoadsPerLane; ++r) {
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          if (e < left - r * 128) add(k[r][e], e & 1);
+        }
+      }
+    }
+  }
+  return PartSums{__reduce_add_sync(WarpTeam::kAllLanes, static_cast<unsigned>(count)), WarpTeam::sum(s1[0] + s1[1]),
+                  WarpTeam::sum(s2[0] + s2[1])};
+}
+
+// The kept set (lo, hi) as keys: v > lo <=> key(v) > low and v >= hi <=> key(v) >= high, with
+// float comparisons' signed zeros (-0 == +0).
+__device__ uint32_t low_key(double lo) {
+  const float f = __double2float_rd(lo);
+  return float_key(f == 0.0f ? 0.0f : f);
+}
+__device__ uint32_t high_key(double hi) {
+  const float f = __double2float_ru(hi);
+  return float_key(f == 0.0f ? -0.0f : f);
+}
+
 __global__ void __launch_bounds__(kClipThreads) clip_kernel(ClipParams p) {
-  using Reduce = cub::BlockReduce<Sums, kClipThreads>;
-  __shared__ typename Reduce::TempStorage storage;
-  __shared__ Sums shared_sums;
+  __shared__ PartSums slots[2][kClipWarps];  // by pass parity: a pass's writes never meet the last one's reads
   extern __shared__ unsigned char chunk_memory[];
   double* s1s = reinterpret_cast<double*>(chunk_memory);
   double* s2s = s1s + p.nchunks;
   uint32_t* first = reinterpret_cast<uint32_t*>(s2s + p.nchunks);
+  // The keys where the median can lie, by pass parity (p.windowed: chunks of at most
+  // kWindowKeys - 2 keys): loaded beside the boundary chunks, reused while the bounds' chunks stay.
+  uint32_t* const windows = first + p.nchunks;
+  int64_t window_start_even = -1, window_start_odd = -1;
   for (int j = threadIdx.x; j < p.nchunks; j += kClipThreads) {
     first[j] = p.chunks.first[j];
     s1s[j] = p.chunks.s1[j];
     s2s[j] = p.chunks.s2[j];
   }
   __syncthreads();
+  const int warp = static_cast<int>(threadIdx.x) / 32;
   const bool writer = threadIdx.x == 0;
-  const int max_iters = p.max_iters < 1 ? 1 : p.max_iters;
+  const int64_t part = p.chunk / kPartWarps;
 
-  int64_t valid = 0, unused = 0;
-  partition_points(p, first, p.n, [](uint32_t k) { return k == kInvalidKey; }, [](uint32_t) { return true; }, valid,
-                   unused);
+  // The finite keys come first; they end in the last chunk that starts with one.
+  const int finite_chunks = leading_count(first, p.nchunks, p.nchunks, [](uint32_t k) { return k != kInvalidKey; });
+  const int64_t last_finite = finite_chunks > 0 ? finite_chunks - 1 : 0;
+  if (warp < kPartWarps) {
+    const int64_t from = last_finite * p.chunk + warp * part;
+    const PartSums s = scan_part(
+        p.keys, from, min(from + part, p.n), 0.0, [](uint32_t k) { return k != kInvalidKey; },
+        [](uint32_t) { return false; });
+    if (threadIdx.x % 32 == 0) slots[1][warp] = s;
+  }
+  __syncthreads();
+  int64_t valid = 0;
+  if (finite_chunks > 0) {
+    valid = last_finite * p.chunk;
+    for (int w = 0; w < kPartWarps; ++w) valid += slots[1][w].count;
+  }
   if (writer) {
     p.results->valid = static_cast<long long>(valid);
     p.results->median = NAN;
@@ -145,72 +235,74 @@ __global__ void __launch_bounds__(kClipThreads) clip_kernel(ClipParams p) {
     p.results->iterations = 0;
     p.results->kept = 0;
   }
+  if (valid == 0) return;
+
+  // Moments about the last pass's median (the first pass: the middle finite value), which lies
+  // within a few std of the kept set's mean.
+  double centre = static_cast<double>(key_float(__ldcg(p.keys + (valid - 1) / 2)));
   double lo = -INFINITY, hi = INFINITY;  // kept set: finite values strictly inside (lo, hi)
-  int64_t begin = 0, end = valid;
+  uint32_t low = low_key(lo), high = high_key(hi);
+  const int max_iters = p.max_iters < 1 ? 1 : p.max_iters;
   int64_t n_prev = 0;
+  int before_low = 0, before_high = finite_chunks;
   for (int iter = 0; iter < max_iters; ++iter) {
-    if (iter > 0) {
-      // The bounds only narrow, so the new range lies inside the previous one.
-      const double l = lo, h = hi;
-      partition_points(
-          p, first, valid, [l](uint32_t k) { return static_cast<double>(key_float(k)) > l; },
-          [h](uint32_t k) { return static_cast<double>(key_float(k)) >= h; }, begin, end);
-    }
-    const int64_t n = end - begin;
-    if (n == 0 || n == n_prev) break;  // everything clipped (or nothing finite) / nothing clipped
-
-    // Moments about the median's first value v0 (|mean - median| <= std): whole chunks inside
-    // [begin, end) from their sums about their first value, the keys of the partial ranges at
-    // both ends one by one. Those keys (two per thread and range; a longer range loops for the
-    // rest) are loaded before the median, so both loads are in flight at once.
-    const int64_t whole_begin = (begin + p.chunk - 1) / p.chunk, whole_end = end / p.chunk;
-    const bool whole = whole_begin < whole_end;
-    const int64_t ranges[2][2] = {{begin, whole ? whole_begin * p.chunk : end},
-                                  {whole ? whole_end * p.chunk : end, end}};
-    uint32_t prefetched[2][2];
-    bool fetched[2][2];
-    for (int r = 0; r < 2; ++r) {
-      for (int k = 0; k < 2; ++k) {
-        const int64_t i = ranges[r][0] + threadIdx.x + k * kClipThreads;
-        fetched[r][k] = i < ranges[r][1];
-        prefetched[r][k] = fetched[r][k] ? __ldcg(p.keys + i) : 0;
+    // Chunks before_low / before_high start before the range's begin / end; a boundary lies in
+    // the last of them (L, H) or at the start of the next.
+    before_low = leading_count(first, finite_chunks, before_low, [low](uint32_t k) { return k <= low; });
+    before_high = leading_count(first, finite_chunks, before_high, [high](uint32_t k) { return k < high; });
+    const int64_t L = before_low > 0 ? before_low - 1 : 0, H = before_high > 0 ? before_high - 1 : 0;
+    const auto kept = [low, high](uint32_t k) { return k > low && k < high; };
+    const int parity = iter & 1;
+    // begin + end lies in [(L + H) chunk, (L + H + 2) chunk], so both middle keys in
+    // [window_first, window_first + chunk + 2).
+    const int64_t window_first = (L + H) * p.chunk / 2 > 0 ? (L + H) * p.chunk / 2 - 1 : 0;
+    uint32_t* const window = windows + parity * kWindowKeys;
+    const bool load_window = p.windowed && (parity ? window_start_odd : window_start_even) != window_first;
+    (parity ? window_start_odd : window_start_even) = window_first;
+    PartSums s{0, 0.0, 0.0};
+    if (warp < kPartWarps) {  // L's keys: its kept ones, also when the range ends in L
+      const int64_t from = L * p.chunk + warp * part;
+      s = scan_part(p.keys, from, min(from + part, valid), centre, [low](uint32_t k) { return k <= low; }, kept);
+    } else if (warp < 2 * kPartWarps) {  // H's keys: its kept ones unless L's warps took them
+      const int64_t from = H * p.chunk + (warp - kPartWarps) * part;
+      const bool own = H != L;
+      s = scan_part(p.keys, from, min(from + part, valid), centre, [high](uint32_t k) { return k < high; },
+                    [own, &kept](uint32_t k) { return own && kept(k); });
+    } else {  // the median's window; whole chunks inside the range: their sums moved to centre
+      const int t = static_cast<int>(threadIdx.x) - 2 * kPartWarps * 32, others = kClipThreads - 2 * kPartWarps * 32;
+      if (load_window) {
+        const int64_t window_end = min(window_first + p.chunk + 2, p.n);
+        for (int64_t i = window_first + t; i < window_end; i += others) window[i - window_first] = __ldcg(p.keys + i);
       }
-    }
-    const float v0 = key_float(__ldcg(p.keys + begin + (n - 1) / 2));
-    const double centre = static_cast<double>(v0);
-    const double median =
-        n % 2 == 1 ? centre : (centre + static_cast<double>(key_float(__ldcg(p.keys + begin + n / 2)))) / 2.0;
-    Sums sums{0.0, 0.0};
-    auto add_key = [&](uint32_t key) {
-      const double t = static_cast<double>(key_float(key)) - centre;
-      sums.s1 += t;
-      sums.s2 += t * t;
-    };
-    if (whole) {
-      for (int64_t j = whole_begin + threadIdx.x; j < whole_end; j += kClipThreads) {
+      const double count = static_cast<double>(p.chunk);
+      double s1 = 0.0, s2 = 0.0;
+      for (int64_t j = L + 1 + t; j < H; j += others) {
         const double d = static_cast<double>(key_float(first[j])) - centre;
-        const double count = static_cast<double>(p.chunk);
-        sums.s1 += s1s[j] + count * d;
-        sums.s2 += s2s[j] + 2.0 * d * s1s[j] + count * d * d;
+        s1 += s1s[j] + count * d;
+        s2 += s2s[j] + 2.0 * d * s1s[j] + count * d * d;
       }
+      s = PartSums{0, WarpTeam::sum(s1), WarpTeam::sum(s2)};
     }
-    for (int r = 0; r < 2; ++r) {  // each thread's keys in index order, as one strided loop
-      for (int k = 0; k < 2; ++k) {
-        if (fetched[r][k]) add_key(prefetched[r][k]);
-      }
-      for (int64_t i = ranges[r][0] + threadIdx.x + 2 * kClipThreads; i < ranges[r][1]; i += kClipThreads) {
-        add_key(__ldcg(p.keys + i));
-      }
-    }
-    sums = Reduce(storage).Reduce(sums, [](const Sums& x, const Sums& y) { return Sums{x.s1 + y.s1, x.s2 + y.s2}; });
-    if (writer) shared_sums = sums;
-    __syncthreads();
-    sums = shared_sums;
+    if (threadIdx.x % 32 == 0) slots[parity][warp] = s;
     __syncthreads();
 
-    const double count = static_cast<double>(n);
-    const double mean_offset = sums.s1 / count;
-    double variance = sums.s2 / count - mean_offset * mean_offset;
+    const int slot = static_cast<int>(threadIdx.x) % kClipWarps;
+    const PartSums t = slots[parity][slot];
+    const int64_t begin = L * p.chunk + sum_over_warps(slot < kPartWarps ? t.count : 0u);
+    const int64_t end = H * p.chunk + sum_over_warps(slot >= kPartWarps && slot < 2 * kPartWarps ? t.count : 0u);
+    const double s1 = sum_over_warps(t.s1), s2 = sum_over_warps(t.s2);
+    const int64_t n = end - begin;
+    if (n <= 0 || n == n_prev) break;  // everything clipped (or nothing finite) / nothing clipped
+
+    const int64_t lower_middle = begin + (n - 1) / 2, upper_middle = begin + n / 2;
+    const uint32_t middle_low = p.windowed ? window[lower_middle - window_first] : __ldcg(p.keys + lower_middle);
+    const uint32_t middle_high = p.windowed ? window[upper_middle - window_first] : __ldcg(p.keys + upper_middle);
+    const double median = n % 2 == 1 ? static_cast<double>(key_float(middle_low))
+                                     : (static_cast<double>(key_float(middle_low)) +
+                                        static_cast<double>(key_float(middle_high))) / 2.0;
+    const double inverse_count = 1.0 / static_cast<double>(n);
+    const double mean_offset = s1 * inverse_count;
+    double variance = s2 * inverse_count - mean_offset * mean_offset;
     if (variance < 0.0) variance = 0.0;
     const double std = sqrt(variance);
     if (writer) {
@@ -224,6 +316,9 @@ __global__ void __launch_bounds__(kClipThreads) clip_kernel(ClipParams p) {
     const double new_hi = median + p.kappa * std;
     lo = new_lo > lo ? new_lo : lo;
     hi = new_hi < hi ? new_hi : hi;
+    low = low_key(lo);
+    high = high_key(hi);
+    centre = median;
     n_prev = n;
   }
 }
@@ -272,11 +367,15 @@ void background_of(GpuContext& gpu, double kappa, int max_iters, const float* so
   p.n = n;
   p.chunk = chunk > 0 ? chunk : 1;
   p.nchunks = nchunks;
+  p.windowed = p.chunk + 2 <= kWindowKeys;
   p.chunks = chunks;
   p.kappa = kappa;
   p.max_iters = max_iters;
   p.results = results;
-  const size_t shared = static_cast<size_t>(nchunks) * (2 * sizeof(double) + sizeof(uint32_t));
+  const size_t shared = static_cast<size_t>(nchunks) * (2 * sizeof(double) + sizeof(uint32_t)) +
+                        (p.windowed ? 2 * kWindowKeys * sizeof(uint32_t) : 0);
+  IMFLOW_CUDA_CHECK(
+      cudaFuncSetAttribute(clip_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(shared)));
   clip_kernel<<<1, kClipThreads, shared, gpu.stream>>>(p);
   IMFLOW_CUDA_CHECK_LAUNCH();
 }

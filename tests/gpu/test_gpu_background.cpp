@@ -114,6 +114,20 @@ TEST_CASE("GPU background handles ties, negatives, wide ranges and signed zeros"
     check(slot, item, 3.0, 100);
     check(slot, item, 1.0, 100);
   }
+  SECTION("a clip bound at zero: both signed zeros are outside it") {
+    // median -1, std 0.5 exactly: kappa 2 puts the upper bound at 0 (then the mirror image, the
+    // lower bound at 0); the kept set is the six -1s (1s), as -0 < 0 and 0 > -0 are false.
+    make_pinned(item, 8, 1);
+    const float values[] = {-2.0f, -1.0f, -1.0f, -0.0f, -1.0f, -1.0f, -1.0f, -1.0f};
+    for (const float sign : {1.0f, -1.0f}) {
+      for (int i = 0; i < 8; ++i) item.pixels.data()[i] = sign * values[i];
+      const auto s = gpu_background(slot, item, 2.0, 100);
+      CHECK(s.kept == 6);
+      CHECK(s.iterations == 2);
+      CHECK(s.median == -sign);
+      check(slot, item, 2.0, 100);
+    }
+  }
   SECTION("exact even count, the upper middle value unique") {
     make_pinned(item, 4, 1);
     const float values[] = {1.0f, 2.0f, 4.0f, 8.0f};

@@ -372,10 +372,12 @@ void background_of(GpuContext& gpu, double kappa, int max_iters, const float* so
   p.kappa = kappa;
   p.max_iters = max_iters;
   p.results = results;
-  const size_t shared = static_cast<size_t>(nchunks) * (2 * sizeof(double) + sizeof(uint32_t)) +
-                        (p.windowed ? 2 * kWindowKeys * sizeof(uint32_t) : 0);
-  IMFLOW_CUDA_CHECK(
-      cudaFuncSetAttribute(clip_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(shared)));
+  constexpr size_t kChunkBytes = 2 * sizeof(double) + sizeof(uint32_t);
+  constexpr size_t kWindowBytes = 2 * kWindowKeys * sizeof(uint32_t);
+  const size_t shared = static_cast<size_t>(nchunks) * kChunkBytes + (p.windowed ? kWindowBytes : 0);
+  // Every launch asks for the most any image needs, so concurrent launches never race on the limit.
+  IMFLOW_CUDA_CHECK(cudaFuncSetAttribute(clip_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                         static_cast<int>(kMaxChunks * kChunkBytes + kWindowBytes)));
   clip_kernel<<<1, kClipThreads, shared, gpu.stream>>>(p);
   IMFLOW_CUDA_CHECK_LAUNCH();
 }

@@ -19,10 +19,12 @@ struct WarpTeam {
     return 0;
 #endif
   }
-  template <typename T>
+  // The sum over the warp, or with Width < 32 over each group of Width lanes (lanes 0..Width-1, ...).
+  template <int Width = size, typename T>
   IMFLOW_HOST_DEVICE static T sum(T v) {
+    static_assert(Width > 0 && Width <= size && (Width & (Width - 1)) == 0, "a power of two up to the warp");
 #ifdef __CUDA_ARCH__
-    for (int lanes = size / 2; lanes > 0; lanes /= 2) v += __shfl_xor_sync(kAllLanes, v, lanes);
+    for (int lanes = Width / 2; lanes > 0; lanes /= 2) v += __shfl_xor_sync(kAllLanes, v, lanes, Width);
 #endif
     return v;
   }

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <fstream>
+#include <map>
 #include <set>
 
 #include "imflow/engine.hpp"
@@ -49,6 +50,42 @@ Pipeline make_pipeline(const std::filesystem::path& in, const std::filesystem::p
   pipeline.engine.threads = threads;
   pipeline.engine.buffers = buffers;
   return pipeline;
+}
+// The trace's parts of the read and write stages, each inside its stage's event (same track, same
+// item, within its interval) with its CPU time; every good item has each part once.
+void check_trace_parts(const std::filesystem::path& path) {
+  const nlohmann::json trace = nlohmann::json::parse(test::read_text(path));
+  const std::map<std::string, std::string> stage_of = {
+      {"fits header", "read"},  {"fits pixels", "read"},   {"wcs", "write"},          {"sky positions", "write"},
+      {"catalog csv", "write"}, {"catalog fits", "write"}, {"labels image", "write"}, {"bgsub image", "write"}};
+  std::map<std::string, int> parts;
+  for (const auto& event : trace["traceEvents"]) {
+    const auto found = stage_of.find(event.value("name", ""));
+    if (event["ph"] != "X" || found == stage_of.end()) continue;
+    INFO(event.dump());
+    const double start = event["ts"], end = start + event["dur"].get<double>();
+    int enclosing = 0;
+    for (const auto& stage : trace["traceEvents"]) {
+      if (stage["ph"] != "X" || stage["name"] != found->second || stage["tid"] != event["tid"] ||
+          stage["args"]["item"] != event["args"]["item"]) {
+        continue;
+      }
+      const double stage_start = stage["ts"];
+      enclosing += stage_start <= start && end <= stage_start + stage["dur"].get<double>();
+    }
+    CHECK(enclosing == 1);
+    // The thread's CPU time in the part: at most its wall time (the two clocks read a moment apart).
+    const double cpu_us = event["args"]["cpu_us"];
+    CHECK(cpu_us >= 0.0);
+    CHECK(cpu_us <= event["dur"].get<double>() + 100.0);
+    ++parts[found->first];
+  }
+  // 11 good items (the scan turns the bad files away before any read).
+  for (const char* part :
+       {"fits header", "fits pixels", "wcs", "sky positions", "catalog csv", "catalog fits", "labels image", "bgsub image"}) {
+    INFO(part);
+    CHECK(parts[part] == 11);
+  }
 }
 }  // namespace
 
@@ -97,6 +134,7 @@ TEST_CASE("a mixed directory: good items processed, bad ones reported, the rest 
       }
     }
     CHECK(std::filesystem::exists(options.trace_path));
+    check_trace_parts(options.trace_path);
   }
   // Both runs wrote identical catalogs.
   for (const char* name : {"field0.cat.csv", "night2/cube.p1.cat.csv", "mef.hdu1.cat.csv"}) {

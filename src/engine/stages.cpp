@@ -20,7 +20,14 @@
 namespace imflow {
 
 StageTimer::StageTimer(RunContext& run, WorkItem& item, std::string stage, std::string track)
-    : run_(run), item_(item), stage_(std::move(stage)), track_(std::move(track)), start_(Trace::Clock::now()) {}
+    : run_(run),
+      item_(item),
+      stage_(std::move(stage)),
+      track_(std::move(track)),
+      start_(Trace::Clock::now()),
+      parts_(run.trace, track_, item.ref.index) {
+  if (run.trace != nullptr) cpu_start_us_ = Trace::thread_cpu_us();
+}
 
 StageTimer::~StageTimer() {
   if (!recorded_) return;
@@ -33,7 +40,7 @@ StageTimer::~StageTimer() {
               ",\"image\":" + std::to_string(tile_image_index(item_.ref));
     }
     run_.trace->add(track_, stage_, run_.trace->to_us(start_), std::chrono::duration<double, std::micro>(end - start_).count(),
-                    args + "}");
+                    Trace::with_cpu_us(args + "}", cpu_start_us_));
   }
 }
 
@@ -125,6 +132,7 @@ void finish_stage(RunContext& run, WorkItem& item) {
   nlohmann::json record = RunSummary::item_record(item, outputs);
   if (run.manifest != nullptr) {
     try {
+      StageTimer timer(run, item, "manifest", worker_track("write"));
       run.manifest->append(item.ref, outputs, record);
     } catch (const std::exception& error) {
       if (item.status != ItemStatus::failed) item.fail(item_name(item.ref) + ": cannot record in the manifest: " + error.what());

@@ -64,7 +64,9 @@ class StageTimer {
   WorkItem& item_;
   std::string stage_, track_;
   Trace::Clock::time_point start_;
+  double cpu_start_us_ = 0.0;  // traced runs only
   bool recorded_ = true;
+  TraceStage parts_;  // TraceParts inside the stage nest under it in the trace
 };
 
 // Reset `item` for `ref` and read its pixels; failures are recorded in the item.

@@ -1,17 +1,38 @@
-// Trace: collects complete events and writes the Chrome trace JSON format.
+// Trace: collects complete events and writes the Chrome trace JSON format; TraceStage/TracePart:
+// a stage's parts on the thread that times it.
 #include "imflow/trace.hpp"
 
 #include <nlohmann/json.hpp>
 
+#include <cstdio>
+#include <ctime>
+
 #include "imflow/io/atomic_file.hpp"
 
 namespace imflow {
+
+namespace {
+thread_local TraceStage* open_stage = nullptr;
+}  // namespace
 
 Trace::Trace() : start_(Clock::now()) {}
 
 double Trace::now_us() const { return to_us(Clock::now()); }
 
 double Trace::to_us(Clock::time_point t) const { return std::chrono::duration<double, std::micro>(t - start_).count(); }
+
+double Trace::thread_cpu_us() {
+  timespec now{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &now);
+  return static_cast<double>(now.tv_sec) * 1e6 + static_cast<double>(now.tv_nsec) * 1e-3;
+}
+
+std::string Trace::with_cpu_us(std::string args_json, double cpu_start_us) {
+  char cpu[48];
+  std::snprintf(cpu, sizeof cpu, "\"cpu_us\":%.1f", thread_cpu_us() - cpu_start_us);
+  args_json.insert(args_json.size() - 1, args_json.size() > 2 ? std::string(",") + cpu : std::string(cpu));
+  return args_json;
+}
 
 int Trace::track_id(const std::string& track) {
   auto it = tracks_.find(track);
@@ -43,6 +64,28 @@ void Trace::write(const std::filesystem::path& path) const {
   }
   nlohmann::json root = {{"traceEvents", events}, {"displayTimeUnit", "ms"}};
   write_text_atomic(path, root.dump() + "\n");
+}
+
+TraceStage::TraceStage(Trace* trace, const std::string& track, int64_t item)
+    : trace_(trace), track_(track), item_(item), outer_(open_stage) {
+  open_stage = this;
+}
+
+TraceStage::~TraceStage() { open_stage = outer_; }
+
+TracePart::TracePart(const char* name)
+    : name_(name), stage_(open_stage != nullptr && open_stage->trace_ != nullptr ? open_stage : nullptr) {
+  if (stage_ == nullptr) return;
+  start_ = Trace::Clock::now();
+  cpu_start_us_ = Trace::thread_cpu_us();
+}
+
+TracePart::~TracePart() {
+  if (stage_ == nullptr) return;
+  Trace& trace = *stage_->trace_;
+  const double start = trace.to_us(start_);
+  trace.add(stage_->track_, name_, start, trace.now_us() - start,
+            Trace::with_cpu_us("{\"item\":" + std::to_string(stage_->item_) + "}", cpu_start_us_));
 }
 
 }  // namespace imflow

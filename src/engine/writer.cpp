@@ -16,6 +16,7 @@
 #include "imflow/io/fits.hpp"
 #include "imflow/io/input_format.hpp"
 #include "imflow/io/ldac.hpp"
+#include "imflow/trace.hpp"
 #include "imflow/version.hpp"
 #include "input_limits.hpp"
 #include "mri_outputs.hpp"
@@ -88,22 +89,26 @@ void write_catalog_files(const fs::path& stem, const Catalog& catalog, const Pho
                          const std::function<std::vector<std::string>()>& ldac_header,
                          const CatalogCsvText* device_csv) {
   struct CatalogFile {
+    const char* part;  // its name in the trace
     fs::path path;
     std::function<void(const fs::path&)> write;
     std::atomic<bool> done{false};
   };
   std::vector<std::unique_ptr<CatalogFile>> files;
-  const auto add = [&](const char* format, const char* suffix, std::function<void(const fs::path&)> write) {
+  const auto add = [&](const char* format, const char* part, const char* suffix,
+                       std::function<void(const fs::path&)> write) {
     if (!output.wants(format)) return;
     files.push_back(std::make_unique<CatalogFile>());
+    files.back()->part = part;
     files.back()->path = with_suffix(stem, suffix);
     files.back()->write = std::move(write);
   };
-  add("csv", ".cat.csv", [&](const fs::path& path) { write_catalog_csv(path, catalog, photometry, device_csv); });
-  add("fits", ".cat.fits", [&](const fs::path& path) { write_catalog_fits(path, catalog, cards, photometry); });
+  add("csv", "catalog csv", ".cat.csv", [&](const fs::path& path) { write_catalog_csv(path, catalog, photometry, device_csv); });
+  add("fits", "catalog fits", ".cat.fits", [&](const fs::path& path) { write_catalog_fits(path, catalog, cards, photometry); });
   // STEM.ldac: SCAMP names its output header STEM.head, the name SWarp looks for beside STEM.fits.
-  add("ldac", ".ldac", [&](const fs::path& path) { write_catalog_ldac(path, catalog, ldac_header(), cards, photometry); });
+  add("ldac", "catalog ldac", ".ldac", [&](const fs::path& path) { write_catalog_ldac(path, catalog, ldac_header(), cards, photometry); });
   const auto write = [](CatalogFile& file) {
+    TracePart part(file.part);
     file.write(file.path);
     file.done = true;
   };
@@ -144,7 +149,10 @@ std::vector<FitsCard> image_cards(const WorkItem& item, const ImageWcs& wcs) {
 
 void write_item_catalog(const fs::path& stem, const WorkItem& item, Catalog& catalog, const ImageWcs& wcs,
                         const OutputConfig& output, std::vector<fs::path>& written) {
-  wcs.set_sky_positions(catalog);
+  {
+    TracePart part("sky positions");
+    wcs.set_sky_positions(catalog);
+  }
   std::vector<FitsCard> cards = provenance_cards(item);
   for (FitsCard& card : wcs.catalog_cards()) cards.push_back(std::move(card));
   const auto ldac_header = [&] {
@@ -168,17 +176,22 @@ namespace {
 void write_all_outputs(WorkItem& item, const OutputConfig& output, std::vector<fs::path>& written) {
   const fs::path stem = output_stem(item.ref, output.dir);
   check_output_parents(stem, output.dir);
-  const ImageWcs wcs = output_wcs(item.ref, item.catalog.has_value(), output);
+  const ImageWcs wcs = [&] {
+    TracePart part("wcs");
+    return output_wcs(item.ref, item.catalog.has_value(), output);
+  }();
   if (item.catalog) write_item_catalog(stem, item, *item.catalog, wcs, output, written);
   const bool labels = item.nlabels && output.wants("labels"), bgsub = item.background && output.wants("bgsub");
   const bool fits_images = labels || bgsub || output.wants("fits_image");
   const std::vector<FitsCard> cards = fits_images ? image_cards(item, wcs) : std::vector<FitsCard>{};
   if (labels) {
+    TracePart part("labels image");
     const fs::path path = with_suffix(stem, ".labels.fits");
     write_fits_labels(path, {item.labels.data(), item.pixels.width(), item.pixels.height()}, cards);
     written.push_back(path);
   }
   if (bgsub) {
+    TracePart part("bgsub image");
     ImageBuffer subtracted;
     subtracted.resize(item.pixels.width(), item.pixels.height());
     // The mesh background's map when the background step made one, else the global median; in
@@ -194,11 +207,13 @@ void write_all_outputs(WorkItem& item, const OutputConfig& output, std::vector<f
     written.push_back(path);
   }
   if (output.wants("fits_image")) {
+    TracePart part("fits image");
     const fs::path path = with_suffix(stem, ".image.fits");
     write_fits_image(path, item.pixels.view(), cards);
     written.push_back(path);
   }
   if (output.wants("png")) {
+    TracePart part("png");
     const fs::path path = with_suffix(stem, ".image.png");
     write_png_output(item, path, output.png_compression);
     written.push_back(path);

@@ -19,6 +19,7 @@
 #include "imflow/errors.hpp"
 #include "imflow/io/fits.hpp"
 #include "imflow/io/input_format.hpp"
+#include "imflow/trace.hpp"
 
 namespace imflow {
 
@@ -263,13 +264,17 @@ std::optional<detail::DirectImageLayout> direct_layout(const OpenPlane& open, co
 namespace detail {
 int64_t read_fits_plane(const fs::path& path, int hdu, int64_t plane, ImageBuffer& out, const ReadLimits& limits,
                         FitsReadPath read_path) {
+  std::optional<TracePart> header_part(std::in_place, "fits header");
   OpenPlane open = open_plane(path, hdu, plane);
   const FitsImageInfo& info = open.info;
   const int64_t width = info.width(), height = info.height();
   check_pixel_limit(path, hdu, width, height, limits, "");
   out.resize(width, height);
   if (limits.float32_swap_deferred != nullptr) *limits.float32_swap_deferred = false;
-  if (const auto layout = direct_layout(open, path, read_path)) {
+  const auto layout = direct_layout(open, path, read_path);
+  header_part.reset();
+  TracePart pixels_part("fits pixels");
+  if (layout) {
     const detail::PixelConversion& c = layout->conversion;
     const bool defer = limits.float32_swap_deferred != nullptr && c.bitpix == -32 && c.scale == 1.0 && c.zero == 0.0;
     read_direct(path, *layout, plane, TileRect{0, 0, width, height}, out.data(), plane_text(hdu, plane), !defer);

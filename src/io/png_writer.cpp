@@ -19,6 +19,7 @@
 #include "imflow/errors.hpp"
 #include "imflow/io/atomic_file.hpp"
 #include "imflow/io/png.hpp"
+#include "imflow/trace.hpp"
 #include "png_memory.hpp"
 
 namespace imflow {
@@ -205,12 +206,19 @@ void write_png_gray(const std::filesystem::path& path, ConstImageView image, int
   size_t deflated_size = 0;
   const size_t height = static_cast<size_t>(image.height);
   const bool libdeflate = uses_libdeflate(compression, (row_bytes + 1) * height);
-  if (libdeflate && !deflate_rows(row_bytes, height, compression, deflated_size)) {
-    throw OutputError(path.string() + ": cannot write PNG: libdeflate: out of memory");
+  {
+    TracePart part("png deflate");
+    if (libdeflate && !deflate_rows(row_bytes, height, compression, deflated_size)) {
+      throw OutputError(path.string() + ": cannot write PNG: libdeflate: out of memory");
+    }
   }
-  const bool encoded = encode(buffers.rows.data(), image.width, image.height, bit_depth, compression,
-                              libdeflate ? &buffers.deflated : nullptr, deflated_size, buffers.encoded, error);
-  if (!encoded) throw OutputError(path.string() + ": cannot write PNG: " + error);
+  {
+    TracePart part("png chunks");
+    const bool encoded = encode(buffers.rows.data(), image.width, image.height, bit_depth, compression,
+                                libdeflate ? &buffers.deflated : nullptr, deflated_size, buffers.encoded, error);
+    if (!encoded) throw OutputError(path.string() + ": cannot write PNG: " + error);
+  }
+  TracePart part("png file");
   AtomicOutput output(path);
   write_file(output.temp_path(), buffers.encoded, path);
   output.commit();

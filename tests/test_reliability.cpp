@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <zlib.h>
 
 #include <fstream>
 
@@ -79,6 +80,16 @@ TEST_CASE("fingerprints are zlib CRC-32 of the bytes", "[reliability]") {
   CHECK(f.size == 9);
   CHECK(f.crc32 == 0xCBF43926u);  // the CRC-32 check value
   CHECK(Fingerprint::from_json(f.to_json()).same_content(f));
+  // A file of 64 MiB and more is read in 8 MiB chunks on all threads, their CRCs combined: the
+  // same as zlib's over the whole (a last chunk of 12,345 bytes).
+  std::string large((size_t{72} << 20) + 12345, '\0');
+  uint32_t state = 12345;
+  for (char& c : large) c = static_cast<char>((state = state * 1664525u + 1013904223u) >> 24);
+  write_file(dir / "large.bin", large);
+  const Fingerprint g = fingerprint_file(dir / "large.bin");
+  CHECK(g.size == large.size());
+  CHECK(g.crc32 == crc32(0, reinterpret_cast<const Bytef*>(large.data()), static_cast<uInt>(large.size())));
+  fs::remove(dir / "large.bin");
 }
 
 TEST_CASE("manifest: resume skips only unchanged items with intact outputs", "[reliability]") {

@@ -95,6 +95,7 @@ void upload_resident_plane(RunContext& run, GpuContext& gpu, WorkItem& item) {
               ~GiveBack() { queue.push(buffer); }
             } give_back{idle, buffer};
             const auto start = Trace::Clock::now();
+            const double cpu_start_us = run.trace != nullptr ? Trace::thread_cpu_us() : 0.0;
             buffer->copied.synchronize();  // the buffer's previous strip is on the device
             const TileRect strip{0, s * rows, width, std::min(rows, height - s * rows)};
             bytes += read_fits_region(ref.path, ref.hdu, ref.plane, strip, buffer->pixels, limits);
@@ -107,8 +108,9 @@ void upload_resident_plane(RunContext& run, GpuContext& gpu, WorkItem& item) {
             if (run.trace != nullptr) {
               run.trace->add(worker_track("read"), "read strip", run.trace->to_us(start),
                              std::chrono::duration<double, std::micro>(end - start).count(),
-                             "{\"item\":" + std::to_string(ref.index) + ",\"strip\":" + std::to_string(s) +
-                                 ",\"strips\":" + std::to_string(strips) + "}");
+                             Trace::with_cpu_us("{\"item\":" + std::to_string(ref.index) + ",\"strip\":" +
+                                                    std::to_string(s) + ",\"strips\":" + std::to_string(strips) + "}",
+                                                cpu_start_us));
             }
           }
         },

@@ -14,6 +14,7 @@
 #include <memory>
 
 #include "crc32_fast.hpp"
+#include "file_crc32.hpp"
 #include "imflow/errors.hpp"
 #include "imflow/io/atomic_file.hpp"
 #include "imflow/io/input_format.hpp"
@@ -87,27 +88,22 @@ Fingerprint fingerprint_file(const fs::path& path) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) throw std::runtime_error(path.string() + ": cannot open: " + std::strerror(errno));
   struct stat st {};
+  if (::fstat(fd, &st) != 0) {
+    const int saved = errno;
+    ::close(fd);
+    throw std::runtime_error(path.string() + ": cannot stat: " + std::strerror(saved));
+  }
   Fingerprint f;
-  if (::fstat(fd, &st) == 0) f.mtime_ns = int64_t{st.st_mtim.tv_sec} * 1000000000 + st.st_mtim.tv_nsec;
-  // 128 KiB reads stay in cache for the CRC; the buffer is not zero-filled (it was 1 MiB, zeroed,
-  // per output file: ~0.1 ms each).
-  constexpr size_t kChunk = size_t{1} << 17;
-  const auto buffer = std::make_unique_for_overwrite<unsigned char[]>(kChunk);
-  uint32_t crc = 0;
-  for (;;) {
-    const ssize_t got = ::read(fd, buffer.get(), kChunk);
-    if (got < 0 && errno == EINTR) continue;
-    if (got < 0) {
-      const int saved = errno;
-      ::close(fd);
-      throw std::runtime_error(path.string() + ": cannot read: " + std::strerror(saved));
-    }
-    if (got == 0) break;
-    crc = crc32_update(crc, buffer.get(), static_cast<size_t>(got));
-    f.size += static_cast<uint64_t>(got);
+  f.mtime_ns = int64_t{st.st_mtim.tv_sec} * 1000000000 + st.st_mtim.tv_nsec;
+  try {
+    const FileCrc crc = crc32_of_file(fd, static_cast<uint64_t>(st.st_size), path);
+    f.size = crc.size;
+    f.crc32 = crc.crc32;
+  } catch (...) {
+    ::close(fd);
+    throw;
   }
   ::close(fd);
-  f.crc32 = crc;
   f.has_crc = true;
   return f;
 }

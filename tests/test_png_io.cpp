@@ -82,6 +82,25 @@ TEST_CASE("PNG output rounds to nearest and clamps; NaN becomes 0", "[png]") {
   CHECK_THROWS_AS(write_png_gray(dir / "bad.png", ConstImageView{values.data(), 4, 2}, 12), OutputError);
 }
 
+TEST_CASE("PNG output with a sample map is the file of the mapped values", "[png]") {
+  test::TempDir dir("png_map");
+  std::vector<float> values = {-3.0f, 2.5f, 2.49f, 254.6f, 300.0f, NAN, 1e9f, 0.5f, -0.0f, INFINITY};
+  for (int i = 0; i < 590; ++i) values.push_back(static_cast<float>(std::sin(i * 0.37) * 400.0 + 200.0));
+  const PngSampleMap map{0.73176, -11.5};  // a normalization's scale and offset
+  std::vector<float> mapped;
+  for (float v : values) mapped.push_back(static_cast<float>(v * map.scale + map.offset));
+  for (int depth : {8, 16}) {
+    INFO("depth " << depth);
+    write_png_gray(dir / "map.png", ConstImageView{values.data(), 40, 15}, depth, 1, &map);
+    write_png_gray(dir / "mapped.png", ConstImageView{mapped.data(), 40, 15}, depth, 1);
+    const std::string a = test::read_text(dir / "map.png"), b = test::read_text(dir / "mapped.png");
+    CHECK(a == b);
+    ImageBuffer image;
+    read_png(dir / "map.png", image);
+    CHECK(image.data()[3] == 175.0f);  // 254.6 * 0.73176 - 11.5 = 174.80, rounded
+  }
+}
+
 TEST_CASE("colour PNG becomes BT.601 luminance; gray RGB stays exact", "[png]") {
   test::TempDir dir("png_rgb");
   const unsigned char rgb[] = {255, 0, 0, 0, 255, 0, 0, 0, 255, 10, 10, 10};

@@ -16,7 +16,15 @@
 namespace imflow {
 
 void write_png_output(const WorkItem& item, const std::filesystem::path& path, int compression) {
-  // The thread's copy is kept for its next slice unless it grew past 16 MiB.
+  const int bit_depth = item.ref.bit_depth;
+  if (bit_depth == 8 || bit_depth == 16) {  // the normalization applied as the samples are made
+    const PngSampleMap map = item.normalization ? PngSampleMap{item.normalization->scale, item.normalization->offset}
+                                                : PngSampleMap{};
+    write_png_gray(path, item.pixels.view(), bit_depth, compression, item.normalization ? &map : nullptr);
+    return;
+  }
+  // Float input: normalized, then its finite range stretched to 16 bits. The thread's copy is
+  // kept for its next slice unless it grew past 16 MiB.
   thread_local std::vector<float> values;
   const detail::TrimOnExit trim(values);
   values.assign(item.pixels.begin(), item.pixels.end());
@@ -24,17 +32,13 @@ void write_png_output(const WorkItem& item, const std::filesystem::path& path, i
     const double offset = item.normalization->offset, scale = item.normalization->scale;
     for (float& v : values) v = static_cast<float>(v * scale + offset);
   }
-  int bit_depth = item.ref.bit_depth;
-  if (bit_depth != 8 && bit_depth != 16) {  // float input: stretch the finite range to 16 bits
-    bit_depth = 16;
-    double lo = std::numeric_limits<double>::infinity(), hi = -lo;
-    for (float v : values) {
-      if (std::isfinite(v)) lo = std::min<double>(lo, v), hi = std::max<double>(hi, v);
-    }
-    const double range = hi > lo ? hi - lo : 0.0;
-    for (float& v : values) v = range > 0.0 && std::isfinite(v) ? static_cast<float>((v - lo) / range * 65535.0) : 0.0f;
+  double lo = std::numeric_limits<double>::infinity(), hi = -lo;
+  for (float v : values) {
+    if (std::isfinite(v)) lo = std::min<double>(lo, v), hi = std::max<double>(hi, v);
   }
-  write_png_gray(path, ConstImageView{values.data(), item.pixels.width(), item.pixels.height()}, bit_depth, compression);
+  const double range = hi > lo ? hi - lo : 0.0;
+  for (float& v : values) v = range > 0.0 && std::isfinite(v) ? static_cast<float>((v - lo) / range * 65535.0) : 0.0f;
+  write_png_gray(path, ConstImageView{values.data(), item.pixels.width(), item.pixels.height()}, 16, compression);
 }
 
 namespace {

@@ -36,14 +36,16 @@ inline uint32_t to_sample(float value, float max) {
   return static_cast<uint32_t>(whole + (v - static_cast<float>(whole) >= 0.5f ? 1 : 0));
 }
 
-// `count` samples of 8 bits, or of 16 bits big-endian (PNG's byte order), from `values`.
-void to_samples(const float* values, int64_t count, int bit_depth, png_byte* out) {
+// `count` samples of 8 bits, or of 16 bits big-endian (PNG's byte order), from `values`, each
+// first mapped by `map`.
+template <typename Map>
+void to_samples(const float* values, int64_t count, int bit_depth, png_byte* out, Map map) {
   if (bit_depth == 8) {
-    for (int64_t i = 0; i < count; ++i) out[i] = static_cast<png_byte>(to_sample(values[i], 255.0f));
+    for (int64_t i = 0; i < count; ++i) out[i] = static_cast<png_byte>(to_sample(map(values[i]), 255.0f));
     return;
   }
   for (int64_t i = 0; i < count; ++i) {
-    const uint32_t sample = to_sample(values[i], 65535.0f);
+    const uint32_t sample = to_sample(map(values[i]), 65535.0f);
     out[2 * i] = static_cast<png_byte>(sample >> 8);
     out[2 * i + 1] = static_cast<png_byte>(sample & 0xff);
   }
@@ -186,7 +188,8 @@ void write_file(const std::filesystem::path& path, const std::vector<unsigned ch
 }
 }  // namespace
 
-void write_png_gray(const std::filesystem::path& path, ConstImageView image, int bit_depth, int compression) {
+void write_png_gray(const std::filesystem::path& path, ConstImageView image, int bit_depth, int compression,
+                    const PngSampleMap* map) {
   if (bit_depth != 8 && bit_depth != 16) throw OutputError(path.string() + ": PNG bit depth must be 8 or 16");
   if (compression < 0 || compression > 9) throw OutputError(path.string() + ": PNG compression level must be 0..9");
   if (image.width <= 0 || image.height <= 0 || image.width > 0x7fffffff || image.height > 0x7fffffff) {
@@ -196,7 +199,16 @@ void write_png_gray(const std::filesystem::path& path, ConstImageView image, int
   const detail::TrimOnExit trim(buffers.samples, buffers.rows, buffers.encoded, buffers.filtered, buffers.deflated);
   const size_t row_bytes = static_cast<size_t>(image.width) * (bit_depth / 8);
   buffers.samples.resize(row_bytes * static_cast<size_t>(image.height));
-  to_samples(image.data, image.size(), bit_depth, buffers.samples.data());  // rows are contiguous
+  {
+    TracePart part("png samples");
+    if (map != nullptr) {  // rows are contiguous
+      const double scale = map->scale, offset = map->offset;
+      to_samples(image.data, image.size(), bit_depth, buffers.samples.data(),
+                 [scale, offset](float v) { return static_cast<float>(v * scale + offset); });
+    } else {
+      to_samples(image.data, image.size(), bit_depth, buffers.samples.data(), [](float v) { return v; });
+    }
+  }
   buffers.rows.resize(static_cast<size_t>(image.height));
   for (size_t y = 0; y < buffers.rows.size(); ++y) buffers.rows[y] = buffers.samples.data() + y * row_bytes;
   buffers.encoded.clear();

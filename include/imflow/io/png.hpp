@@ -28,9 +28,18 @@ PngInfo scan_png(const std::filesystem::path& path);
 int64_t read_png(const std::filesystem::path& path, ImageBuffer& out, const ReadLimits& limits = {},
                  int* bit_depth = nullptr);
 
-// Write `image` as a grayscale PNG of `bit_depth` (8 or 16). Values are rounded to the nearest
-// integer and clamped to [0, 2^bit_depth - 1]; NaN becomes 0. Atomic; throws OutputError.
-// `compression`: zlib level 0..9 (see output.png_compression in docs/mri.md).
-void write_png_gray(const std::filesystem::path& path, ConstImageView image, int bit_depth, int compression = 1);
+// A map applied to each value before it becomes a sample: float(value * scale + offset), in double
+// (a normalization the pixels have not had yet, applied without a copy of the image).
+struct PngSampleMap {
+  double scale = 1.0;
+  double offset = 0.0;
+};
+
+// Write `image` (each value mapped by `map` when given) as a grayscale PNG of `bit_depth` (8 or
+// 16). Values are rounded to the nearest integer and clamped to [0, 2^bit_depth - 1]; NaN becomes
+// 0. Atomic; throws OutputError. `compression`: zlib level 0..9 (see output.png_compression in
+// docs/mri.md).
+void write_png_gray(const std::filesystem::path& path, ConstImageView image, int bit_depth, int compression = 1,
+                    const PngSampleMap* map = nullptr);
 
 }  // namespace imflow

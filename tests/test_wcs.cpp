@@ -1,13 +1,17 @@
 // ImageWcs (WCSLIB): sky positions of centroids and the WCS records for 2-D outputs, on headers
-// whose answers are known in closed form; tests/wcs_reference_test.py checks real headers
-// against astropy.wcs.
+// whose answers are known in closed form, and from the header records a read hands over;
+// tests/wcs_reference_test.py checks real headers against astropy.wcs.
 #include <catch2/catch.hpp>
 
 #include <cmath>
 #include <string>
 #include <vector>
 
+#include <fitsio.h>
+
+#include "imflow/io/fits.hpp"
 #include "imflow/io/wcs.hpp"
+#include "test_helpers.hpp"
 
 using imflow::Catalog;
 using imflow::ImageWcs;
@@ -167,4 +171,43 @@ TEST_CASE("distortion lookup tables (HST 'Lookup') are left out with a note; SIP
   ImageWcs::from_header(header(kTan), {100, 80}, 0).set_sky_positions(tan);
   CHECK(tan[0].ra != with_sip[0].ra);
   CHECK(wcs.image_records().size() > 10);  // the 2-D records (SIP's A_/B_ included) for image outputs
+}
+
+TEST_CASE("a read's header records give the WCS that reading the file again gives", "[wcs]") {
+  test::TempDir dir("wcs_read_records");
+  const auto path = dir / "cube.fits";
+  test::write_fits(path, -32, {30, 20, 3}, std::vector<double>(1800, 1.0));
+  fitsfile* file = nullptr;
+  int status = 0;
+  fits_open_file(&file, path.c_str(), READWRITE, &status);
+  for (auto [key, text] : {std::pair{"CTYPE1", "RA---TAN"}, {"CTYPE2", "DEC--TAN"}, {"CTYPE3", "FREQ"}}) {
+    fits_update_key(file, TSTRING, key, const_cast<char*>(text), nullptr, &status);
+  }
+  for (auto [key, value] : {std::pair{"CRPIX1", 15.0}, {"CRPIX2", 10.0}, {"CRPIX3", 1.0}, {"CRVAL1", 210.5},
+                            {"CRVAL2", -31.25}, {"CRVAL3", 1.4e9}, {"CDELT1", -0.0003}, {"CDELT2", 0.0003},
+                            {"CDELT3", 1.0e6}}) {
+    fits_update_key(file, TDOUBLE, key, &value, nullptr, &status);
+  }
+  fits_close_file(file, &status);
+  REQUIRE(status == 0);
+
+  std::vector<std::string> records;
+  imflow::ReadLimits limits;
+  limits.header_records = &records;
+  imflow::ImageBuffer pixels;
+  imflow::read_fits_plane(path, 0, 2, pixels, limits);
+  CHECK(records == imflow::read_fits_header_records(path, 0));
+  const ImageWcs from_read = ImageWcs::from_records(records, 2), from_file = ImageWcs::read_fits(path, 0, 2);
+  REQUIRE(from_read.equatorial());
+  CHECK(from_read.header_records() == from_file.header_records());
+  CHECK(from_read.image_records() == from_file.image_records());
+  Catalog a = at({{3.5, 7.25}, {29.0, 0.0}, {14.0, 9.0}}), b = a;
+  from_read.set_sky_positions(a);
+  from_file.set_sky_positions(b);
+  for (size_t i = 0; i < a.size(); ++i) {
+    CHECK(a[i].ra == b[i].ra);
+    CHECK(a[i].dec == b[i].dec);
+  }
+  CHECK(a[2].ra == Approx(210.5).margin(1e-12));  // CRPIX (15, 10) is 0-based (14, 9)
+  CHECK(a[2].dec == Approx(-31.25).margin(1e-12));
 }

@@ -85,6 +85,9 @@ struct WorkItem {
   // on the device after the upload (ReadLimits::float32_swap_deferred); the host copy then stays
   // in that order.
   bool pixels_big_endian = false;
+  // A FITS image's header records as its read gave them (ReadLimits::header_records): the outputs'
+  // WCS is parsed from them; empty for other formats and for tiles (read again from the file).
+  std::vector<std::string> fits_header;
   // The image segmentation runs on when a step filtered it (e.g. convolve); empty means `pixels`.
   ImageBuffer detection;
   int64_t input_bytes = 0;  // bytes of pixel data as stored in the file
@@ -153,6 +156,7 @@ struct WorkItem {
     error.clear();
     pixels.resize(0, 0);
     pixels_big_endian = false;
+    fits_header.clear();
     detection.resize(0, 0);
     input_bytes = 0;
     background.reset();

@@ -71,6 +71,7 @@ void read_stage(RunContext& run, WorkItem& item, ItemRef ref) {
     limits.max_pixels = run.pipeline.input.max_pixels;
     ReadLimits image_limits = limits;
     if (run.float32_swap_on_device && !item.ref.tiled) image_limits.float32_swap_deferred = &item.pixels_big_endian;
+    if (is_fits_input(item.ref.path)) image_limits.header_records = &item.fits_header;  // the outputs' WCS
     item.input_bytes = format->read(item.ref, item.pixels, image_limits);
     if (run.pipeline.input.has_companions()) read_companions(run.pipeline.input, item, limits);
   } catch (const std::bad_alloc&) {

@@ -132,10 +132,12 @@ void write_catalog_files(const fs::path& stem, const Catalog& catalog, const Pho
   list_done();
 }
 
-ImageWcs output_wcs(const ItemRef& ref, bool has_catalog, const OutputConfig& output) {
+ImageWcs output_wcs(const ItemRef& ref, bool has_catalog, const OutputConfig& output,
+                    const std::vector<std::string>* header_records) {
   const bool uses_wcs = has_catalog || output.wants("labels") || output.wants("bgsub") || output.wants("fits_image");
   if (!uses_wcs) return {};
-  ImageWcs wcs = ImageWcs::of_item(ref);
+  ImageWcs wcs = header_records != nullptr && !header_records->empty() ? ImageWcs::from_records(*header_records, ref.plane)
+                                                                        : ImageWcs::of_item(ref);
   if (!wcs.problem().empty()) spdlog::warn("{}: no sky coordinates: {}", item_name(ref), wcs.problem());
   if (!wcs.note().empty()) spdlog::warn("{}: sky coordinates: {}", item_name(ref), wcs.note());
   return wcs;
@@ -178,7 +180,7 @@ void write_all_outputs(WorkItem& item, const OutputConfig& output, std::vector<f
   check_output_parents(stem, output.dir);
   const ImageWcs wcs = [&] {
     TracePart part("wcs");
-    return output_wcs(item.ref, item.catalog.has_value(), output);
+    return output_wcs(item.ref, item.catalog.has_value(), output, &item.fits_header);
   }();
   if (item.catalog) write_item_catalog(stem, item, *item.catalog, wcs, output, written);
   const bool labels = item.nlabels && output.wants("labels"), bgsub = item.background && output.wants("bgsub");

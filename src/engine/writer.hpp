@@ -24,9 +24,11 @@ void check_output_parents(const std::filesystem::path& stem, const std::filesyst
 std::vector<FitsCard> provenance_cards(const WorkItem& item);
 
 // The input plane's WCS (FITS inputs) when the outputs use it: catalogs (sky positions) or FITS
-// images (its records in their headers); otherwise, or without one, an empty ImageWcs. A WCS
-// that WCSLIB rejects is logged as a warning naming the item.
-ImageWcs output_wcs(const ItemRef& ref, bool has_catalog, const OutputConfig& output);
+// images (its records in their headers); otherwise, or without one, an empty ImageWcs. Parsed
+// from `header_records` (the read's, WorkItem::fits_header) when given and not empty, else from
+// the file. A WCS that WCSLIB rejects is logged as a warning naming the item.
+ImageWcs output_wcs(const ItemRef& ref, bool has_catalog, const OutputConfig& output,
+                    const std::vector<std::string>* header_records = nullptr);
 
 // Provenance cards followed by the WCS records: the header of an image output of the plane.
 std::vector<FitsCard> image_cards(const WorkItem& item, const ImageWcs& wcs);

@@ -87,18 +87,14 @@ std::vector<std::string> image_header_of_compressed(const std::vector<std::strin
 }
 }  // namespace detail
 
-std::vector<std::string> read_fits_header_records(const fs::path& path, int hdu) {
-  detail::FitsFile file;
+namespace detail {
+std::vector<std::string> header_records_of(fitsfile* file, const fs::path& path, int hdu) {
   int status = 0, type = 0, keys = 0;
   char* header = nullptr;
-  bool compressed = false;
-  detail::clear_fits_errors();
-  if (detail::open_fits_readonly(file, path, &status) == 0 && fits_movabs_hdu(file.get(), hdu + 1, &type, &status) == 0) {
-    compressed = fits_is_compressed_image(file.get(), &status) != 0;
-    // A tile-compressed image's header as the image's (ZNAXISn as NAXISn, ...).
-    if (compressed) fits_convert_hdr2str(file.get(), 1, nullptr, 0, &header, &keys, &status);
-    else fits_hdr2str(file.get(), 1, nullptr, 0, &header, &keys, &status);
-  }
+  const bool compressed = fits_is_compressed_image(file, &status) != 0;
+  // A tile-compressed image's header as the image's (ZNAXISn as NAXISn, ...).
+  if (compressed) fits_convert_hdr2str(file, 1, nullptr, 0, &header, &keys, &status);
+  else fits_hdr2str(file, 1, nullptr, 0, &header, &keys, &status);
   if (compressed && status != 0) {
     // CFITSIO 4.2's conversion fails on some valid files (one without ZTENSION: it then reads its
     // own result as an extension that does not start with XTENSION, status 252): the table's
@@ -107,10 +103,10 @@ std::vector<std::string> read_fits_header_records(const fs::path& path, int hdu)
     if (header != nullptr) fits_free_memory(header, &ignored);
     header = nullptr;
     status = 0;
-    detail::clear_fits_errors();
-    if (fits_movabs_hdu(file.get(), hdu + 1, &type, &status) == 0 &&
-        fits_hdr2str(file.get(), 1, nullptr, 0, &header, &keys, &status) == 0 && header != nullptr) {
-      std::vector<std::string> records = detail::image_header_of_compressed(split_records(header, keys));
+    clear_fits_errors();
+    if (fits_movabs_hdu(file, hdu + 1, &type, &status) == 0 &&
+        fits_hdr2str(file, 1, nullptr, 0, &header, &keys, &status) == 0 && header != nullptr) {
+      std::vector<std::string> records = image_header_of_compressed(split_records(header, keys));
       fits_free_memory(header, &status);
       return records;
     }
@@ -118,11 +114,22 @@ std::vector<std::string> read_fits_header_records(const fs::path& path, int hdu)
   if (status != 0 || header == nullptr) {
     int ignored = 0;
     if (header != nullptr) fits_free_memory(header, &ignored);
-    throw InputError(detail::fits_error_text(path, "cannot read the header of HDU " + std::to_string(hdu), status));
+    throw InputError(fits_error_text(path, "cannot read the header of HDU " + std::to_string(hdu), status));
   }
   std::vector<std::string> records = split_records(header, keys);
   fits_free_memory(header, &status);
   return records;
+}
+}  // namespace detail
+
+std::vector<std::string> read_fits_header_records(const fs::path& path, int hdu) {
+  detail::FitsFile file;
+  int status = 0, type = 0;
+  detail::clear_fits_errors();
+  if (detail::open_fits_readonly(file, path, &status) != 0 || fits_movabs_hdu(file.get(), hdu + 1, &type, &status) != 0) {
+    throw InputError(detail::fits_error_text(path, "cannot read the header of HDU " + std::to_string(hdu), status));
+  }
+  return detail::header_records_of(file.get(), path, hdu);
 }
 
 }  // namespace imflow

@@ -266,6 +266,13 @@ int64_t read_fits_plane(const fs::path& path, int hdu, int64_t plane, ImageBuffe
                         FitsReadPath read_path) {
   std::optional<TracePart> header_part(std::in_place, "fits header");
   OpenPlane open = open_plane(path, hdu, plane);
+  if (limits.header_records != nullptr) {
+    try {
+      *limits.header_records = header_records_of(open.file.get(), path, hdu);
+    } catch (const InputError&) {
+      limits.header_records->clear();  // the pixels may still be readable; the outputs' WCS says why not
+    }
+  }
   const FitsImageInfo& info = open.info;
   const int64_t width = info.width(), height = info.height();
   check_pixel_limit(path, hdu, width, height, limits, "");

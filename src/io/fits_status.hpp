@@ -4,6 +4,7 @@
 
 #include <filesystem>
 #include <string>
+#include <vector>
 
 namespace imflow::detail {
 
@@ -27,6 +28,10 @@ class FitsFile;
 // descriptor open while it is open (a reused descriptor number would make another file look
 // "already open" to CFITSIO, which shares handles by name).
 int open_fits_readonly(FitsFile& file, const std::filesystem::path& path, int* status);
+
+// The header of the HDU `file` is at (HDU `hdu` of `path`) as read_fits_header_records gives it.
+// Throws InputError naming the file when it cannot be read.
+std::vector<std::string> header_records_of(fitsfile* file, const std::filesystem::path& path, int hdu);
 
 // RAII for an open fitsfile*: closes it (ignoring errors) when it goes out of scope.
 class FitsFile {

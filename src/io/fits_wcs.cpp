@@ -154,6 +154,10 @@ ImageWcs ImageWcs::read_fits(const fs::path& path, int hdu, int64_t plane) {
     result.problem_ = error.what();
     return result;
   }
+  return from_records(std::move(records), plane);
+}
+
+ImageWcs ImageWcs::from_records(std::vector<std::string> records, int64_t plane) {
   // The axis lengths from NAXIS and NAXISn (at most 9 axes, as CFITSIO reads them).
   std::vector<int64_t> naxes;
   std::string text;

@@ -35,6 +35,9 @@ struct ReadLimits {
   // left in the file's byte order, and *float32_swap_deferred is set to true; any other FITS
   // image is converted as usual and it is set to false (the other formats leave it alone).
   bool* float32_swap_deferred = nullptr;
+  // Not null: a FITS image read (read_fits_plane) also gives its HDU's header records there, as
+  // read_fits_header_records does, so that its outputs' WCS need not open the file again.
+  std::vector<std::string>* header_records = nullptr;
 };
 
 // Every image HDU of the file with at least two axes, all non-zero (empty primaries and tables

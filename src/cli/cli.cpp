@@ -190,7 +190,9 @@ int run_cli(int argc, char** argv) {
   RunArgs run_args;
   CLI::App* run = app.add_subcommand("run", "run a pipeline over a directory of images");
   add_engine_options(run, run_args);
-  run->add_option("--trace", run_args.trace, "write a Chrome trace (Perfetto) JSON file");
+  run->add_option("--trace", run_args.trace,
+                  "write a Chrome trace (Perfetto) JSON file: every stage and its parts, with thread CPU time "
+                  "(tools/trace_parts.py sums it)");
   run->add_option("--summary", run_args.summary, "summary JSON path (default: OUTPUT/summary.json)");
   run->add_flag("--fail-fast", run_args.fail_fast, "stop at the first failed item");
   run->add_flag("--resume", run_args.resume, "skip items OUTPUT/manifest.jsonl lists as done (input unchanged, outputs intact)");

@@ -6,6 +6,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <type_traits>
 #include <utility>
 
 #include "imflow/kernels/source_shape.hpp"
@@ -26,10 +27,10 @@ struct CatalogColumn {
   char form;  // FITS TFORM: 'K' int64, 'J' int32, 'I' int16 (integers in the CSV), 'D' float64
   double (*value)(const Source&);
   const char* description;  // the TTYPE keyword's comment
-  bool integer() const { return form != 'D'; }
+  constexpr bool integer() const { return form != 'D'; }
 };
 
-// A constant table, so that fixed_column_values() calls its functions directly (inlined).
+// A constant table, so that for_each_fixed_column() calls its functions directly (inlined).
 inline constexpr std::array<CatalogColumn, 36> kCatalogColumns = {{
     {"id", "", 'K', [](const Source& s) { return double(s.id); }, "label, in raster order of first pixel"},
     {"x", "pix", 'D', [](const Source& s) { return s.x; }, "centroid x, 0-based"},
@@ -69,10 +70,13 @@ inline constexpr std::array<CatalogColumn, 36> kCatalogColumns = {{
     {"flags", "", 'K', [](const Source& s) { return double(s.flags); }, "1 touches the image edge, 2 masked neighbour, 4 deblended, 8 singular moments"},
 }};
 
-// The fixed columns' values of a source, in order, without a call through a pointer per value.
-inline void fixed_column_values(const Source& s, double* out) {
+// Calls cell(index, value) for each fixed column of a source, in order, without a call through a
+// pointer per value; `index` is a std::integral_constant, so kCatalogColumns[index]'s form is
+// known when compiling (no branch on a column's kind per cell).
+template <typename Cell>
+inline void for_each_fixed_column(const Source& s, Cell&& cell) {
   [&]<size_t... I>(std::index_sequence<I...>) {
-    ((out[I] = kCatalogColumns[I].value(s)), ...);
+    (cell(std::integral_constant<size_t, I>{}, kCatalogColumns[I].value(s)), ...);
   }(std::make_index_sequence<kCatalogColumns.size()>{});
 }
 

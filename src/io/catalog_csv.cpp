@@ -53,15 +53,21 @@ void append_rows(const std::vector<detail::OutputColumn>& columns, const Catalog
   char* const row = buffer.data();
   char* const row_end = row + buffer.size();
   const size_t fixed = detail::leading_fixed_columns(columns);
-  double fixed_values[detail::kCatalogColumns.size()];
   for (size_t i = begin; i < end; ++i) {
     const Source& source = catalog[i];
     const double* values = photometry ? photometry->row(i) : nullptr;
-    if (fixed != 0) detail::fixed_column_values(source, fixed_values);
     char* at = row;
-    for (size_t c = 0; c < columns.size(); ++c) {
+    if (fixed != 0) {
+      detail::for_each_fixed_column(source, [&](auto index, double value) {
+        constexpr detail::CatalogColumn column = detail::kCatalogColumns[index];
+        if constexpr (index != 0) *at++ = ',';
+        if constexpr (column.integer()) at = std::to_chars(at, row_end, static_cast<long long>(value)).ptr;
+        else at = write_double(at, value);
+      });
+    }
+    for (size_t c = fixed; c < columns.size(); ++c) {
       if (c) *at++ = ',';
-      const double value = c < fixed ? fixed_values[c] : detail::column_value(columns[c], source, values, zeropoint, 0);
+      const double value = detail::column_value(columns[c], source, values, zeropoint, 0);
       at = columns[c].integer() ? std::to_chars(at, row_end, static_cast<long long>(value)).ptr
                                 : write_double(at, value);
     }

@@ -94,7 +94,7 @@ inline double column_value(const OutputColumn& column, const Source& s, const do
 std::string shortest_number(double value);
 
 // How many of `columns` are, from the first, the fixed columns (kCatalogColumns, unchanged), whose
-// values fixed_column_values() gives: all of them for the CSV and FITS catalogs, 0 for FITS_LDAC.
+// values for_each_fixed_column() gives: all of them for the CSV and FITS catalogs, 0 for FITS_LDAC.
 size_t leading_fixed_columns(const std::vector<OutputColumn>& columns);
 
 // The CSV and FITS catalog's columns; the LDAC_OBJECTS columns under SExtractor's names.

@@ -85,12 +85,14 @@ void write_catalog_table(fitsfile* file, const std::filesystem::path& path, cons
   const double zeropoint = photometry && photometry->zeropoint ? *photometry->zeropoint : 0.0;
   const size_t fixed = leading_fixed_columns(columns);
   const auto encode_rows = [&](size_t first, size_t end, unsigned char* out) {
-    double fixed_values[kCatalogColumns.size()];
     for (size_t row = first; row < end; ++row) {
       const double* values = photometry ? photometry->row(row) : nullptr;
       const float* vignet = photometry ? photometry->vignet(row) : nullptr;
-      if (fixed != 0) fixed_column_values(catalog[row], fixed_values);
-      for (size_t c = 0; c < fixed; ++c) out = encode(columns[c].form, fixed_values[c], out);
+      if (fixed != 0) {
+        for_each_fixed_column(catalog[row], [&](auto index, double value) {
+          out = encode(kCatalogColumns[index].form, value, out);  // a constant form: no switch
+        });
+      }
       for (size_t c = fixed; c < columns.size(); ++c) {
         const OutputColumn& column = columns[c];
         for (int e = 0; e < column.repeat(); ++e) {

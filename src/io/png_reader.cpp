@@ -1,7 +1,9 @@
-// PNG input through libpng (Debian's libpng16): 8/16-bit grayscale as stored, 1/2/4-bit gray
-// expanded to 8 bits (x255, x85, x17), palette/RGB/RGBA -> luminance. libpng checks what a damaged
-// file breaks (critical chunks' CRCs, the zlib stream and its Adler-32, truncation, IEND, palette
-// indices), so such a file fails naming why instead of decoding to wrong pixels. Each file is read
+// PNG input: 8/16-bit grayscale as stored, 1/2/4-bit gray expanded to 8 bits (x255, x85, x17),
+// palette/RGB/RGBA -> luminance. Plain 8/16-bit grayscale files are decoded with libdeflate
+// (png_gray_decode.hpp); the others, and any file that path does not take whole, through libpng
+// (Debian's libpng16), which checks what a damaged file breaks (critical chunks' CRCs, the zlib
+// stream and its Adler-32, truncation, IEND, palette indices), so such a file fails naming why
+// instead of decoding to wrong pixels. Each file is read
 // with one pread (up to 256 MiB; larger ones are read as libpng asks) into a buffer that the thread
 // keeps for its next file, as it keeps libpng's and zlib's working memory (png_memory.hpp).
 #include <png.h>
@@ -19,6 +21,7 @@
 #include "imflow/errors.hpp"
 #include "imflow/io/png.hpp"
 #include "luminance.hpp"
+#include "png_gray_decode.hpp"
 #include "png_memory.hpp"
 #include "read_only_file.hpp"
 
@@ -178,6 +181,12 @@ int64_t read_png(const std::filesystem::path& path, ImageBuffer& out, const Read
   std::vector<unsigned char>& bytes = buffers.file;
   read_prefix(file, path, kMemoryDecodeBytes, whole, bytes);
   if (bytes.size() < 8 || std::memcmp(bytes.data(), kSignature, 8) != 0) not_png(path, "no PNG signature");
+  if (whole) {
+    if (const auto gray = detail::decode_gray_png(bytes, limits.max_pixels, out, buffers.pixels)) {
+      if (bit_depth != nullptr) *bit_depth = gray->depth;
+      return gray->width * gray->height * (gray->depth / 8);
+    }
+  }
   PngBytes source;
   source.bytes = whole ? &bytes : nullptr;
   source.fd = file.fd();

@@ -10,7 +10,8 @@
 # WORKLOADS="astro_psf mri_rank" runs only those; ASTRO_REPEAT (4) and REPEAT (64) set the input
 # counts (copies of 512 images and of the 880 slices, hard links: one page-cache copy).
 # Needs the carried .devdeps (tools/gpu/make-deps.sh), datasets/data/astro and
-# datasets/data/mri/slices. Summaries (items dropped) under $OUT; a table on stdout.
+# datasets/data/mri/slices. Summaries (items dropped) under $OUT, all of them in $OUT/multi-gpu.json;
+# a table on stdout.
 set -uo pipefail
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
 export PATH=/opt/deps/usr/bin:$PATH
@@ -68,11 +69,13 @@ if command -v mpirun >/dev/null; then
   done
 fi
 /usr/bin/python3 - "$OUT" <<'PY'
-import json, glob, sys
-rows = []
+import json, glob, os, sys
+runs = {}  # every run's summary by run name, also in one file: $OUT/multi-gpu.json
 for f in sorted(glob.glob(sys.argv[1] + "/*_devices_*.json") + glob.glob(sys.argv[1] + "/*_mpirun2_*.json")):
     s = json.load(open(f)); s.pop("items", None); json.dump(s, open(f, "w"), indent=1)
+    runs[os.path.basename(f)[:-5]] = s
     t = s["totals"]
     per = [(d["device"], d["items"], round(d["kernel_busy_seconds"], 2)) for d in s.get("gpu", {}).get("devices", [])]
     print(f"{f.split('/')[-1]:32} {t['items']:6} items {t['wall_seconds']:7.3f} s {t['images_per_second']:8.1f} img/s failed {t['failed']} per-device {per}")
+json.dump({"runs": runs}, open(sys.argv[1] + "/multi-gpu.json", "w"), indent=1)
 PY

@@ -34,6 +34,11 @@ TEST_CASE("a minimal pipeline gets every default", "[config]") {
   CHECK(hst.input.extnames == std::vector<std::string>{"SCI"});
   CHECK(hst.input.nifti_cache_mb == 0);
   CHECK(hst.resolved()["input"]["extnames"][0].as<std::string>() == "SCI");
+  CHECK(pipeline.output.merged_catalog);
+  CHECK(resolved["output"]["merged_catalog"].as<bool>());
+  const auto unmerged = test::pipeline_from("output: {merged_catalog: false}\nsteps: [background]\n");
+  CHECK_FALSE(unmerged.output.merged_catalog);
+  CHECK_FALSE(unmerged.resolved()["output"]["merged_catalog"].as<bool>());
 }
 
 TEST_CASE("unknown keys are errors with line and column", "[config]") {
@@ -49,6 +54,7 @@ TEST_CASE("wrong types and out-of-range values are errors", "[config]") {
   CHECK_THAT(config_error_of("steps: [background, segment, {label: {connectivity: 6}}]\n"), Contains("connectivity"));
   CHECK_THAT(config_error_of("device: gpu\nsteps: [background]\n"), Contains("test.yaml:1:9") && Contains("not one of"));
   CHECK_THAT(config_error_of("output: {formats: [csv, xls]}\nsteps: [background]\n"), Contains("xls"));
+  CHECK_THAT(config_error_of("output: {merged_catalog: often}\nsteps: [background]\n"), Contains("merged_catalog"));
 }
 
 TEST_CASE("unknown steps and steps out of order are errors", "[config]") {

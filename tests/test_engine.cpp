@@ -142,6 +142,25 @@ TEST_CASE("a mixed directory: good items processed, bad ones reported, the rest 
   }
 }
 
+TEST_CASE("OUT/catalog.csv holds every item's rows, and output.merged_catalog: false leaves it out", "[engine]") {
+  test::TempDir dir("engine_merged_catalog");
+  std::filesystem::create_directories(dir / "in");
+  for (int i = 0; i < 4; ++i) test::write_fits(dir / "in" / ("f" + std::to_string(i) + ".fits"), -32, {64, 48}, test::star_field(64, 48, i));
+  for (bool merged : {true, false}) {
+    INFO("merged_catalog " << merged);
+    const auto out = dir / (merged ? "merged" : "apart");
+    Pipeline pipeline = make_pipeline(dir / "in", out, 2, 0);
+    pipeline.output.merged_catalog = merged;
+    const RunSummary summary = run_pipeline(pipeline, {});
+    REQUIRE(summary.succeeded() == 4);
+    size_t rows = 0;
+    for (int i = 0; i < 4; ++i) rows += count_lines(test::read_text(out / ("f" + std::to_string(i) + ".cat.csv"))) - 1;
+    REQUIRE(rows >= 4);
+    CHECK(std::filesystem::exists(out / "catalog.csv") == merged);
+    if (merged) CHECK(count_lines(test::read_text(out / "catalog.csv")) == rows + 1);
+  }
+}
+
 TEST_CASE("fail_fast stops taking new items after the first failure", "[engine]") {
   test::TempDir dir("engine_failfast");
   std::filesystem::create_directories(dir / "in");

@@ -60,6 +60,7 @@ struct OutputConfig {
   bool manifest_sync = false;        // fdatasync OUT/manifest.jsonl after each line
   bool fsync = false;                // fsync every output file before its rename (power-loss durability)
   int png_compression = 1;           // zlib level of PNG outputs, 0 (none) .. 9 (smallest); docs/mri.md
+  bool merged_catalog = true;        // with csv: OUT/catalog.csv, every item's rows with its file in front
   bool wants(const std::string& format) const;
 };
 

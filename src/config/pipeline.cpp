@@ -41,6 +41,7 @@ OutputConfig parse_output(ParamReader reader, const YAML::Node& node) {
   output.manifest_sync = reader.boolean("manifest_sync", false);
   output.fsync = reader.boolean("fsync", false);
   output.png_compression = static_cast<int>(reader.integer("png_compression", 1, 0, 9));
+  output.merged_catalog = reader.boolean("merged_catalog", true);
   for (const auto& format : output.formats) {
     if (std::find(kOutputFormats.begin(), kOutputFormats.end(), format) == kOutputFormats.end()) {
       std::string known;
@@ -211,6 +212,7 @@ YAML::Node Pipeline::resolved() const {
   root["output"]["manifest_sync"] = output.manifest_sync;
   root["output"]["fsync"] = output.fsync;
   root["output"]["png_compression"] = output.png_compression;
+  root["output"]["merged_catalog"] = output.merged_catalog;
   root["device"] = engine.device;
   root["threads"] = engine.threads;
   root["buffers"] = engine.buffers;

@@ -179,7 +179,8 @@ RunSummary run_pipeline(const Pipeline& pipeline, const RunOptions& options) {
   // OUT/catalog.csv made while the run goes on (a resumed run merges after its last item: the
   // items done before are not in the stream; one file, e.g. a mosaic, has nothing to overlap).
   std::unique_ptr<MergedCatalogStream> merged_catalog;
-  if (options.write_summary && pipeline.output.wants("csv") && !options.resume && files.size() > 1) {
+  const bool merges = pipeline.output.wants("csv") && pipeline.output.merged_catalog;
+  if (options.write_summary && merges && !options.resume && files.size() > 1) {
     merged_catalog = std::make_unique<MergedCatalogStream>(pipeline.output.dir / "catalog.csv", size_t{256} << 20);
     run.merged_catalog = merged_catalog.get();
   }
@@ -242,7 +243,7 @@ RunSummary run_pipeline(const Pipeline& pipeline, const RunOptions& options) {
   if (pipeline.output.wants("metrics")) {
     writers.push_back(std::async(std::launch::async, [&] { write_metrics_csv(summary, pipeline.output.dir / "metrics.csv"); }));
   }
-  if (pipeline.output.wants("csv")) {
+  if (merges) {
     writers.push_back(std::async(std::launch::async, [&] {
       std::vector<const nlohmann::json*> records;
       for (const RunSummary::Record* record : summary.ordered_records()) records.push_back(&record->json);

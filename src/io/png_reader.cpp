@@ -3,9 +3,9 @@
 // (png_gray_decode.hpp); the others, and any file that path does not take whole, through libpng
 // (Debian's libpng16), which checks what a damaged file breaks (critical chunks' CRCs, the zlib
 // stream and its Adler-32, truncation, IEND, palette indices), so such a file fails naming why
-// instead of decoding to wrong pixels. Each file is read
-// with one pread (up to 256 MiB; larger ones are read as libpng asks) into a buffer that the thread
-// keeps for its next file, as it keeps libpng's and zlib's working memory (png_memory.hpp).
+// instead of decoding to wrong pixels. Each file is read with one pread (up to 256 MiB; larger ones
+// are read as libpng asks) into a buffer that the thread keeps for its next file, as it keeps
+// libpng's and zlib's working memory (png_memory.hpp).
 #include <png.h>
 #include <spdlog/spdlog.h>
 #include <unistd.h>

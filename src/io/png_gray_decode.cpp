@@ -13,8 +13,6 @@
 namespace imflow::detail {
 
 namespace {
-uint32_t be32(const unsigned char* p) { return uint32_t{p[0]} << 24 | uint32_t{p[1]} << 16 | uint32_t{p[2]} << 8 | p[3]; }
-
 bool is_letter(unsigned char c) { return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z'); }
 
 // This thread's decompressor, made on its first PNG.
@@ -32,11 +30,11 @@ struct Chunk {
 // CRC; nothing otherwise.
 std::optional<Chunk> chunk_at(std::span<const unsigned char> bytes, size_t at) {
   if (bytes.size() < 12 || at > bytes.size() - 12) return std::nullopt;
-  const uint32_t length = be32(&bytes[at]);
+  const uint32_t length = png_be32(&bytes[at]);
   if (length > 0x7fffffffu || length > bytes.size() - 12 - at) return std::nullopt;
   const unsigned char* type = &bytes[at + 4];
   if (!std::all_of(type, type + 4, is_letter)) return std::nullopt;
-  if (libdeflate_crc32(0, type, 4 + size_t{length}) != be32(type + 4 + length)) return std::nullopt;
+  if (libdeflate_crc32(0, type, 4 + size_t{length}) != png_be32(type + 4 + length)) return std::nullopt;
   return Chunk{length, type};
 }
 
@@ -109,18 +107,17 @@ void unfilter_to_floats(unsigned char* filtered, const unsigned char* zeros, int
   }
 }
 
-constexpr unsigned char kSignature[8] = {137, 'P', 'N', 'G', 13, 10, 26, 10};
 }  // namespace
 
 std::optional<GrayPng> decode_gray_png(std::span<const unsigned char> bytes, int64_t max_pixels, ImageBuffer& out,
                                        std::vector<unsigned char>& scratch) {
-  if (bytes.size() < 8 || std::memcmp(bytes.data(), kSignature, 8) != 0) return std::nullopt;
+  if (bytes.size() < 8 || std::memcmp(bytes.data(), kPngSignature, 8) != 0) return std::nullopt;
   const std::optional<Chunk> header = chunk_at(bytes, 8);
   if (!header || header->length != 13 || std::memcmp(header->type, "IHDR", 4) != 0) return std::nullopt;
   const unsigned char* ihdr = header->type + 4;
   GrayPng png;
-  png.width = be32(ihdr);
-  png.height = be32(ihdr + 4);
+  png.width = png_be32(ihdr);
+  png.height = png_be32(ihdr + 4);
   png.depth = ihdr[8];
   // Grayscale, 8 or 16 bits, deflate, adaptive filters, not interlaced.
   if (ihdr[9] != 0 || (png.depth != 8 && png.depth != 16) || ihdr[10] != 0 || ihdr[11] != 0 || ihdr[12] != 0) {

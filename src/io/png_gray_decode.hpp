@@ -14,6 +14,13 @@
 
 namespace imflow::detail {
 
+// PNG's byte-level basics, for this decoder and png_reader.cpp: the file signature, and a chunk's
+// length or CRC (big-endian 32 bits).
+inline constexpr unsigned char kPngSignature[8] = {137, 'P', 'N', 'G', 13, 10, 26, 10};
+inline uint32_t png_be32(const unsigned char* p) {
+  return uint32_t{p[0]} << 24 | uint32_t{p[1]} << 16 | uint32_t{p[2]} << 8 | p[3];
+}
+
 struct GrayPng {
   int64_t width = 0, height = 0;
   int depth = 0;  // 8 or 16

@@ -28,8 +28,6 @@
 namespace imflow {
 
 namespace {
-uint32_t be32(const unsigned char* p) { return uint32_t{p[0]} << 24 | uint32_t{p[1]} << 16 | uint32_t{p[2]} << 8 | p[3]; }
-
 // Where libpng reads from: the file's bytes in memory, or the file itself past kMemoryDecodeBytes.
 struct PngBytes {
   const std::vector<unsigned char>* bytes = nullptr;
@@ -143,7 +141,6 @@ void read_prefix(const detail::ReadOnlyFile& file, const std::filesystem::path& 
   throw InputError(path.string() + ": not a readable PNG image (" + why + ")");
 }
 
-constexpr unsigned char kSignature[8] = {137, 'P', 'N', 'G', 13, 10, 26, 10};
 // Files up to this size are decoded from memory (one read); larger ones as libpng reads them.
 constexpr int64_t kMemoryDecodeBytes = int64_t{256} << 20;
 }  // namespace
@@ -154,11 +151,11 @@ PngInfo scan_png(const std::filesystem::path& path) {
   bool whole = false;
   std::vector<unsigned char> head;
   read_prefix(file, path, 33, whole, head);
-  if (head.size() < 8 || std::memcmp(head.data(), kSignature, 8) != 0) not_png(path, "no PNG signature");
+  if (head.size() < 8 || std::memcmp(head.data(), detail::kPngSignature, 8) != 0) not_png(path, "no PNG signature");
   if (head.size() < 33) not_png(path, "truncated file (it ends inside the IHDR chunk)");
-  if (be32(&head[8]) != 13 || std::memcmp(&head[12], "IHDR", 4) != 0) not_png(path, "the first chunk is not a 13-byte IHDR");
-  if (crc32(0, &head[12], 17) != be32(&head[29])) not_png(path, "IHDR: CRC error");
-  const uint32_t width = be32(&head[16]), height = be32(&head[20]);
+  if (detail::png_be32(&head[8]) != 13 || std::memcmp(&head[12], "IHDR", 4) != 0) not_png(path, "the first chunk is not a 13-byte IHDR");
+  if (crc32(0, &head[12], 17) != detail::png_be32(&head[29])) not_png(path, "IHDR: CRC error");
+  const uint32_t width = detail::png_be32(&head[16]), height = detail::png_be32(&head[20]);
   const int depth = head[24], colour = head[25];
   const bool depth_ok = (colour == 0 && (depth == 1 || depth == 2 || depth == 4 || depth == 8 || depth == 16)) ||
                         (colour == 3 && (depth == 1 || depth == 2 || depth == 4 || depth == 8)) ||
@@ -180,7 +177,7 @@ int64_t read_png(const std::filesystem::path& path, ImageBuffer& out, const Read
   bool whole = false;
   std::vector<unsigned char>& bytes = buffers.file;
   read_prefix(file, path, kMemoryDecodeBytes, whole, bytes);
-  if (bytes.size() < 8 || std::memcmp(bytes.data(), kSignature, 8) != 0) not_png(path, "no PNG signature");
+  if (bytes.size() < 8 || std::memcmp(bytes.data(), detail::kPngSignature, 8) != 0) not_png(path, "no PNG signature");
   if (whole) {
     if (const auto gray = detail::decode_gray_png(bytes, limits.max_pixels, out, buffers.pixels)) {
       if (bit_depth != nullptr) *bit_depth = gray->depth;

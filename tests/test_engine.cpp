@@ -211,7 +211,7 @@ TEST_CASE("input.extnames keeps the SCI HDUs only; their outputs record the EXTN
   CHECK(std::string(extname) == "SCI");
 }
 
-TEST_CASE("bgsub subtracts the mesh background's map (the global median without a mesh)", "[engine]") {
+TEST_CASE("bgsub subtracts the mesh background's map (the global median without a mesh); no catalog, no sky positions", "[engine]") {
   test::TempDir dir("engine_bgsub_mesh");
   std::vector<double> sky = test::star_field(150, 100, 3);
   for (int64_t y = 0; y < 100; ++y)
@@ -224,7 +224,20 @@ TEST_CASE("bgsub subtracts the mesh background's map (the global median without 
       "steps: [{background: {method: mesh, size: 32, filter_size: 3}}, segment, label, measure]\n");
   pipeline.input.dir = dir / "in";
   pipeline.output.dir = dir / "out";
-  REQUIRE(run_pipeline(pipeline, {}).failed() == 0);
+  RunOptions options;
+  options.trace_path = dir / "trace.json";
+  REQUIRE(run_pipeline(pipeline, options).failed() == 0);
+  // No catalog file wanted: the writer makes no sky positions and writes no catalog.
+  const nlohmann::json trace = nlohmann::json::parse(test::read_text(dir / "trace.json"));
+  int bgsub_parts = 0, sky_parts = 0;
+  for (const auto& event : trace["traceEvents"]) {
+    bgsub_parts += event.value("name", "") == "bgsub image";
+    sky_parts += event.value("name", "") == "sky positions";
+  }
+  CHECK(bgsub_parts == 1);
+  CHECK(sky_parts == 0);
+  CHECK_FALSE(std::filesystem::exists(dir / "out" / "sky.cat.csv"));
+  CHECK_FALSE(std::filesystem::exists(dir / "out" / "sky.cat.fits"));
   ImageBuffer image, written;
   read_fits_plane(dir / "in" / "sky.fits", 0, 0, image);
   read_fits_plane(dir / "out" / "sky.bgsub.fits", 0, 0, written);

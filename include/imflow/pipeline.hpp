@@ -62,6 +62,7 @@ struct OutputConfig {
   int png_compression = 1;           // zlib level of PNG outputs, 0 (none) .. 9 (smallest); docs/mri.md
   bool merged_catalog = true;        // with csv: OUT/catalog.csv, every item's rows with its file in front
   bool wants(const std::string& format) const;
+  bool wants_catalog_files() const;  // csv, fits or ldac: the catalog is written (and its sky positions made)
 };
 
 // The most pinned work items per stream `buffers_per_stream` (and --buffers-per-stream) accepts.

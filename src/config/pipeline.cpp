@@ -125,6 +125,8 @@ bool OutputConfig::wants(const std::string& format) const {
   return std::find(formats.begin(), formats.end(), format) != formats.end();
 }
 
+bool OutputConfig::wants_catalog_files() const { return wants("csv") || wants("fits") || wants("ldac"); }
+
 std::vector<int> parse_device_list(const std::string& text) {
   if (text == "all") return {};
   std::vector<int> devices;

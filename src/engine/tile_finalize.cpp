@@ -90,7 +90,7 @@ std::vector<fs::path> write_image_outputs(RunContext& run, TiledImage& image, Wo
   try {
     // The label map is renumbered while the catalogs are written.
     if (merged && image.labels_out) group.run([&] { timed(labels_seconds, [&] { renumber_labels(image, *merged); }); });
-    if (record_item.catalog) {
+    if (record_item.catalog && output.wants_catalog_files()) {
       timed(catalog_seconds,
             [&] {
               const ImageWcs wcs = output_wcs(record_item.ref, true, output);

@@ -178,11 +178,13 @@ namespace {
 void write_all_outputs(WorkItem& item, const OutputConfig& output, std::vector<fs::path>& written) {
   const fs::path stem = output_stem(item.ref, output.dir);
   check_output_parents(stem, output.dir);
+  // Without a catalog file the catalog stays in memory (its count goes to the summary): no sky positions.
+  const bool catalog_files = item.catalog.has_value() && output.wants_catalog_files();
   const ImageWcs wcs = [&] {
     TracePart part("wcs");
-    return output_wcs(item.ref, item.catalog.has_value(), output, &item.fits_header);
+    return output_wcs(item.ref, catalog_files, output, &item.fits_header);
   }();
-  if (item.catalog) write_item_catalog(stem, item, *item.catalog, wcs, output, written);
+  if (catalog_files) write_item_catalog(stem, item, *item.catalog, wcs, output, written);
   const bool labels = item.nlabels && output.wants("labels"), bgsub = item.background && output.wants("bgsub");
   const bool fits_images = labels || bgsub || output.wants("fits_image");
   const std::vector<FitsCard> cards = fits_images ? image_cards(item, wcs) : std::vector<FitsCard>{};

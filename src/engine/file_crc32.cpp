@@ -1,6 +1,7 @@
-// crc32_of_file (file_crc32.hpp).
+// crc32_update and crc32_of_file (file_crc32.hpp).
 #include "file_crc32.hpp"
 
+#include <libdeflate.h>
 #include <tbb/parallel_for.h>
 #include <tbb/task_arena.h>
 #include <unistd.h>
@@ -14,9 +15,9 @@
 #include <string>
 #include <vector>
 
-#include "crc32_fast.hpp"
-
 namespace imflow {
+
+uint32_t crc32_update(uint32_t crc, const unsigned char* data, size_t size) { return libdeflate_crc32(crc, data, size); }
 
 namespace {
 constexpr size_t kPiece = size_t{1} << 17;            // 128 KiB reads stay in cache for the CRC

@@ -13,7 +13,6 @@
 #include <fstream>
 #include <memory>
 
-#include "crc32_fast.hpp"
 #include "file_crc32.hpp"
 #include "imflow/errors.hpp"
 #include "imflow/io/atomic_file.hpp"

@@ -1,5 +1,5 @@
-// crc32_update (the manifest's CRC-32, PCLMUL-folded where the CPU has it) is zlib's crc32 for
-// any length, offset, starting value and chaining.
+// crc32_update (the manifest's CRC-32, libdeflate's) is zlib's crc32 for any length, offset,
+// starting value and chaining.
 #include <catch2/catch.hpp>
 #include <zlib.h>
 
@@ -8,7 +8,7 @@
 #include <random>
 #include <vector>
 
-#include "engine/crc32_fast.hpp"
+#include "engine/file_crc32.hpp"
 
 using namespace imflow;
 

@@ -178,7 +178,7 @@ namespace {
 void write_all_outputs(WorkItem& item, const OutputConfig& output, std::vector<fs::path>& written) {
   const fs::path stem = output_stem(item.ref, output.dir);
   check_output_parents(stem, output.dir);
-  // Without a catalog file the catalog stays in memory (its count goes to the summary): no sky positions.
+  // Without a catalog file the catalog is only counted (the summary's nsources): no sky positions.
   const bool catalog_files = item.catalog.has_value() && output.wants_catalog_files();
   const ImageWcs wcs = [&] {
     TracePart part("wcs");

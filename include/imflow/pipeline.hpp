@@ -63,6 +63,7 @@ struct OutputConfig {
   bool merged_catalog = true;        // with csv: OUT/catalog.csv, every item's rows with its file in front
   bool wants(const std::string& format) const;
   bool wants_catalog_files() const;  // csv, fits or ldac: the catalog is written (and its sky positions made)
+  bool wants_merged_catalog() const;  // csv and merged_catalog: OUT/catalog.csv is written
 };
 
 // The most pinned work items per stream `buffers_per_stream` (and --buffers-per-stream) accepts.

@@ -127,6 +127,8 @@ bool OutputConfig::wants(const std::string& format) const {
 
 bool OutputConfig::wants_catalog_files() const { return wants("csv") || wants("fits") || wants("ldac"); }
 
+bool OutputConfig::wants_merged_catalog() const { return wants("csv") && merged_catalog; }
+
 std::vector<int> parse_device_list(const std::string& text) {
   if (text == "all") return {};
   std::vector<int> devices;

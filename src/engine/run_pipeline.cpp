@@ -179,7 +179,7 @@ RunSummary run_pipeline(const Pipeline& pipeline, const RunOptions& options) {
   // OUT/catalog.csv made while the run goes on (a resumed run merges after its last item: the
   // items done before are not in the stream; one file, e.g. a mosaic, has nothing to overlap).
   std::unique_ptr<MergedCatalogStream> merged_catalog;
-  const bool merges = pipeline.output.wants("csv") && pipeline.output.merged_catalog;
+  const bool merges = pipeline.output.wants_merged_catalog();
   if (options.write_summary && merges && !options.resume && files.size() > 1) {
     merged_catalog = std::make_unique<MergedCatalogStream>(pipeline.output.dir / "catalog.csv", size_t{256} << 20);
     run.merged_catalog = merged_catalog.get();

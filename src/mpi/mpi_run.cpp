@@ -97,9 +97,7 @@ MpiOutcome run_pipeline_mpi(Pipeline& pipeline, RunOptions options) {
     const nlohmann::json merged = merge_summaries(parts);
     const auto path = options.summary_path.empty() ? pipeline.output.dir / "summary.json" : options.summary_path;
     write_text_atomic(path, merged.dump(2) + "\n");
-    if (pipeline.output.wants("csv") && pipeline.output.merged_catalog) {
-      write_merged_catalog(merged, pipeline.output.dir / "catalog.csv");
-    }
+    if (pipeline.output.wants_merged_catalog()) write_merged_catalog(merged, pipeline.output.dir / "catalog.csv");
     if (pipeline.output.wants("ldac")) write_mef_ldacs(merged);
     counts[0] = merged["totals"]["failed"].get<long long>();
     counts[1] = merged["totals"].contains("stopped_early") ? 1 : 0;

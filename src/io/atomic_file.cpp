@@ -1,4 +1,5 @@
-// AtomicOutput: temporary name + (optional fsync) + rename.
+// AtomicOutput: temporary name + (optional fsync) + rename. AtomicFileWriter: an unnamed file
+// (O_TMPFILE) + (optional fsync) + linkat, else the same as AtomicOutput.
 #include "imflow/io/atomic_file.hpp"
 
 #include <fcntl.h>
@@ -6,8 +7,8 @@
 
 #include <atomic>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
-#include <fstream>
 #include <string>
 
 #include "imflow/errors.hpp"
@@ -26,16 +27,46 @@ void fsync_path(const fs::path& path) {
   ::fsync(fd);
   ::close(fd);
 }
+
+void create_parent_directories(const fs::path& final_path) {
+  std::error_code error;
+  if (final_path.has_parent_path()) fs::create_directories(final_path.parent_path(), error);
+  if (error) throw OutputError(final_path.parent_path().string() + ": cannot create directory: " + error.message());
+}
+
+// ".NAME.tmp-PID-N" beside `final_path` (remove_stale_temporaries in manifest.cpp knows the form).
+fs::path temporary_name(const fs::path& final_path) {
+  std::string name = ".";
+  name += final_path.filename().string();
+  name += ".tmp-" + std::to_string(::getpid()) + "-" + std::to_string(temp_counter++);
+  return final_path.parent_path() / name;
+}
+
+// An unnamed file is linked through its /proc/self/fd entry (linkat's AT_EMPTY_PATH would need
+// CAP_DAC_READ_SEARCH), so without /proc there are none.
+bool unnamed_files_linkable() {
+#if defined(O_TMPFILE)
+  static const bool linkable = ::access("/proc/self/fd", X_OK) == 0;
+  return linkable;
+#else
+  return false;
+#endif
+}
+
+// An unnamed file in `dir`, or -1 where the filesystem (or the kernel) has none.
+int open_unnamed(const fs::path& dir) {
+#if defined(O_TMPFILE)
+  return ::open(dir.empty() ? "." : dir.c_str(), O_TMPFILE | O_WRONLY | O_CLOEXEC, 0666);
+#else
+  (void)dir;
+  return -1;
+#endif
+}
 }  // namespace
 
 AtomicOutput::AtomicOutput(fs::path final_path) : final_(std::move(final_path)) {
-  std::error_code error;
-  if (final_.has_parent_path()) fs::create_directories(final_.parent_path(), error);
-  if (error) {
-    throw OutputError(final_.parent_path().string() + ": cannot create directory: " + error.message());
-  }
-  temp_ = final_.parent_path() / ("." + final_.filename().string() + ".tmp-" + std::to_string(::getpid()) + "-" +
-                                  std::to_string(temp_counter++));
+  create_parent_directories(final_);
+  temp_ = temporary_name(final_);
 }
 
 AtomicOutput::~AtomicOutput() {
@@ -53,16 +84,65 @@ void AtomicOutput::commit() {
   committed_ = true;
 }
 
+AtomicFileWriter::AtomicFileWriter(fs::path final_path, TempFile temp) : final_(std::move(final_path)) {
+  create_parent_directories(final_);
+  if (temp == TempFile::unnamed_where_possible && unnamed_files_linkable()) fd_ = open_unnamed(final_.parent_path());
+  if (fd_ >= 0) return;
+  temp_ = temporary_name(final_);
+  fd_ = ::open(temp_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+  if (fd_ < 0) throw OutputError(final_.string() + ": cannot create: " + std::strerror(errno));
+}
+
+AtomicFileWriter::~AtomicFileWriter() {
+  if (fd_ >= 0) ::close(fd_);
+  if (!committed_ && !temp_.empty()) {
+    std::error_code ignored;
+    fs::remove(temp_, ignored);
+  }
+}
+
+void AtomicFileWriter::write(std::string_view bytes) {
+  size_t done = 0;
+  while (done < bytes.size()) {
+    const ssize_t wrote = ::write(fd_, bytes.data() + done, bytes.size() - done);
+    if (wrote < 0 && errno == EINTR) continue;
+    if (wrote <= 0) throw OutputError(final_.string() + ": write failed: " + std::strerror(wrote < 0 ? errno : EIO));
+    done += static_cast<size_t>(wrote);
+  }
+}
+
+void AtomicFileWriter::commit() {
+  if (output_fsync && ::fsync(fd_) != 0) throw OutputError(final_.string() + ": fsync failed: " + std::strerror(errno));
+  if (temp_.empty()) {
+    char link[64];
+    std::snprintf(link, sizeof link, "/proc/self/fd/%d", fd_);
+    if (::linkat(AT_FDCWD, link, AT_FDCWD, final_.c_str(), AT_SYMLINK_FOLLOW) == 0) {
+      committed_ = true;
+      return;
+    }
+    // linkat never replaces a name: an existing final file is replaced by a rename, as below.
+    if (errno != EEXIST) throw OutputError(final_.string() + ": cannot link the finished file into place: " + std::strerror(errno));
+    const fs::path named = temporary_name(final_);
+    if (::linkat(AT_FDCWD, link, AT_FDCWD, named.c_str(), AT_SYMLINK_FOLLOW) != 0) {
+      throw OutputError(final_.string() + ": cannot link the finished file into place: " + std::strerror(errno));
+    }
+    temp_ = named;
+  }
+  // A write error that shows only when the file is closed (NFS) must stop the rename.
+  const int closed = ::close(fd_);
+  fd_ = -1;
+  if (closed != 0) throw OutputError(final_.string() + ": write failed: close: " + std::strerror(errno));
+  if (::rename(temp_.c_str(), final_.c_str()) != 0) {
+    throw OutputError(final_.string() + ": cannot rename the finished file into place: " + std::strerror(errno));
+  }
+  committed_ = true;
+}
+
 void set_output_fsync(bool enabled) { output_fsync = enabled; }
 
 void write_text_atomic(const fs::path& path, const std::string& text) {
-  AtomicOutput output(path);
-  {
-    std::ofstream stream(output.temp_path(), std::ios::binary);
-    stream << text;
-    stream.flush();
-    if (!stream) throw OutputError(path.string() + ": write failed: " + std::strerror(errno));
-  }
+  AtomicFileWriter output(path);
+  output.write(text);
   output.commit();
 }
 

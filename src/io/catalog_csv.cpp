@@ -3,11 +3,9 @@
 // formatted in blocks of rows on all threads and written in order: the same bytes as one string.
 // Rows the GPU wrote as text (imflow/catalog_text.hpp) are copied, with ra, dec and errtheta put in.
 #include <algorithm>
-#include <cerrno>
 #include <charconv>
 #include <cmath>
 #include <cstring>
-#include <fstream>
 #include <string>
 #include <vector>
 
@@ -121,35 +119,27 @@ void write_catalog_csv(const std::filesystem::path& path, const Catalog& catalog
   };
   forget_written_text();  // the kept buffer below changes
   thread_local std::string text;
-  AtomicOutput output(path);
-  bool whole = false;
-  {
-    std::ofstream stream(output.temp_path(), std::ios::binary);
-    const std::string header = csv_header(columns);
-    const size_t blocks = (catalog.size() + kCatalogBlockRows - 1) / kCatalogBlockRows;
-    if (blocks <= 1) {
-      // One block: formatted into this thread's buffer, kept from catalog to catalog (a fresh one
-      // of ~1.5 MB costs its page faults every image), and written at once.
-      whole = true;
-      text.assign(header);
-      append(0, catalog.size(), text);
-      stream.write(text.data(), static_cast<std::streamsize>(text.size()));
-    } else {
-      stream.write(header.data(), static_cast<std::streamsize>(header.size()));
-      detail::for_blocks_in_order<std::string>(
-          blocks,
-          [&](size_t b) {
-            const size_t begin = b * kCatalogBlockRows, end = std::min(catalog.size(), begin + kCatalogBlockRows);
-            std::string text;
-            append(begin, end, text);
-            return text;
-          },
-          [&](const std::string& text) {
-            if (stream) stream.write(text.data(), static_cast<std::streamsize>(text.size()));
-          });
-    }
-    stream.flush();
-    if (!stream) throw OutputError(path.string() + ": write failed: " + std::strerror(errno));
+  AtomicFileWriter output(path);
+  const std::string header = csv_header(columns);
+  const size_t blocks = (catalog.size() + kCatalogBlockRows - 1) / kCatalogBlockRows;
+  const bool whole = blocks <= 1;
+  if (whole) {
+    // One block: formatted into this thread's buffer, kept from catalog to catalog (a fresh one
+    // of ~1.5 MB costs its page faults every image), and written at once.
+    text.assign(header);
+    append(0, catalog.size(), text);
+    output.write(text);
+  } else {
+    output.write(header);
+    detail::for_blocks_in_order<std::string>(
+        blocks,
+        [&](size_t b) {
+          const size_t begin = b * kCatalogBlockRows, end = std::min(catalog.size(), begin + kCatalogBlockRows);
+          std::string text;
+          append(begin, end, text);
+          return text;
+        },
+        [&](const std::string& text) { output.write(text); });
   }
   output.commit();
   if (whole) note_written_text(path, text);  // the item's manifest CRC and merged rows read it

@@ -1,14 +1,11 @@
 // PNG output through libpng: 8- or 16-bit grayscale, rounded and clamped, encoded in memory and
-// written with one write() under a temporary name, renamed into place (atomic). At levels 1..5
-// the image data is deflated by libdeflate (below); libpng writes the file's chunks.
-#include <fcntl.h>
+// written with one write() into a file published only when complete (AtomicFileWriter). At
+// levels 1..5 the image data is deflated by libdeflate (below); libpng writes the file's chunks.
 #include <libdeflate.h>
 #include <png.h>
-#include <unistd.h>
 #include <zlib.h>
 
 #include <algorithm>
-#include <cerrno>
 #include <cmath>
 #include <csetjmp>
 #include <cstring>
@@ -184,23 +181,6 @@ bool encode(png_bytep* rows, int64_t width, int64_t height, int bit_depth, int c
   return true;
 }
 
-// `bytes` into a new file at `path` (the temporary name); throws OutputError naming `shown`.
-void write_file(const std::filesystem::path& path, const std::vector<unsigned char>& bytes, const std::filesystem::path& shown) {
-  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
-  if (fd < 0) throw OutputError(path.string() + ": cannot open for writing: " + std::strerror(errno));
-  size_t done = 0;
-  while (done < bytes.size()) {
-    const ssize_t wrote = ::write(fd, bytes.data() + done, bytes.size() - done);
-    if (wrote < 0 && errno == EINTR) continue;
-    if (wrote <= 0) {
-      const int failure = wrote < 0 ? errno : EIO;
-      ::close(fd);
-      throw OutputError(shown.string() + ": cannot write PNG: " + std::strerror(failure));
-    }
-    done += static_cast<size_t>(wrote);
-  }
-  if (::close(fd) != 0) throw OutputError(shown.string() + ": cannot write PNG: close failed: " + std::strerror(errno));
-}
 }  // namespace
 
 void write_png_gray(const std::filesystem::path& path, ConstImageView image, int bit_depth, int compression,
@@ -244,8 +224,8 @@ void write_png_gray(const std::filesystem::path& path, ConstImageView image, int
     if (!encoded) throw OutputError(path.string() + ": cannot write PNG: " + error);
   }
   TracePart part("png file");
-  AtomicOutput output(path);
-  write_file(output.temp_path(), buffers.encoded, path);
+  AtomicFileWriter output(path);
+  output.write({reinterpret_cast<const char*>(buffers.encoded.data()), buffers.encoded.size()});
   output.commit();
 }
 

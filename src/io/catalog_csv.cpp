@@ -117,8 +117,8 @@ void write_catalog_csv(const std::filesystem::path& path, const Catalog& catalog
     if (device_text != nullptr) append_device_rows(*device_text, catalog, begin, end, out);
     else append_rows(columns, catalog, begin, end, photometry, out);
   };
-  forget_written_text();  // the kept buffer below changes
   thread_local std::string text;
+  forget_written_text(text.data());  // the kept buffer below changes
   AtomicFileWriter output(path);
   const std::string header = csv_header(columns);
   const size_t blocks = (catalog.size() + kCatalogBlockRows - 1) / kCatalogBlockRows;

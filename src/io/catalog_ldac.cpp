@@ -119,24 +119,34 @@ void add_ldac_extraction_keywords(std::vector<std::string>& header, const LdacEx
 
 void write_catalog_ldac(const fs::path& path, const Catalog& catalog, const std::vector<std::string>& image_header,
                         const std::vector<FitsCard>& cards, const PhotometryTable* photometry) {
+  const std::vector<detail::OutputColumn> columns = detail::ldac_output_columns(photometry);
+  const auto write_hdus = [&](fitsfile* file) {
+    int status = 0;
+    if (fits_create_img(file, BYTE_IMG, 0, nullptr, &status) != 0) detail::fail_fits_output(path, "cannot create the primary HDU", status);
+    std::string text;
+    for (const std::string& line : image_header) text += line;
+    std::string form = std::to_string(text.size()) + "A";
+    char* name = const_cast<char*>("Field Header Card");
+    char* form_text = form.data();
+    long dims[2] = {static_cast<long>(kRecordLength), static_cast<long>(image_header.size())};
+    if (fits_create_tbl(file, BINARY_TBL, 1, 1, &name, &form_text, nullptr, "LDAC_IMHEAD", &status) != 0 ||
+        fits_write_tdim(file, 1, 2, dims, &status) != 0 ||
+        fits_write_tblbytes(file, 1, 1, static_cast<LONGLONG>(text.size()), reinterpret_cast<unsigned char*>(text.data()),
+                            &status) != 0) {
+      detail::fail_fits_output(path, "cannot write LDAC_IMHEAD", status);
+    }
+    detail::write_catalog_table(file, path, "LDAC_OBJECTS", catalog, photometry, columns, cards);
+  };
+  if (detail::table_fits_in_memory(catalog.size(), columns)) {
+    thread_local detail::MemoryFitsBuffer buffer;
+    detail::MemoryFitsOutput output(path, buffer);
+    write_hdus(output.get());
+    output.finish();
+    return;
+  }
   AtomicOutput output(path);
   detail::FitsFile file = detail::create_output_fits(output);
-  int status = 0;
-  if (fits_create_img(file.get(), BYTE_IMG, 0, nullptr, &status) != 0) detail::fail_fits_output(path, "cannot create the primary HDU", status);
-  std::string text;
-  for (const std::string& line : image_header) text += line;
-  std::string form = std::to_string(text.size()) + "A";
-  char* name = const_cast<char*>("Field Header Card");
-  char* form_text = form.data();
-  long dims[2] = {static_cast<long>(kRecordLength), static_cast<long>(image_header.size())};
-  if (fits_create_tbl(file.get(), BINARY_TBL, 1, 1, &name, &form_text, nullptr, "LDAC_IMHEAD", &status) != 0 ||
-      fits_write_tdim(file.get(), 1, 2, dims, &status) != 0 ||
-      fits_write_tblbytes(file.get(), 1, 1, static_cast<LONGLONG>(text.size()),
-                          reinterpret_cast<unsigned char*>(text.data()), &status) != 0) {
-    detail::fail_fits_output(path, "cannot write LDAC_IMHEAD", status);
-  }
-  detail::write_catalog_table(file.get(), path, "LDAC_OBJECTS", catalog, photometry,
-                              detail::ldac_output_columns(photometry), cards);
+  write_hdus(file.get());
   detail::finish_output_fits(file, output);
 }
 

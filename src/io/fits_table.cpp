@@ -45,6 +45,12 @@ unsigned char* encode(char form, double value, unsigned char* out) {
 }
 }  // namespace
 
+size_t table_row_bytes(const std::vector<OutputColumn>& columns) {
+  size_t bytes = 0;
+  for (const OutputColumn& column : columns) bytes += form_bytes(column.form) * static_cast<size_t>(column.repeat());
+  return bytes;
+}
+
 void write_catalog_table(fitsfile* file, const std::filesystem::path& path, const char* extname, const Catalog& catalog,
                          const PhotometryTable* photometry, const std::vector<OutputColumn>& columns,
                          const std::vector<FitsCard>& cards) {
@@ -80,8 +86,7 @@ void write_catalog_table(fitsfile* file, const std::filesystem::path& path, cons
   if (const int card_status = write_fits_cards(file, cards); card_status != 0) {
     fail_fits_output(path, "cannot write header keywords", card_status);
   }
-  size_t row_bytes = 0;
-  for (const OutputColumn& column : columns) row_bytes += form_bytes(column.form) * static_cast<size_t>(column.repeat());
+  const size_t row_bytes = table_row_bytes(columns);
   const double zeropoint = photometry && photometry->zeropoint ? *photometry->zeropoint : 0.0;
   const size_t fixed = leading_fixed_columns(columns);
   const auto encode_rows = [&](size_t first, size_t end, unsigned char* out) {

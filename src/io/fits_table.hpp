@@ -3,6 +3,7 @@
 #pragma once
 #include <fitsio.h>
 
+#include <cstddef>
 #include <filesystem>
 #include <vector>
 
@@ -11,6 +12,16 @@
 #include "imflow/source.hpp"
 
 namespace imflow::detail {
+
+// Catalog tables of up to this many bytes of rows are built in memory and written whole
+// (MemoryFitsOutput); larger ones (a mosaic's) stream into the file, so that no thread keeps a
+// buffer of their size.
+inline constexpr size_t kMemoryTableMaxBytes = size_t{16} << 20;
+// The bytes of one row of `columns` as the table stores it.
+size_t table_row_bytes(const std::vector<OutputColumn>& columns);
+inline bool table_fits_in_memory(size_t rows, const std::vector<OutputColumn>& columns) {
+  return rows * table_row_bytes(columns) <= kMemoryTableMaxBytes;
+}
 
 // Appends the table HDU EXTNAME `extname` with `cards` in its header; a column of several values
 // (repeat > 1) is a vector, TFORM nD, as SExtractor writes FLUX_APER. `photometry`: the sources'

@@ -1,17 +1,19 @@
-// The text of the output file this thread last wrote whole from one buffer (an item's CSV
-// catalog), so that finishing the item (the manifest's CRC, the merged catalog.csv's rows) reads
-// that memory instead of the file it just wrote.
+// The bytes of the output files this thread just wrote whole from one buffer (an item's CSV and
+// FITS catalogs), so that finishing the item (the manifest's CRCs, the merged catalog.csv's rows)
+// reads that memory instead of the files it just wrote.
 #pragma once
 #include <filesystem>
 #include <string_view>
 
 namespace imflow {
 
-// `path` now holds exactly `text`, which stays unchanged until this thread's next
-// forget_written_text() or note_written_text().
+// `path` now holds exactly `text`, which stays unchanged until this thread forgets the note. A
+// thread keeps the last few notes (kWrittenTextNotes; a newer note for the same path replaces one).
+inline constexpr int kWrittenTextNotes = 4;
 void note_written_text(const std::filesystem::path& path, std::string_view text);
-// Drop the note (its buffer is about to change).
+// Drop every note (the item is finished), or those whose text starts at `buffer` (about to change).
 void forget_written_text();
+void forget_written_text(const void* buffer);
 // The text this thread noted for `path` (compared as written), or nullptr.
 const std::string_view* written_text(const std::filesystem::path& path);
 

@@ -1,0 +1,100 @@
+// FITS and FITS_LDAC catalogs up to kMemoryTableMaxBytes of rows are built in memory by CFITSIO
+// and written whole: the same bytes as CFITSIO writing the file itself, and each noted as its
+// file's bytes (written_text.hpp) beside the CSV's, so that the manifest's CRCs read memory.
+#include <catch2/catch.hpp>
+
+#include <random>
+#include <string>
+#include <vector>
+
+#include "imflow/io/catalog.hpp"
+#include "imflow/io/fits.hpp"
+#include "imflow/io/ldac.hpp"
+#include "imflow/io/written_text.hpp"
+#include "io/catalog_output.hpp"
+#include "io/fits_output.hpp"
+#include "io/fits_table.hpp"
+#include "test_helpers.hpp"
+
+using namespace imflow;
+namespace fs = std::filesystem;
+
+namespace {
+Catalog some_sources(size_t n, unsigned seed) {
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<double> u(-1.0, 1.0);
+  Catalog catalog(n);
+  for (size_t i = 0; i < n; ++i) {
+    Source& s = catalog[i];
+    s.id = static_cast<int32_t>(i + 1);
+    s.x = 1000 * (u(rng) + 1);
+    s.y = 1000 * (u(rng) + 1);
+    s.flux = 1e5 * u(rng);
+    s.npix = static_cast<int64_t>(rng() % 500) + 1;
+    s.a = 2 + u(rng);
+    s.b = 1 + u(rng) / 2;
+    s.theta = u(rng);
+    s.flags = static_cast<int32_t>(rng() % 4);
+  }
+  return catalog;
+}
+
+// The same table written by CFITSIO into a file under a temporary name (the images' way).
+void write_catalog_fits_on_disk(const fs::path& path, const Catalog& catalog, const std::vector<FitsCard>& cards) {
+  AtomicOutput output(path);
+  detail::FitsFile file = detail::create_output_fits(output);
+  detail::write_catalog_table(file.get(), path, "CATALOG", catalog, nullptr, detail::catalog_output_columns(nullptr),
+                              cards);
+  detail::finish_output_fits(file, output);
+}
+
+std::string noted(const fs::path& path) {
+  const std::string_view* text = written_text(path);
+  return text != nullptr ? std::string(*text) : std::string("(nothing noted)");
+}
+}  // namespace
+
+TEST_CASE("a FITS catalog built in memory is the file CFITSIO writes", "[catalog][fits]") {
+  // 20,000: written in blocks; 60,000: rows past kMemoryTableMaxBytes, streamed into the file.
+  const size_t rows = GENERATE(size_t{0}, size_t{1}, size_t{3100}, size_t{20000}, size_t{60000});
+  test::TempDir dir("catalog_in_memory");
+  const Catalog catalog = some_sources(rows, 5);
+  const std::vector<FitsCard> cards = {{"SRCFILE", "a[1].fits", "the input", false}, {"GAIN", "4.5", "e-/ADU", true}};
+  write_catalog_fits(dir / "memory.cat.fits", catalog, cards);
+  write_catalog_fits_on_disk(dir / "disk.cat.fits", catalog, cards);
+  const std::string bytes = test::read_text(dir / "memory.cat.fits");
+  CHECK(bytes.size() % 2880 == 0);
+  CHECK(bytes.size() >= 3 * 2880 + rows * 8);  // primary and table headers, the rows
+  CHECK(bytes == test::read_text(dir / "disk.cat.fits"));
+  const bool in_memory = rows * detail::table_row_bytes(detail::catalog_output_columns(nullptr)) <= detail::kMemoryTableMaxBytes;
+  CHECK(in_memory == (rows <= 20000));
+  if (in_memory) {
+    CHECK(noted(dir / "memory.cat.fits") == bytes);
+  } else {
+    CHECK(written_text(dir / "memory.cat.fits") == nullptr);  // no thread keeps a buffer of its size
+  }
+  forget_written_text();
+}
+
+TEST_CASE("an item's CSV, FITS and LDAC catalogs are each noted as their file's bytes", "[catalog][fits]") {
+  test::TempDir dir("catalog_notes");
+  const Catalog catalog = some_sources(700, 9);
+  const std::vector<std::string> image_header = {std::string("SIMPLE  =                    T").append(50, ' '),
+                                                 std::string("END").append(77, ' ')};
+  write_catalog_csv(dir / "a.cat.csv", catalog);
+  write_catalog_fits(dir / "a.cat.fits", catalog, {});
+  write_catalog_ldac(dir / "a.ldac", catalog, image_header, {});
+  for (const char* name : {"a.cat.csv", "a.cat.fits", "a.ldac"}) {
+    INFO(name);
+    CHECK(noted(dir / name) == test::read_text(dir / name));
+  }
+  // The next FITS catalog reuses the first one's memory: its note goes, the others stay.
+  write_catalog_fits(dir / "b.cat.fits", some_sources(50, 10), {});
+  CHECK(written_text(dir / "a.cat.fits") == nullptr);
+  CHECK(noted(dir / "b.cat.fits") == test::read_text(dir / "b.cat.fits"));
+  CHECK(noted(dir / "a.cat.csv") == test::read_text(dir / "a.cat.csv"));
+  CHECK(noted(dir / "a.ldac") == test::read_text(dir / "a.ldac"));
+  forget_written_text();
+  CHECK(written_text(dir / "a.cat.csv") == nullptr);
+  CHECK(written_text(dir / "a.ldac") == nullptr);
+}

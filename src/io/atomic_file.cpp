@@ -87,7 +87,8 @@ void AtomicOutput::commit() {
 AtomicFileWriter::AtomicFileWriter(fs::path final_path, TempFile temp) : final_(std::move(final_path)) {
   create_parent_directories(final_);
   if (temp == TempFile::unnamed_where_possible && unnamed_files_linkable()) fd_ = open_unnamed(final_.parent_path());
-  if (fd_ >= 0) return;
+  unnamed_ = fd_ >= 0;
+  if (unnamed_) return;
   temp_ = temporary_name(final_);
   fd_ = ::open(temp_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
   if (fd_ < 0) throw OutputError(final_.string() + ": cannot create: " + std::strerror(errno));

@@ -3,7 +3,6 @@
 // (for writers that need a path, such as CFITSIO); AtomicFileWriter writes through a descriptor
 // into an unnamed file that commit links into place, one directory change instead of two.
 #pragma once
-#include <cstddef>
 #include <filesystem>
 #include <string_view>
 
@@ -48,18 +47,19 @@ class AtomicFileWriter {
   void write(std::string_view bytes);
   // Publishes the file under its final name (after an fsync when output_fsync is on). Throws OutputError.
   void commit();
-  // Whether the data went into an unnamed file (false: a temporary name).
-  bool unnamed() const { return temp_.empty(); }
+  // Whether the data goes into an unnamed file (false: a temporary name).
+  bool unnamed() const { return unnamed_; }
 
  private:
   std::filesystem::path final_;
   std::filesystem::path temp_;  // the temporary name; empty for an unnamed file
   int fd_ = -1;
+  bool unnamed_ = false;
   bool committed_ = false;
 };
 
-// Whether commit() fsyncs each file before the rename (process-wide; default off). The rename
-// alone already guarantees that a crashed or killed process never leaves a half-written file
+// Whether commit() fsyncs each file before the link or rename (process-wide; default off). Those
+// alone already guarantee that a crashed or killed process never leaves a half-written file
 // under a final name; the fsync adds durability across power loss or a kernel crash, at a
 // cost of milliseconds per file on real disks (it dominated MRI output on the H100 machine).
 void set_output_fsync(bool enabled);

@@ -120,7 +120,9 @@ void add_ldac_extraction_keywords(std::vector<std::string>& header, const LdacEx
 void write_catalog_ldac(const fs::path& path, const Catalog& catalog, const std::vector<std::string>& image_header,
                         const std::vector<FitsCard>& cards, const PhotometryTable* photometry) {
   const std::vector<detail::OutputColumn> columns = detail::ldac_output_columns(photometry);
-  const auto write_hdus = [&](fitsfile* file) {
+  thread_local detail::MemoryFitsBuffer buffer;
+  detail::MemoryFitsBuffer* in_memory = detail::table_fits_in_memory(catalog.size(), columns) ? &buffer : nullptr;
+  detail::write_fits_file(path, in_memory, [&](fitsfile* file) {
     int status = 0;
     if (fits_create_img(file, BYTE_IMG, 0, nullptr, &status) != 0) detail::fail_fits_output(path, "cannot create the primary HDU", status);
     std::string text;
@@ -136,18 +138,7 @@ void write_catalog_ldac(const fs::path& path, const Catalog& catalog, const std:
       detail::fail_fits_output(path, "cannot write LDAC_IMHEAD", status);
     }
     detail::write_catalog_table(file, path, "LDAC_OBJECTS", catalog, photometry, columns, cards);
-  };
-  if (detail::table_fits_in_memory(catalog.size(), columns)) {
-    thread_local detail::MemoryFitsBuffer buffer;
-    detail::MemoryFitsOutput output(path, buffer);
-    write_hdus(output.get());
-    output.finish();
-    return;
-  }
-  AtomicOutput output(path);
-  detail::FitsFile file = detail::create_output_fits(output);
-  write_hdus(file.get());
-  detail::finish_output_fits(file, output);
+  });
 }
 
 void merge_ldac_files(const std::vector<fs::path>& parts, const fs::path& path) {

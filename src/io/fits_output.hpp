@@ -1,8 +1,9 @@
 // Creating and completing FITS outputs: under a temporary name (AtomicOutput), or built in memory
-// and written whole (MemoryFitsOutput: the catalogs).
+// and written whole (write_fits_file: the catalogs).
 #pragma once
 #include <cstddef>
 #include <filesystem>
+#include <functional>
 #include <string>
 
 #include "fits_status.hpp"
@@ -27,22 +28,12 @@ struct MemoryFitsBuffer {
   ~MemoryFitsBuffer();
 };
 
-// A FITS file that CFITSIO builds in `buffer`, then written to `path` in one piece by finish()
-// (AtomicFileWriter: published only complete) and noted as the file's bytes (written_text.hpp),
-// so that the item's manifest CRC reads memory, not the file. The bytes stay in `buffer` until
-// the next MemoryFitsOutput on it.
-class MemoryFitsOutput {
- public:
-  MemoryFitsOutput(std::filesystem::path path, MemoryFitsBuffer& buffer);  // throws OutputError
-  fitsfile* get() const { return file_.get(); }
-  const std::filesystem::path& path() const { return path_; }
-  void finish();  // throws OutputError
-
- private:
-  std::filesystem::path path_;
-  MemoryFitsBuffer& buffer_;
-  FitsFile file_;
-};
+// A FITS file whose HDUs `write_hdus` makes, published only complete. With a `buffer`, CFITSIO
+// builds it there and it is written in one piece (AtomicFileWriter) and noted as the file's bytes
+// (written_text.hpp: the item's manifest CRC then reads memory), which stay in `buffer` until its
+// next file; without, CFITSIO writes it under a temporary name (AtomicOutput). Throws OutputError.
+void write_fits_file(const std::filesystem::path& path, MemoryFitsBuffer* buffer,
+                     const std::function<void(fitsfile*)>& write_hdus);
 
 // Throws OutputError: `path`, what failed and CFITSIO's status and message (fits_error_text).
 [[noreturn]] void fail_fits_output(const std::filesystem::path& path, const std::string& what, int status);

@@ -7,8 +7,8 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
-#include <string_view>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "fits_cards.hpp"
@@ -48,35 +48,62 @@ void detail::finish_output_fits(FitsFile& file, AtomicOutput& output) {
 
 detail::MemoryFitsBuffer::~MemoryFitsBuffer() { std::free(data); }
 
-detail::MemoryFitsOutput::MemoryFitsOutput(fs::path path, MemoryFitsBuffer& buffer)
-    : path_(std::move(path)), buffer_(buffer) {
-  forget_written_text(buffer_.data);  // the buffer's bytes are about to change
-  // CFITSIO takes the memory's size as a file already there: given 0, it starts an empty file and
-  // asks realloc for room, which the allocation kept from the last file gives in place.
-  buffer_.size = 0;
-  constexpr size_t kGrowth = size_t{1} << 20;
-  int status = 0;
-  if (fits_create_memfile(file_.out(), &buffer_.data, &buffer_.size, kGrowth, std::realloc, &status) != 0) {
-    fail_fits_output(path_, "cannot create in memory", status);
+namespace {
+// A FITS file that CFITSIO builds in `buffer`, written to `path` whole by finish().
+class MemoryFitsOutput {
+ public:
+  MemoryFitsOutput(fs::path path, detail::MemoryFitsBuffer& buffer) : path_(std::move(path)), buffer_(buffer) {
+    forget_written_text(buffer_.data);  // the buffer's bytes are about to change
+    // CFITSIO takes the memory's size as a file already there: given 0, it starts an empty file
+    // and asks realloc for room, which the allocation kept from the last file gives in place.
+    buffer_.size = 0;
+    constexpr size_t kGrowth = size_t{1} << 20;
+    int status = 0;
+    if (fits_create_memfile(file_.out(), &buffer_.data, &buffer_.size, kGrowth, std::realloc, &status) != 0) {
+      detail::fail_fits_output(path_, "cannot create in memory", status);
+    }
   }
-}
+  fitsfile* get() const { return file_.get(); }
 
-void detail::MemoryFitsOutput::finish() {
-  // The file ends where an HDU after the last would start: its data padded to 2880 bytes, the
-  // padding written by the close.
-  LONGLONG header_start = 0, data_start = 0, end = 0;
-  int status = 0;
-  if (fits_get_hduaddrll(file_.get(), &header_start, &data_start, &end, &status) != 0) {
-    fail_fits_output(path_, "cannot complete the file", status);
+  void finish() {
+    // The file ends where an HDU after the last would start: its data padded to 2880 bytes, the
+    // padding written by the close.
+    LONGLONG header_start = 0, data_start = 0, end = 0;
+    int status = 0;
+    if (fits_get_hduaddrll(file_.get(), &header_start, &data_start, &end, &status) != 0) {
+      detail::fail_fits_output(path_, "cannot complete the file", status);
+    }
+    status = file_.close_checked();
+    if (status != 0) detail::fail_fits_output(path_, "cannot complete the file", status);
+    if (end <= 0 || static_cast<size_t>(end) > buffer_.size) {
+      detail::fail_fits_output(path_, "cannot complete the file", FILE_NOT_CREATED);
+    }
+    const std::string_view bytes(static_cast<const char*>(buffer_.data), static_cast<size_t>(end));
+    AtomicFileWriter output(path_);
+    output.write(bytes);
+    output.commit();
+    note_written_text(path_, bytes);
   }
-  status = file_.close_checked();
-  if (status != 0) fail_fits_output(path_, "cannot complete the file", status);
-  if (end <= 0 || static_cast<size_t>(end) > buffer_.size) fail_fits_output(path_, "cannot complete the file", FILE_NOT_CREATED);
-  const std::string_view bytes(static_cast<const char*>(buffer_.data), static_cast<size_t>(end));
-  AtomicFileWriter output(path_);
-  output.write(bytes);
-  output.commit();
-  note_written_text(path_, bytes);
+
+ private:
+  fs::path path_;
+  detail::MemoryFitsBuffer& buffer_;
+  FitsFile file_;
+};
+}  // namespace
+
+void detail::write_fits_file(const fs::path& path, MemoryFitsBuffer* buffer,
+                             const std::function<void(fitsfile*)>& write_hdus) {
+  if (buffer != nullptr) {
+    MemoryFitsOutput output(path, *buffer);
+    write_hdus(output.get());
+    output.finish();
+    return;
+  }
+  AtomicOutput output(path);
+  FitsFile file = create_output_fits(output);
+  write_hdus(file.get());
+  finish_output_fits(file, output);
 }
 
 namespace {
@@ -112,17 +139,11 @@ void write_fits_labels(const fs::path& path, View2D<const int32_t> labels, const
 void write_catalog_fits(const fs::path& path, const Catalog& catalog, const std::vector<FitsCard>& cards,
                         const PhotometryTable* photometry) {
   const std::vector<detail::OutputColumn> columns = detail::catalog_output_columns(photometry);
-  if (detail::table_fits_in_memory(catalog.size(), columns)) {
-    thread_local detail::MemoryFitsBuffer buffer;
-    detail::MemoryFitsOutput output(path, buffer);
-    detail::write_catalog_table(output.get(), path, "CATALOG", catalog, photometry, columns, cards);
-    output.finish();
-    return;
-  }
-  AtomicOutput output(path);
-  FitsFile file = detail::create_output_fits(output);
-  detail::write_catalog_table(file.get(), path, "CATALOG", catalog, photometry, columns, cards);
-  detail::finish_output_fits(file, output);
+  thread_local detail::MemoryFitsBuffer buffer;
+  detail::write_fits_file(path, detail::table_fits_in_memory(catalog.size(), columns) ? &buffer : nullptr,
+                          [&](fitsfile* file) {
+                            detail::write_catalog_table(file, path, "CATALOG", catalog, photometry, columns, cards);
+                          });
 }
 
 }  // namespace imflow

@@ -276,12 +276,8 @@ nlohmann::json Manifest::done_before(const ItemRef& ref) {
 
 void Manifest::write_line(const std::string& line) {
   std::lock_guard lock(mutex_);
-  size_t done = 0;
-  while (done < line.size()) {
-    const ssize_t wrote = ::write(fd_, line.data() + done, line.size() - done);
-    if (wrote < 0 && errno == EINTR) continue;
-    if (wrote <= 0) throw OutputError(path_.string() + ": cannot append: " + std::strerror(errno));
-    done += static_cast<size_t>(wrote);
+  if (const int failure = write_all(fd_, line); failure != 0) {
+    throw OutputError(path_.string() + ": cannot append: " + std::strerror(failure));
   }
   if (sync_ && ::fdatasync(fd_) != 0) throw OutputError(path_.string() + ": fdatasync failed: " + std::strerror(errno));
 }

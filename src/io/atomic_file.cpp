@@ -102,13 +102,20 @@ AtomicFileWriter::~AtomicFileWriter() {
   }
 }
 
-void AtomicFileWriter::write(std::string_view bytes) {
+int write_all(int fd, std::string_view bytes) {
   size_t done = 0;
   while (done < bytes.size()) {
-    const ssize_t wrote = ::write(fd_, bytes.data() + done, bytes.size() - done);
+    const ssize_t wrote = ::write(fd, bytes.data() + done, bytes.size() - done);
     if (wrote < 0 && errno == EINTR) continue;
-    if (wrote <= 0) throw OutputError(final_.string() + ": write failed: " + std::strerror(wrote < 0 ? errno : EIO));
+    if (wrote <= 0) return wrote < 0 ? errno : EIO;
     done += static_cast<size_t>(wrote);
+  }
+  return 0;
+}
+
+void AtomicFileWriter::write(std::string_view bytes) {
+  if (const int failure = write_all(fd_, bytes); failure != 0) {
+    throw OutputError(final_.string() + ": write failed: " + std::strerror(failure));
   }
 }
 

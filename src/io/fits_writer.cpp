@@ -68,9 +68,9 @@ class MemoryFitsOutput {
   void finish() {
     // The file ends where an HDU after the last would start: its data padded to 2880 bytes, the
     // padding written by the close.
-    LONGLONG header_start = 0, data_start = 0, end = 0;
+    LONGLONG end = 0;
     int status = 0;
-    if (fits_get_hduaddrll(file_.get(), &header_start, &data_start, &end, &status) != 0) {
+    if (fits_get_hduaddrll(file_.get(), nullptr, nullptr, &end, &status) != 0) {
       detail::fail_fits_output(path_, "cannot complete the file", status);
     }
     status = file_.close_checked();

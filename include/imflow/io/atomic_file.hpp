@@ -64,6 +64,10 @@ class AtomicFileWriter {
 // cost of milliseconds per file on real disks (it dominated MRI output on the H100 machine).
 void set_output_fsync(bool enabled);
 
+// Writes all of `bytes` to `fd`, retrying interrupted and partial writes: 0, or the errno of
+// the failure (EIO when write() wrote nothing).
+int write_all(int fd, std::string_view bytes);
+
 // Write `text` to `path` atomically (AtomicFileWriter).
 void write_text_atomic(const std::filesystem::path& path, const std::string& text);
 

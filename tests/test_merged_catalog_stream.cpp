@@ -61,7 +61,8 @@ TEST_CASE("the merged catalog made during the run is the merge's, in any finishi
     imflow::MergedCatalogStream stream(dir / "catalog.csv", size_t{64} << 20);
     std::atomic<int> waits{0};  // the bound is never reached: no thread waits for the writer
     tbb::parallel_for(size_t{0}, order.size(), [&](size_t k) {
-      waits += stream.queue(order[k], stream.part(items[order[k]])) ? 1 : 0;
+      const auto queued = stream.queue(order[k], stream.part(items[order[k]]));
+      waits += queued.waited || queued.copied ? 1 : 0;
     });
     CHECK(waits == 0);
     REQUIRE(stream.finish(pointers(items)));
@@ -83,6 +84,26 @@ TEST_CASE("items past the queue's bound wait for the writer rather than give the
     REQUIRE(stream.finish(pointers(items)));
     CHECK(test::read_text(dir / "catalog.csv") == test::read_text(dir / "merged.csv"));
   }
+  CHECK(no_temporaries(dir.path()));
+}
+
+TEST_CASE("threads over the queue's bound copy the parts due next into the file themselves", "[summary]") {
+  // Without the writer thread nothing else empties the queue: in list order every part over the
+  // 200-byte bound finds the parts before it queued and copies them into the file, in order.
+  test::TempDir dir("merged_catalog_stream_copies");
+  const nlohmann::json items = make_items(dir.path());
+  imflow::write_merged_catalog(nlohmann::json{{"items", items}}, dir / "merged.csv");
+  imflow::MergedCatalogStream stream(dir / "catalog.csv", 200, /*writer_thread=*/false);
+  int copied = 0, waited = 0;
+  for (size_t i = 0; i < items.size(); ++i) {
+    const auto queued = stream.queue(static_cast<int64_t>(i), stream.part(items[i]));
+    copied += queued.copied ? 1 : 0;
+    waited += queued.waited ? 1 : 0;
+  }
+  CHECK(copied > 100);
+  CHECK(waited == 0);
+  REQUIRE(stream.finish(pointers(items)));  // the parts still queued go in here
+  CHECK(test::read_text(dir / "catalog.csv") == test::read_text(dir / "merged.csv"));
   CHECK(no_temporaries(dir.path()));
 }
 

@@ -152,9 +152,11 @@ void finish_stage(RunContext& run, WorkItem& item) {
         StageTimer timer(run, item, "merge catalog", worker_track("write"));
         part = run.merged_catalog->part(record);
       }
-      // Timed only where the thread waited for the writer, which the run then outpaces.
+      // Timed only where the thread waited for the writer or copied earlier items' parts into
+      // the file: where the run outpaces the writer.
       StageTimer wait(run, item, "catalog.csv wait", worker_track("write"));
-      if (!run.merged_catalog->queue(item.ref.index, std::move(part))) wait.discard();
+      const MergedCatalogStream::Queued queued = run.merged_catalog->queue(item.ref.index, std::move(part));
+      if (!queued.waited && !queued.copied) wait.discard();
     } catch (const std::exception&) {
       run.merged_catalog->give_up();  // the merge after the run writes it
     }

@@ -141,12 +141,10 @@ size_t MergedCatalogPart::bytes() const {
   return total;
 }
 
-bool MergedCatalogPart::write_rows(std::FILE* file) const {
-  if (std::fwrite(rows.data(), 1, rows.size(), file) != rows.size()) return false;
-  for (const std::string& block : more_rows) {
-    if (std::fwrite(block.data(), 1, block.size(), file) != block.size()) return false;
-  }
-  return true;
+std::vector<std::string_view> MergedCatalogPart::pieces() const {
+  std::vector<std::string_view> out{rows};
+  out.insert(out.end(), more_rows.begin(), more_rows.end());
+  return out;
 }
 
 void merged_catalog_part(const nlohmann::json& item, MergedCatalogPart& part) {
@@ -206,7 +204,9 @@ int64_t write_catalog_of(const std::vector<const nlohmann::json*>& records, cons
               const std::string header = merged_catalog_header(part.header);
               write_failed = std::fwrite(header.data(), 1, header.size(), file.get()) != header.size();
             }
-            write_failed = write_failed || !part.write_rows(file.get());
+            for (const std::string_view piece : part.pieces()) {
+              write_failed = write_failed || std::fwrite(piece.data(), 1, piece.size(), file.get()) != piece.size();
+            }
             rows += part.count;
           }));
   if (file == nullptr) return 0;

@@ -4,9 +4,9 @@
 #include <nlohmann/json.hpp>
 
 #include <cstdint>
-#include <cstdio>
 #include <filesystem>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "imflow/summary.hpp"
@@ -31,7 +31,7 @@ struct MergedCatalogPart {
   std::vector<std::string> more_rows;   // a large catalog's, in blocks made in parallel
   int64_t count = 0;
   size_t bytes() const;
-  bool write_rows(std::FILE* file) const;  // rows then more_rows; false on a short write
+  std::vector<std::string_view> pieces() const;  // rows then more_rows
 };
 MergedCatalogPart merged_catalog_part(const nlohmann::json& item);
 // The same into `part`, whose strings keep their capacity (a recycled part allocates nothing).

@@ -102,10 +102,12 @@ AtomicFileWriter::~AtomicFileWriter() {
   }
 }
 
-int write_all(int fd, std::string_view bytes) {
+int write_all(int fd, std::string_view bytes, int64_t offset) {
   size_t done = 0;
   while (done < bytes.size()) {
-    const ssize_t wrote = ::write(fd, bytes.data() + done, bytes.size() - done);
+    const ssize_t wrote = offset < 0 ? ::write(fd, bytes.data() + done, bytes.size() - done)
+                                     : ::pwrite(fd, bytes.data() + done, bytes.size() - done,
+                                                static_cast<off_t>(offset + static_cast<int64_t>(done)));
     if (wrote < 0 && errno == EINTR) continue;
     if (wrote <= 0) return wrote < 0 ? errno : EIO;
     done += static_cast<size_t>(wrote);

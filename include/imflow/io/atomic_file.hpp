@@ -3,6 +3,7 @@
 // (for writers that need a path, such as CFITSIO); AtomicFileWriter writes through a descriptor
 // into an unnamed file that commit links into place, one directory change instead of two.
 #pragma once
+#include <cstdint>
 #include <filesystem>
 #include <string_view>
 
@@ -64,9 +65,10 @@ class AtomicFileWriter {
 // cost of milliseconds per file on real disks (it dominated MRI output on the H100 machine).
 void set_output_fsync(bool enabled);
 
-// Writes all of `bytes` to `fd`, retrying interrupted and partial writes: 0, or the errno of
-// the failure (EIO when write() wrote nothing).
-int write_all(int fd, std::string_view bytes);
+// Writes all of `bytes` to `fd` (at file offset `offset` with pwrite() where it is not negative),
+// retrying interrupted and partial writes: 0, or the errno of the failure (EIO when nothing was
+// written).
+int write_all(int fd, std::string_view bytes, int64_t offset = -1);
 
 // Write `text` to `path` atomically (AtomicFileWriter).
 void write_text_atomic(const std::filesystem::path& path, const std::string& text);

@@ -1,0 +1,55 @@
+// ConcurrentFileWriter: pwrite(), or copies through a shared mapping after fallocate().
+#include "imflow/io/concurrent_file_writer.hpp"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "imflow/io/atomic_file.hpp"
+
+namespace imflow {
+
+ConcurrentFileWriter::ConcurrentFileWriter(int fd, size_t reserve_bytes) : fd_(fd) {
+  if (reserve_bytes == 0) return;
+  void* map = ::mmap(nullptr, reserve_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  if (map == MAP_FAILED) return;  // an address-space limit, or a file that cannot be mapped
+  map_ = static_cast<char*>(map);
+  map_bytes_ = reserve_bytes;
+}
+
+ConcurrentFileWriter::~ConcurrentFileWriter() {
+  if (map_ != nullptr) ::munmap(map_, map_bytes_);
+}
+
+int ConcurrentFileWriter::write_at(uint64_t offset, std::span<const std::string_view> pieces) const {
+  for (const std::string_view piece : pieces) {
+    if (const int failure = write_all(fd_, piece, static_cast<int64_t>(offset)); failure != 0) return failure;
+    offset += piece.size();
+  }
+  return 0;
+}
+
+int ConcurrentFileWriter::copy_at(uint64_t offset, std::span<const std::string_view> pieces) const {
+  uint64_t bytes = 0;
+  for (const std::string_view piece : pieces) bytes += piece.size();
+  if (bytes == 0) return 0;
+  if (map_ == nullptr || offset + bytes > map_bytes_) return write_at(offset, pieces);
+  // Blocks first: a page the filesystem cannot back would raise SIGBUS in the copy.
+  int failure = 0;
+  do {
+    failure = ::fallocate(fd_, 0, static_cast<off_t>(offset), static_cast<off_t>(bytes)) == 0 ? 0 : errno;
+  } while (failure == EINTR);
+  if (failure == EOPNOTSUPP) return write_at(offset, pieces);
+  if (failure != 0) return failure;
+  char* at = map_ + offset;
+  for (const std::string_view piece : pieces) {
+    if (piece.empty()) continue;
+    std::memcpy(at, piece.data(), piece.size());
+    at += piece.size();
+  }
+  return 0;
+}
+
+}  // namespace imflow

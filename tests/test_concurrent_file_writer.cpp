@@ -1,0 +1,108 @@
+// ConcurrentFileWriter: ranges written by many threads at once, through the mapping and through
+// pwrite() mixed, give exactly the bytes laid out; a range the file may not hold is an error code.
+#include <catch2/catch.hpp>
+#include <fcntl.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <tbb/parallel_for.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <csignal>
+#include <random>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "imflow/io/concurrent_file_writer.hpp"
+#include "test_helpers.hpp"
+
+using imflow::ConcurrentFileWriter;
+
+namespace {
+struct Range {
+  uint64_t offset;
+  std::string bytes;
+};
+
+// 400 ranges of 0..40,000 random bytes laid end to end, and the file they make.
+std::vector<Range> make_ranges(std::string& whole) {
+  std::mt19937 rng(11);
+  std::vector<Range> ranges;
+  for (int i = 0; i < 400; ++i) {
+    std::string bytes(rng() % 40001, '\0');
+    for (char& c : bytes) c = static_cast<char>(rng());
+    ranges.push_back({whole.size(), bytes});
+    whole += bytes;
+  }
+  return ranges;
+}
+
+// The range in one to three pieces.
+std::vector<std::string_view> pieces_of(const std::string& bytes, size_t i) {
+  const std::string_view all(bytes);
+  const size_t a = all.size() / 3, b = 2 * all.size() / 3;
+  if (i % 3 == 0) return {all};
+  if (i % 3 == 1) return {all.substr(0, a), all.substr(a)};
+  return {all.substr(0, a), all.substr(a, b - a), all.substr(b)};
+}
+
+std::string fill(const std::filesystem::path& path, size_t reserve) {
+  std::string whole;
+  const std::vector<Range> ranges = make_ranges(whole);
+  const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_TRUNC, 0644);
+  REQUIRE(fd >= 0);
+  {
+    ConcurrentFileWriter file(fd, reserve);
+    CHECK(file.mapped() == (reserve != 0));
+    // Every range once, in shuffled order across threads; odd ones through pwrite().
+    std::vector<size_t> order(ranges.size());
+    for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+    std::shuffle(order.begin(), order.end(), std::mt19937(5));
+    std::vector<int> failures(ranges.size(), -1);
+    tbb::parallel_for(size_t{0}, order.size(), [&](size_t k) {
+      const size_t i = order[k];
+      const std::vector<std::string_view> pieces = pieces_of(ranges[i].bytes, i);
+      failures[i] = i % 2 ? file.write_at(ranges[i].offset, pieces) : file.copy_at(ranges[i].offset, pieces);
+    });
+    CHECK(std::all_of(failures.begin(), failures.end(), [](int f) { return f == 0; }));
+  }
+  ::close(fd);
+  CHECK(test::read_text(path) == whole);
+  return whole;
+}
+}  // namespace
+
+TEST_CASE("ranges written by many threads at once make exactly the file laid out", "[unit][io]") {
+  test::TempDir dir("concurrent_file_writer");
+  SECTION("through the mapping and pwrite") { fill(dir / "mapped.bin", size_t{256} << 30); }
+  SECTION("ranges past the mapping go through pwrite") { fill(dir / "small_map.bin", size_t{1} << 20); }
+  SECTION("without a mapping") { fill(dir / "unmapped.bin", 0); }
+}
+
+TEST_CASE("a range the file may not hold is an error code, not a signal", "[unit][io]") {
+  // A file-size limit refuses the blocks as a full filesystem would: fallocate fails before any
+  // page is touched, so the copy returns EFBIG instead of raising SIGBUS. In a child process, whose
+  // limit does not reach the tests.
+  test::TempDir dir("concurrent_file_writer_limit");
+  const std::filesystem::path path = dir / "limited.bin";
+  const pid_t child = ::fork();
+  REQUIRE(child >= 0);
+  if (child == 0) {
+    std::signal(SIGXFSZ, SIG_IGN);
+    const rlimit limit{1 << 20, 1 << 20};
+    const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_TRUNC, 0644);
+    if (fd < 0 || ::setrlimit(RLIMIT_FSIZE, &limit) != 0) ::_exit(2);
+    ConcurrentFileWriter file(fd);
+    const std::string bytes(4096, 'x');
+    const std::string_view pieces[] = {bytes};
+    const bool inside = file.copy_at(4096, pieces) == 0;
+    const int beyond = file.copy_at(size_t{2} << 20, pieces);
+    ::_exit(inside && beyond == EFBIG ? 0 : 1);
+  }
+  int status = 0;
+  REQUIRE(::waitpid(child, &status, 0) == child);
+  REQUIRE(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 0);
+}

@@ -71,3 +71,27 @@ TEST_CASE("the merged catalog keeps the items' order when they are read in paral
   CHECK(text == expected);
   CHECK(rows == static_cast<int64_t>(std::count(expected.begin(), expected.end(), '\n')) - 1);
 }
+
+TEST_CASE("a catalog too large for one block is merged in blocks copied side by side, in order", "[summary]") {
+  // Over 8 MiB of rows (kParallelPrefixBytes): prefixed in 1 MiB blocks, each copied into its own
+  // place in the file on any thread; small catalogs before and after it.
+  test::TempDir dir("merged_catalog_large");
+  nlohmann::json items = nlohmann::json::array();
+  std::string expected = "file,hdu,plane,id,v\n";
+  for (int i = 0; i < 3; ++i) {
+    const std::string name = "c" + std::to_string(i) + ".cat.csv";
+    const int rows = i == 1 ? 700000 : 5;
+    std::string text = "id,v\n";
+    for (int row = 0; row < rows; ++row) {
+      const std::string line = std::to_string(row) + "," + std::to_string(row * 7919 % 100003) + "\n";
+      text += line;
+      expected += "f" + std::to_string(i) + ".fits,0,0," + line;
+    }
+    std::ofstream(dir / name) << text;
+    items.push_back({{"file", "f" + std::to_string(i) + ".fits"}, {"hdu", 0}, {"plane", 0}, {"status", "ok"},
+                     {"outputs", {(dir / name).string()}}});
+  }
+  REQUIRE(expected.size() > (size_t{16} << 20));
+  CHECK(imflow::write_merged_catalog(nlohmann::json{{"items", items}}, dir / "catalog.csv") == 700010);
+  CHECK(test::read_text(dir / "catalog.csv") == expected);
+}

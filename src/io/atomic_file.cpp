@@ -56,7 +56,7 @@ bool unnamed_files_linkable() {
 // An unnamed file in `dir`, or -1 where the filesystem (or the kernel) has none.
 int open_unnamed(const fs::path& dir) {
 #if defined(O_TMPFILE)
-  return ::open(dir.empty() ? "." : dir.c_str(), O_TMPFILE | O_WRONLY | O_CLOEXEC, 0666);
+  return ::open(dir.empty() ? "." : dir.c_str(), O_TMPFILE | O_RDWR | O_CLOEXEC, 0666);
 #else
   (void)dir;
   return -1;
@@ -90,7 +90,7 @@ AtomicFileWriter::AtomicFileWriter(fs::path final_path, TempFile temp) : final_(
   unnamed_ = fd_ >= 0;
   if (unnamed_) return;
   temp_ = temporary_name(final_);
-  fd_ = ::open(temp_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+  fd_ = ::open(temp_.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
   if (fd_ < 0) throw OutputError(final_.string() + ": cannot create: " + std::strerror(errno));
 }
 

@@ -1,6 +1,7 @@
 // Catalogs as CSV (header row of column names; full float64 precision; NaN and +-Infinity spelled
 // so that Python and Java readers both parse them). Large catalogs are
-// formatted in blocks of rows on all threads and written in order: the same bytes as one string.
+// formatted in blocks of rows on all threads and written in order (a mosaic's copied into the file
+// on all threads once their offsets are known): the same bytes as one string.
 // Rows the GPU wrote as text (imflow/catalog_text.hpp) are copied, with ra, dec and errtheta put in.
 #include <algorithm>
 #include <charconv>
@@ -14,6 +15,7 @@
 #include "imflow/errors.hpp"
 #include "imflow/io/atomic_file.hpp"
 #include "imflow/io/catalog.hpp"
+#include "imflow/io/concurrent_file_writer.hpp"
 #include "imflow/io/written_text.hpp"
 #include "imflow/kernels/csv_row_text.hpp"
 #include "ordered_blocks.hpp"
@@ -22,6 +24,11 @@
 namespace imflow {
 
 namespace {
+// Catalogs of this many blocks or more (a mosaic's) are copied into the file on all threads: one
+// thread writing hundreds of megabytes would hold the whole image up. Smaller ones are written in
+// order by one thread, which costs less CPU per byte (ConcurrentFileWriter).
+constexpr size_t kCopiedBlocks = 16;
+
 std::string csv_header(const std::vector<detail::OutputColumn>& columns) {
   std::string out;
   for (size_t c = 0; c < columns.size(); ++c) {
@@ -117,6 +124,12 @@ void write_catalog_csv(const std::filesystem::path& path, const Catalog& catalog
     if (device_text != nullptr) append_device_rows(*device_text, catalog, begin, end, out);
     else append_rows(columns, catalog, begin, end, photometry, out);
   };
+  const auto format_block = [&](size_t b) {
+    const size_t begin = b * kCatalogBlockRows, end = std::min(catalog.size(), begin + kCatalogBlockRows);
+    std::string text;
+    append(begin, end, text);
+    return text;
+  };
   thread_local std::string text;
   forget_written_text(text.data());  // the kept buffer below changes
   AtomicFileWriter output(path);
@@ -129,17 +142,30 @@ void write_catalog_csv(const std::filesystem::path& path, const Catalog& catalog
     text.assign(header);
     append(0, catalog.size(), text);
     output.write(text);
-  } else {
+  } else if (blocks < kCopiedBlocks) {
     output.write(header);
-    detail::for_blocks_in_order<std::string>(
-        blocks,
-        [&](size_t b) {
-          const size_t begin = b * kCatalogBlockRows, end = std::min(catalog.size(), begin + kCatalogBlockRows);
-          std::string text;
-          append(begin, end, text);
-          return text;
+    detail::for_blocks_in_order<std::string>(blocks, format_block, [&](const std::string& text) { output.write(text); });
+  } else {
+    // Given their offsets in order, the blocks are copied into the file on all threads.
+    output.write(header);
+    ConcurrentFileWriter file(output.descriptor());
+    struct Placed {
+      std::string text;
+      uint64_t offset = 0;
+    };
+    uint64_t end = header.size();
+    detail::for_blocks_placed_in_order<Placed>(
+        blocks, [&](size_t b) { return Placed{format_block(b)}; },
+        [&](Placed& block) {
+          block.offset = end;
+          end += block.text.size();
         },
-        [&](const std::string& text) { output.write(text); });
+        [&](Placed& block) {
+          const std::string_view pieces[] = {block.text};
+          if (const int failure = file.copy_at(block.offset, pieces); failure != 0) {
+            throw OutputError(path.string() + ": write failed: " + std::strerror(failure));
+          }
+        });
   }
   output.commit();
   if (whole) note_written_text(path, text);  // the item's manifest CRC and merged rows read it

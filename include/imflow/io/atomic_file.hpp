@@ -50,6 +50,9 @@ class AtomicFileWriter {
   void commit();
   // Whether the data goes into an unnamed file (false: a temporary name).
   bool unnamed() const { return unnamed_; }
+  // The file's descriptor, open for reading and writing: for writes at offsets
+  // (ConcurrentFileWriter) before commit(). write() appends at the descriptor's position.
+  int descriptor() const { return fd_; }
 
  private:
   std::filesystem::path final_;

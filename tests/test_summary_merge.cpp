@@ -2,6 +2,7 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <cstdint>
 #include <fstream>
 
 #include "engine/summary_merge.hpp"
@@ -83,7 +84,7 @@ TEST_CASE("a catalog too large for one block is merged in blocks copied side by 
     const int rows = i == 1 ? 700000 : 5;
     std::string text = "id,v\n";
     for (int row = 0; row < rows; ++row) {
-      const std::string line = std::to_string(row) + "," + std::to_string(row * 7919 % 100003) + "\n";
+      const std::string line = std::to_string(row) + "," + std::to_string(int64_t{row} * 7919 % 100003) + "\n";
       text += line;
       expected += "f" + std::to_string(i) + ".fits,0,0," + line;
     }

@@ -1,6 +1,7 @@
-// FITS and FITS_LDAC catalogs up to kMemoryTableMaxBytes of rows are built in memory by CFITSIO
-// and written whole: the same bytes as CFITSIO writing the file itself, and each noted as its
-// file's bytes (written_text.hpp) beside the CSV's, so that the manifest's CRCs read memory.
+// FITS and FITS_LDAC catalogs up to kMemoryTableMaxBytes of rows are built in memory (CFITSIO
+// makes the headers, the rows are encoded after them) and written whole: the same bytes as CFITSIO
+// writing the file itself, and each noted as its file's bytes (written_text.hpp) beside the CSV's,
+// so that the manifest's CRCs read memory.
 #include <catch2/catch.hpp>
 
 #include <random>

@@ -122,7 +122,7 @@ void write_catalog_ldac(const fs::path& path, const Catalog& catalog, const std:
   const std::vector<detail::OutputColumn> columns = detail::ldac_output_columns(photometry);
   thread_local detail::MemoryFitsBuffer buffer;
   detail::MemoryFitsBuffer* in_memory = detail::table_fits_in_memory(catalog.size(), columns) ? &buffer : nullptr;
-  detail::write_fits_file(path, in_memory, [&](fitsfile* file) {
+  detail::write_fits_file(path, in_memory, [&](fitsfile* file, detail::LastTableRows* rows) {
     int status = 0;
     if (fits_create_img(file, BYTE_IMG, 0, nullptr, &status) != 0) detail::fail_fits_output(path, "cannot create the primary HDU", status);
     std::string text;
@@ -137,7 +137,7 @@ void write_catalog_ldac(const fs::path& path, const Catalog& catalog, const std:
                             &status) != 0) {
       detail::fail_fits_output(path, "cannot write LDAC_IMHEAD", status);
     }
-    detail::write_catalog_table(file, path, "LDAC_OBJECTS", catalog, photometry, columns, cards);
+    detail::write_catalog_table(file, path, "LDAC_OBJECTS", catalog, photometry, columns, cards, rows);
   });
 }
 

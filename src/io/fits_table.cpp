@@ -53,7 +53,7 @@ size_t table_row_bytes(const std::vector<OutputColumn>& columns) {
 
 void write_catalog_table(fitsfile* file, const std::filesystem::path& path, const char* extname, const Catalog& catalog,
                          const PhotometryTable* photometry, const std::vector<OutputColumn>& columns,
-                         const std::vector<FitsCard>& cards) {
+                         const std::vector<FitsCard>& cards, LastTableRows* last_rows) {
   int status = 0;
   std::vector<std::string> forms;
   std::vector<char*> names, form_texts, units;
@@ -65,7 +65,8 @@ void write_catalog_table(fitsfile* file, const std::filesystem::path& path, cons
     form_texts.push_back(forms[c].data());
     units.push_back(const_cast<char*>(columns[c].unit.c_str()));
   }
-  if (fits_create_tbl(file, BINARY_TBL, static_cast<LONGLONG>(catalog.size()), static_cast<int>(columns.size()),
+  const LONGLONG declared_rows = last_rows != nullptr ? 0 : static_cast<LONGLONG>(catalog.size());
+  if (fits_create_tbl(file, BINARY_TBL, declared_rows, static_cast<int>(columns.size()),
                       names.data(), form_texts.data(), units.data(), extname, &status) != 0) {
     fail_fits_output(path, std::string("cannot create the table ") + extname, status);
   }
@@ -89,7 +90,7 @@ void write_catalog_table(fitsfile* file, const std::filesystem::path& path, cons
   const size_t row_bytes = table_row_bytes(columns);
   const double zeropoint = photometry && photometry->zeropoint ? *photometry->zeropoint : 0.0;
   const size_t fixed = leading_fixed_columns(columns);
-  const auto encode_rows = [&](size_t first, size_t end, unsigned char* out) {
+  const auto encode_rows = [&catalog, photometry, &columns, zeropoint, fixed](size_t first, size_t end, unsigned char* out) {
     for (size_t row = first; row < end; ++row) {
       const double* values = photometry ? photometry->row(row) : nullptr;
       const float* vignet = photometry ? photometry->vignet(row) : nullptr;
@@ -106,6 +107,12 @@ void write_catalog_table(fitsfile* file, const std::filesystem::path& path, cons
       }
     }
   };
+  if (last_rows != nullptr) {
+    last_rows->count = catalog.size();
+    last_rows->row_bytes = row_bytes;
+    last_rows->encode = [encode_rows, rows = catalog.size()](unsigned char* out) { encode_rows(0, rows, out); };
+    return;
+  }
   const auto write_rows = [&](size_t first, const unsigned char* bytes, size_t size) {
     if (fits_write_tblbytes(file, static_cast<LONGLONG>(first) + 1, 1, static_cast<LONGLONG>(size),
                             const_cast<unsigned char*>(bytes), &status) != 0) {

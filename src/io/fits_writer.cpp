@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <charconv>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -49,11 +50,28 @@ void detail::finish_output_fits(FitsFile& file, AtomicOutput& output) {
 detail::MemoryFitsBuffer::~MemoryFitsBuffer() { std::free(data); }
 
 namespace {
-// A FITS file that CFITSIO builds in `buffer`, written to `path` whole by finish().
+// Sets the value of the NAXIS2 card among the whole cards of `header` to `rows`, as CFITSIO writes
+// an integer (right-justified in columns 11-30); false without such a card.
+bool set_naxis2(char* header, size_t bytes, size_t rows) {
+  for (size_t at = 0; at + 80 <= bytes; at += 80) {
+    char* card = header + at;
+    if (std::memcmp(card, "NAXIS2  = ", 10) != 0) continue;
+    char digits[24];
+    const size_t length = static_cast<size_t>(std::to_chars(digits, digits + sizeof digits, rows).ptr - digits);
+    if (length > 20) return false;
+    std::memset(card + 10, ' ', 20 - length);
+    std::memcpy(card + 30 - length, digits, length);
+    return true;
+  }
+  return false;
+}
+
+// A FITS file that CFITSIO builds in `buffer`, written to `path` whole by finish(), with the rows
+// of its last table (if given) encoded after CFITSIO's bytes.
 class MemoryFitsOutput {
  public:
   MemoryFitsOutput(fs::path path, detail::MemoryFitsBuffer& buffer) : path_(std::move(path)), buffer_(buffer) {
-    forget_written_text(buffer_.data);  // the buffer's bytes are about to change
+    forget_written_text(reinterpret_cast<const char*>(buffer_.file.data()));  // the file's bytes are about to change
     // CFITSIO takes the memory's size as a file already there: given 0, it starts an empty file
     // and asks realloc for room, which the allocation kept from the last file gives in place.
     buffer_.size = 0;
@@ -65,20 +83,35 @@ class MemoryFitsOutput {
   }
   fitsfile* get() const { return file_.get(); }
 
-  void finish() {
-    // The file ends where an HDU after the last would start: its data padded to 2880 bytes, the
-    // padding written by the close.
-    LONGLONG end = 0;
+  void finish(const detail::LastTableRows& rows) {
+    // CFITSIO's file ends where an HDU after the last would start: its data padded to 2880
+    // bytes, the padding written by the close.
+    LONGLONG head = 0, data = 0, end = 0;
     int status = 0;
-    if (fits_get_hduaddrll(file_.get(), nullptr, nullptr, &end, &status) != 0) {
+    if (fits_get_hduaddrll(file_.get(), &head, &data, &end, &status) != 0) {
       detail::fail_fits_output(path_, "cannot complete the file", status);
     }
     status = file_.close_checked();
     if (status != 0) detail::fail_fits_output(path_, "cannot complete the file", status);
-    if (end <= 0 || static_cast<size_t>(end) > buffer_.size) {
+    if (end <= 0 || static_cast<size_t>(end) > buffer_.size || (rows.encode && data != end)) {
       detail::fail_fits_output(path_, "cannot complete the file", FILE_NOT_CREATED);
     }
-    const std::string_view bytes(static_cast<const char*>(buffer_.data), static_cast<size_t>(end));
+    // The last table's rows, then zeros up to a whole 2880-byte block, as CFITSIO pads a table.
+    const size_t cfitsio_bytes = static_cast<size_t>(end);
+    const size_t row_bytes = rows.encode ? rows.count * rows.row_bytes : 0;
+    const size_t total = cfitsio_bytes + (row_bytes + 2879) / 2880 * 2880;
+    std::vector<unsigned char>& file = buffer_.file;
+    if (file.size() < total) file.resize(total);
+    std::memcpy(file.data(), buffer_.data, cfitsio_bytes);
+    if (rows.encode) {
+      char* header = reinterpret_cast<char*>(file.data()) + head;
+      if (!set_naxis2(header, static_cast<size_t>(data - head), rows.count)) {
+        detail::fail_fits_output(path_, "cannot complete the file", FILE_NOT_CREATED);
+      }
+      rows.encode(file.data() + cfitsio_bytes);
+      std::memset(file.data() + cfitsio_bytes + row_bytes, 0, total - cfitsio_bytes - row_bytes);
+    }
+    const std::string_view bytes(reinterpret_cast<const char*>(file.data()), total);
     AtomicFileWriter output(path_);
     output.write(bytes);
     output.commit();
@@ -93,16 +126,17 @@ class MemoryFitsOutput {
 }  // namespace
 
 void detail::write_fits_file(const fs::path& path, MemoryFitsBuffer* buffer,
-                             const std::function<void(fitsfile*)>& write_hdus) {
+                             const std::function<void(fitsfile*, LastTableRows*)>& write_hdus) {
   if (buffer != nullptr) {
     MemoryFitsOutput output(path, *buffer);
-    write_hdus(output.get());
-    output.finish();
+    LastTableRows rows;
+    write_hdus(output.get(), &rows);
+    output.finish(rows);
     return;
   }
   AtomicOutput output(path);
   FitsFile file = create_output_fits(output);
-  write_hdus(file.get());
+  write_hdus(file.get(), nullptr);
   finish_output_fits(file, output);
 }
 
@@ -141,8 +175,8 @@ void write_catalog_fits(const fs::path& path, const Catalog& catalog, const std:
   const std::vector<detail::OutputColumn> columns = detail::catalog_output_columns(photometry);
   thread_local detail::MemoryFitsBuffer buffer;
   detail::write_fits_file(path, detail::table_fits_in_memory(catalog.size(), columns) ? &buffer : nullptr,
-                          [&](fitsfile* file) {
-                            detail::write_catalog_table(file, path, "CATALOG", catalog, photometry, columns, cards);
+                          [&](fitsfile* file, detail::LastTableRows* rows) {
+                            detail::write_catalog_table(file, path, "CATALOG", catalog, photometry, columns, cards, rows);
                           });
 }
 

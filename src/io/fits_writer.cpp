@@ -71,7 +71,7 @@ bool set_naxis2(char* header, size_t bytes, size_t rows) {
 class MemoryFitsOutput {
  public:
   MemoryFitsOutput(fs::path path, detail::MemoryFitsBuffer& buffer) : path_(std::move(path)), buffer_(buffer) {
-    forget_written_text(reinterpret_cast<const char*>(buffer_.file.data()));  // the file's bytes are about to change
+    forget_written_text(buffer_.file.data());  // the file's bytes are about to change
     // CFITSIO takes the memory's size as a file already there: given 0, it starts an empty file
     // and asks realloc for room, which the allocation kept from the last file gives in place.
     buffer_.size = 0;

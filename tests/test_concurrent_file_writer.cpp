@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <csignal>
+#include <fstream>
 #include <random>
 #include <string>
 #include <string_view>
@@ -105,4 +106,36 @@ TEST_CASE("a range the file may not hold is an error code, not a signal", "[unit
   REQUIRE(::waitpid(child, &status, 0) == child);
   REQUIRE(WIFEXITED(status));
   CHECK(WEXITSTATUS(status) == 0);
+}
+
+namespace {
+// This process's resident pages of files and shared memory (kB in /proc/self/status), in bytes.
+size_t resident_file_bytes() {
+  std::ifstream status("/proc/self/status");
+  size_t total = 0;
+  for (std::string line; std::getline(status, line);) {
+    if (line.rfind("RssFile:", 0) == 0 || line.rfind("RssShmem:", 0) == 0) total += std::stoull(line.substr(9)) * 1024;
+  }
+  return total;
+}
+}  // namespace
+
+TEST_CASE("ranges copied through the mapping do not stay in the process's resident memory", "[unit][io]") {
+  // 64 MiB copied from one 1 MiB buffer: the pages are in the file, not mapped into the process.
+  test::TempDir dir("concurrent_file_writer_rss");
+  const std::filesystem::path path = dir / "big.bin";
+  const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_TRUNC, 0644);
+  REQUIRE(fd >= 0);
+  const std::string block(size_t{1} << 20, 'r');
+  const std::string_view pieces[] = {block};
+  const size_t before = resident_file_bytes();
+  {
+    ConcurrentFileWriter file(fd);
+    REQUIRE(file.mapped());
+    for (uint64_t i = 0; i < 64; ++i) REQUIRE(file.copy_at(i << 20, pieces) == 0);
+    CHECK(resident_file_bytes() < before + (size_t{8} << 20));
+  }
+  ::close(fd);
+  CHECK(std::filesystem::file_size(path) == size_t{64} << 20);
+  CHECK(test::read_text(path) == std::string(size_t{64} << 20, 'r'));
 }

@@ -3,6 +3,7 @@
 
 #include <fcntl.h>
 #include <sys/mman.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
@@ -10,6 +11,10 @@
 #include "imflow/io/atomic_file.hpp"
 
 namespace imflow {
+
+namespace {
+const uint64_t kPageBytes = static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
+}  // namespace
 
 ConcurrentFileWriter::ConcurrentFileWriter(int fd, size_t reserve_bytes) : fd_(fd) {
   if (reserve_bytes == 0) return;
@@ -49,6 +54,10 @@ int ConcurrentFileWriter::copy_at(uint64_t offset, std::span<const std::string_v
     std::memcpy(at, piece.data(), piece.size());
     at += piece.size();
   }
+  // The pages stay in the file; only this process's view of them goes, so that they do not count
+  // as its resident memory (a merged catalog of gigabytes would otherwise show in its RSS).
+  const uint64_t first_page = offset / kPageBytes * kPageBytes;
+  ::madvise(map_ + first_page, offset + bytes - first_page, MADV_DONTNEED);
   return 0;
 }
 

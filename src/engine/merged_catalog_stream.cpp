@@ -6,6 +6,7 @@
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstring>
 #include <utility>
 
@@ -72,14 +73,12 @@ MergedCatalogStream::Queued MergedCatalogStream::queue(int64_t index, Part part)
       ++copying_;
       lock.unlock();
       room_.notify_all();
-      const std::vector<std::string_view> pieces = taken.part.rows.pieces();
-      const int failure = taken.part.rows.header.empty() ? 0 : file_->copy_at(taken.offset, pieces);
+      const int failure = put(taken, /*copy=*/true);
       lock.lock();
       --copying_;
       how.copied = true;
       if (failure != 0) {
-        spdlog::debug("catalog.csv while the run goes on: {}", std::strerror(failure));
-        give_up_locked();
+        fail_locked(std::strerror(failure));
       } else {
         recycle_locked(taken.part);
       }
@@ -138,14 +137,24 @@ bool MergedCatalogStream::take_next_locked(Taken& taken) {
       end_ = header.size();
       file_ = std::make_unique<ConcurrentFileWriter>(fd_);
     } catch (const std::exception& error) {
-      spdlog::debug("catalog.csv while the run goes on: {}", error.what());
-      give_up_locked();
+      fail_locked(error.what());
       return false;
     }
   }
   taken.offset = end_;
   end_ += taken.part.rows.bytes();
   return true;
+}
+
+int MergedCatalogStream::put(const Taken& taken, bool copy) const {
+  if (taken.part.rows.header.empty()) return 0;  // no catalog
+  const std::vector<std::string_view> pieces = taken.part.rows.pieces();
+  return copy ? file_->copy_at(taken.offset, pieces) : file_->write_at(taken.offset, pieces);
+}
+
+void MergedCatalogStream::fail_locked(const char* why) {
+  spdlog::debug("catalog.csv while the run goes on: {}", why);
+  give_up_locked();
 }
 
 void MergedCatalogStream::recycle_locked(Part& part) {
@@ -164,13 +173,11 @@ void MergedCatalogStream::write_in_order() {
     writing_ = true;
     lock.unlock();
     room_.notify_all();
-    const std::vector<std::string_view> pieces = taken.part.rows.pieces();
-    const int failure = taken.part.rows.header.empty() ? 0 : file_->write_at(taken.offset, pieces);
+    const int failure = put(taken, /*copy=*/false);
     lock.lock();
     writing_ = false;
     if (failure != 0) {
-      spdlog::debug("catalog.csv while the run goes on: {}", std::strerror(failure));
-      give_up_locked();
+      fail_locked(std::strerror(failure));
       return;
     }
     recycle_locked(taken.part);

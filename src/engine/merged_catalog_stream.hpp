@@ -71,6 +71,10 @@ class MergedCatalogStream {
     uint64_t offset = 0;
   };
   bool take_next_locked(Taken& taken);  // false: the file could not be made (the stream is given up)
+  // Writes a taken part at its offset, outside the lock: pwrite, or a copy through the file's
+  // mapping (copy). 0 or the errno of the failure.
+  int put(const Taken& taken, bool copy) const;
+  void fail_locked(const char* why);    // a write failed: logged, the stream given up
   void recycle_locked(Part& part);      // keeps a written part's row buffer for a later part
   void write_in_order();                // the writer thread's loop (finish()'s without one)
   void give_up_locked();                // with mutex_ held

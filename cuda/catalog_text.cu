@@ -13,7 +13,9 @@
 #include "cuda/catalog_text.hpp"
 #include "cuda/cuda_check.hpp"
 #include "cuda/device_common.cuh"
+#include "imflow/huge_pages.hpp"
 #include "imflow/kernels/csv_row_text.hpp"
+#include "imflow/parallel_memory.hpp"
 
 namespace imflow::cuda {
 
@@ -191,12 +193,15 @@ std::shared_ptr<const CatalogCsvText> collect_catalog_text(GpuContext& gpu, int6
   state.expected_bytes = text_bytes + text_bytes / 4 + 4096;
   state.expected_rows = count + count / 4 + 64;
   auto text = std::make_shared<CatalogCsvText>();
-  text->text.assign(state.text_host.data(), text_bytes);
+  text->bytes.reset(new char[text_bytes]);  // not filled: the copy is the first touch
+  text->size = text_bytes;
+  advise_huge_pages(text->bytes.get(), text_bytes);
+  copy_on_all_threads(text->bytes.get(), state.text_host.data(), text_bytes);
   text->rows.assign(state.marks_host.data(), state.marks_host.data() + count);
   // Each row's cells in order within the text (what the CSV writer's copies rely on).
   for (size_t r = 0; r < text->rows.size(); ++r) {
     const size_t start = text->start(r), end = text->end(r);
-    if (end < start || end > text->text.size() || text->errtheta_at(r) <= text->ra_at(r) + 1 ||
+    if (end < start || end > text->size || text->errtheta_at(r) <= text->ra_at(r) + 1 ||
         start + text->errtheta_at(r) >= end) {
       throw std::logic_error("catalog text: row " + std::to_string(r) + " is not laid out as its marks say");
     }

@@ -14,6 +14,7 @@
 #include "cuda/photometry.hpp"
 #include "cuda/svd.hpp"
 #include "imflow/huge_pages.hpp"
+#include "imflow/parallel_memory.hpp"
 #include "imflow/kernels/measure.hpp"
 
 namespace imflow {
@@ -168,6 +169,9 @@ void release_image_buffers(GpuContext& gpu) {
 
 namespace {
 
+// Catalogs of this many rows or more copy their rows and their CSV text side by side.
+constexpr int64_t kRowsCopiedBesideText = 65536;
+
 int64_t next_power_of_two(int64_t v) {
   int64_t p = 1;
   while (p < v) p *= 2;
@@ -268,12 +272,12 @@ void collect_results(GpuContext& gpu, WorkItem& item) {
   const size_t n = static_cast<size_t>(gpu.size());
   if (gpu.downloaded.pixels) {
     item.pixels.resize(gpu.width, gpu.height);
-    if (n > 0) std::memcpy(item.pixels.data(), gpu.pixels_host.data(), n * sizeof(float));
+    copy_on_all_threads(item.pixels.data(), gpu.pixels_host.data(), n * sizeof(float));
     item.pixels_big_endian = false;
   }
   if (gpu.has_detection && gpu.downloaded.detection) {
     item.detection.resize(gpu.width, gpu.height);
-    if (n > 0) std::memcpy(item.detection.data(), gpu.detection_host.data(), n * sizeof(float));
+    copy_on_all_threads(item.detection.data(), gpu.detection_host.data(), n * sizeof(float));
   }
   if (gpu.downloaded.background_map) {
     item.background_map.assign(gpu.background_map_host.data(), gpu.background_map_host.data() + n);
@@ -315,6 +319,7 @@ void collect_results(GpuContext& gpu, WorkItem& item) {
       const DeviceSource* rows = gpu.catalog_host.data();
       Catalog catalog;
       reserve_huge_pages(catalog, static_cast<size_t>(r.nlabels));  // a mosaic's 1M rows fault in 2 MiB pages
+      fault_in_on_all_threads(catalog.data(), catalog.capacity() * sizeof(Source));  // so the copy only copies
       catalog.assign(rows, rows + r.nlabels);
       item.catalog = std::move(catalog);
       if (gpu.downloaded.csv_text) item.catalog_csv = collect_catalog_text(gpu, r.nlabels);

@@ -159,7 +159,7 @@ TEST_CASE("A catalog written from the device's CSV rows is the host's file", "[c
     CHECK(host == imflow::catalog_csv(part));
     CHECK(file_text(dir / "device.csv") == host);
     if (rows > 0) {  // the device's row leaves the three host cells empty
-      const std::string first = device.text.substr(0, device.end(0));
+      const std::string first(device.text().substr(0, device.end(0)));
       CHECK(first.substr(device.ra_at(0), 2) == ",,");
       CHECK(first[device.errtheta_at(0)] == ',');
       CHECK(first[device.errtheta_at(0) - 1] == ',');

@@ -88,7 +88,7 @@ void append_device_rows(const CatalogCsvText& device, const Catalog& catalog, si
   char numbers[3 * detail::kShortestDoubleChars];
   for (size_t i = begin; i < end; ++i) {
     const Source& source = catalog[i];
-    const char* const row = device.text.data() + device.start(i);
+    const char* const row = device.text().data() + device.start(i);
     const char* const dec_at = row + device.ra_at(i) + 1;
     const char* const errtheta_at = row + device.errtheta_at(i);
     out.append(row, dec_at - 1);
@@ -98,7 +98,7 @@ void append_device_rows(const CatalogCsvText& device, const Catalog& catalog, si
     out.append(numbers, at);
     out.append(dec_at, errtheta_at);
     out.append(numbers, write_double(numbers, detail::error_angle(source)));
-    out.append(errtheta_at, device.text.data() + device.end(i));
+    out.append(errtheta_at, device.text().data() + device.end(i));
   }
 }
 }  // namespace

@@ -17,13 +17,13 @@ void check_same_text(const imflow::CatalogCsvText& device, const imflow::Catalog
   const imflow::CatalogCsvText host = test::csv_text_as_device_writes(catalog);
   REQUIRE(device.rows.size() == host.rows.size());
   CHECK(device.rows == host.rows);
-  REQUIRE(device.text.size() == host.text.size());
+  REQUIRE(device.text().size() == host.text().size());
   size_t first_difference = 0;
-  while (first_difference < host.text.size() && device.text[first_difference] == host.text[first_difference])
+  while (first_difference < host.text().size() && device.text()[first_difference] == host.text()[first_difference])
     ++first_difference;
   INFO("first difference at byte " << first_difference << ": "
-                                   << host.text.substr(first_difference > 40 ? first_difference - 40 : 0, 80));
-  CHECK(first_difference == host.text.size());
+                                   << host.text().substr(first_difference > 40 ? first_difference - 40 : 0, 80));
+  CHECK(first_difference == host.text().size());
 }
 }  // namespace
 

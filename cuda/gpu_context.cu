@@ -14,8 +14,8 @@
 #include "cuda/photometry.hpp"
 #include "cuda/svd.hpp"
 #include "imflow/huge_pages.hpp"
-#include "imflow/parallel_memory.hpp"
 #include "imflow/kernels/measure.hpp"
+#include "imflow/parallel_memory.hpp"
 
 namespace imflow {
 
@@ -168,9 +168,6 @@ void release_image_buffers(GpuContext& gpu) {
 }
 
 namespace {
-
-// Catalogs of this many rows or more copy their rows and their CSV text side by side.
-constexpr int64_t kRowsCopiedBesideText = 65536;
 
 int64_t next_power_of_two(int64_t v) {
   int64_t p = 1;

@@ -3,7 +3,8 @@
 // each with a free slot (a stream with its device buffers: the stage's tokens); an async_node
 // enqueues the unit on the slot's stream and returns at once; the stream callback hands it to
 // collect, which takes the results into the items, frees the slot and sends the items on. So no
-// TBB worker waits on the device, and N slots are N units in flight. cudaStreamAddCallback (not
+// TBB worker waits on the device (but inside a library call that synchronizes: cuSOLVER's batched
+// SVD, docs/architecture.md), and N slots are N units in flight. cudaStreamAddCallback (not
 // cudaLaunchHostFunc) is used because it is also called when the stream failed, so the graph can
 // always account for the unit and never hangs.
 #pragma once
@@ -38,7 +39,8 @@ struct GpuStageChoices {
   // In the GPU node, first: true to hand the unit straight on without enqueueing it (its items
   // failed, the run halted, or it was processed synchronously here). Fails the items it skips.
   std::function<bool(GpuSlot&, const Unit&)> hand_on_now;
-  // Queue the unit's copies and kernels on the slot's stream; never waits.
+  // Queue the unit's copies and kernels on the slot's stream; waits only inside library calls
+  // that synchronize.
   std::function<void(GpuSlot&, const Unit&)> enqueue;
   // `enqueue` threw (the stream has been drained since): fail the items. `code` is the exception's
   // CUDA error, or what the drained stream reported.

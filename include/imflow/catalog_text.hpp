@@ -24,6 +24,7 @@ struct CatalogCsvText {
   }
   size_t start(size_t row) const { return static_cast<size_t>(rows[row] & 0xFFFFFFFFu); }
   std::string_view text() const { return {bytes.get(), size}; }
+  // Holds a copy of `from` (one thread's copy: tests, small texts).
   void set_text(std::string_view from) {
     bytes.reset(new char[from.size()]);
     size = from.size();

@@ -8,6 +8,14 @@
 #include "engine/summary_merge.hpp"
 #include "test_helpers.hpp"
 
+namespace {
+// A summary item for image f<index>.fits (HDU 0) whose catalog is `catalog`.
+nlohmann::json catalog_item(int index, int plane, const std::filesystem::path& catalog) {
+  return {{"file", "f" + std::to_string(index) + ".fits"}, {"hdu", 0}, {"plane", plane}, {"status", "ok"},
+          {"outputs", {catalog.string()}}};
+}
+}  // namespace
+
 TEST_CASE("rank summaries merge: items sorted and tagged, totals summed, wall the longest", "[summary]") {
   nlohmann::json a = {{"device", "cpu"},
                       {"totals", {{"items", 2}, {"succeeded", 1}, {"failed", 1}, {"wall_seconds", 2.0},
@@ -44,9 +52,7 @@ TEST_CASE("the merged catalog prefixes every row with its file, HDU and plane", 
         {{"file", "in/z.fits"}, {"hdu", 0}, {"plane", 0}, {"status", "failed"}, {"outputs", nlohmann::json::array()}},
         {{"file", "in/y.fits"}, {"hdu", 1}, {"plane", 0}, {"status", "ok"}, {"outputs", {(dir / "y.cat.csv").string()}}}}}};
   CHECK(imflow::write_merged_catalog(summary, dir / "catalog.csv") == 3);
-  std::ifstream in(dir / "catalog.csv");
-  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  CHECK(text == "file,hdu,plane,id,x\n\"in/x,1.fits\",0,2,1,2.5\n\"in/x,1.fits\",0,2,2,3.5\nin/y.fits,1,0,1,9\n");
+  CHECK(test::read_text(dir / "catalog.csv") == "file,hdu,plane,id,x\n\"in/x,1.fits\",0,2,1,2.5\n\"in/x,1.fits\",0,2,2,3.5\nin/y.fits,1,0,1,9\n");
 }
 
 TEST_CASE("the merged catalog keeps the items' order when they are read in parallel", "[summary]") {
@@ -63,13 +69,10 @@ TEST_CASE("the merged catalog keeps the items' order when they are read in paral
       expected += "f" + std::to_string(i) + ".fits,0," + std::to_string(i % 3) + "," + std::to_string(row) + "," +
                   std::to_string(i * 10 + row) + "\n";
     }
-    items.push_back({{"file", "f" + std::to_string(i) + ".fits"}, {"hdu", 0}, {"plane", i % 3}, {"status", "ok"},
-                     {"outputs", {(dir / name).string()}}});
+    items.push_back(catalog_item(i, i % 3, dir / name));
   }
   const int64_t rows = imflow::write_merged_catalog(nlohmann::json{{"items", items}}, dir / "catalog.csv");
-  std::ifstream in(dir / "catalog.csv");
-  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  CHECK(text == expected);
+  CHECK(test::read_text(dir / "catalog.csv") == expected);
   CHECK(rows == static_cast<int64_t>(std::count(expected.begin(), expected.end(), '\n')) - 1);
 }
 
@@ -89,8 +92,7 @@ TEST_CASE("a catalog too large for one block is merged in blocks copied side by 
       expected += "f" + std::to_string(i) + ".fits,0,0," + line;
     }
     std::ofstream(dir / name) << text;
-    items.push_back({{"file", "f" + std::to_string(i) + ".fits"}, {"hdu", 0}, {"plane", 0}, {"status", "ok"},
-                     {"outputs", {(dir / name).string()}}});
+    items.push_back(catalog_item(i, 0, dir / name));
   }
   REQUIRE(expected.size() > (size_t{16} << 20));
   CHECK(imflow::write_merged_catalog(nlohmann::json{{"items", items}}, dir / "catalog.csv") == 700010);

@@ -2,8 +2,6 @@
 #include "summary_merge.hpp"
 
 #include <tbb/parallel_for.h>
-#include <tbb/parallel_pipeline.h>
-#include <tbb/task_arena.h>
 
 #include <algorithm>
 #include <cstring>
@@ -14,6 +12,7 @@
 #include "imflow/io/atomic_file.hpp"
 #include "imflow/io/concurrent_file_writer.hpp"
 #include "imflow/io/written_text.hpp"
+#include "io/ordered_blocks.hpp"
 #include "io/read_only_file.hpp"
 #include "prefixed_rows.hpp"
 
@@ -177,8 +176,8 @@ std::string merged_catalog_header(const std::string& part_header) { return "file
 namespace {
 // The catalog rows of `records` (in that order), each prefixed by its item's file, HDU and plane:
 // items' catalogs read and prefixed in parallel, given their offsets in the file in order, and
-// copied there in parallel, a large catalog's blocks side by side (oneTBB parallel_pipeline: a
-// bounded number of items in flight, so memory stays bounded however large the run).
+// copied there in parallel, a large catalog's blocks side by side (for_blocks_placed_in_order:
+// at most 4 items per thread in flight, so memory stays bounded however large the run).
 int64_t write_catalog_of(const std::vector<const nlohmann::json*>& records, const std::filesystem::path& path) {
   struct Placed {
     MergedCatalogPart part;
@@ -188,45 +187,35 @@ int64_t write_catalog_of(const std::vector<const nlohmann::json*>& records, cons
   std::unique_ptr<ConcurrentFileWriter> file;  // unmapped before the output is committed or dropped
   uint64_t end = 0;
   int64_t rows = 0;
-  size_t next = 0;
   const auto copy = [&](uint64_t offset, std::string_view piece) {
     const std::string_view pieces[] = {piece};
     if (const int failure = file->copy_at(offset, pieces); failure != 0) {
       throw OutputError(path.string() + ": write failed: " + std::strerror(failure));
     }
   };
-  const size_t live = 4 * static_cast<size_t>(tbb::this_task_arena::max_concurrency());
-  tbb::parallel_pipeline(
-      live,
-      tbb::make_filter<void, size_t>(tbb::filter_mode::serial_in_order,
-                                     [&](tbb::flow_control& control) -> size_t {
-                                       if (next == records.size()) control.stop();
-                                       return next++;
-                                     }) &
-          tbb::make_filter<size_t, Placed>(tbb::filter_mode::parallel,
-                                           [&](size_t index) { return Placed{merged_catalog_part(*records[index])}; }) &
-          tbb::make_filter<Placed, Placed>(tbb::filter_mode::serial_in_order,
-                                           [&](Placed placed) {
-                                             if (placed.part.header.empty()) return placed;
-                                             if (output == nullptr) {  // the first catalog: the file and its header line
-                                               output = std::make_unique<AtomicFileWriter>(path);
-                                               const std::string header = merged_catalog_header(placed.part.header);
-                                               output->write(header);
-                                               end = header.size();
-                                               file = std::make_unique<ConcurrentFileWriter>(output->descriptor());
-                                             }
-                                             placed.offset = end;
-                                             end += placed.part.bytes();
-                                             rows += placed.part.count;
-                                             return placed;
-                                           }) &
-          tbb::make_filter<Placed, void>(tbb::filter_mode::parallel, [&](const Placed& placed) {
-            if (placed.part.header.empty()) return;
-            const std::vector<std::string_view> pieces = placed.part.pieces();
-            std::vector<uint64_t> offsets(pieces.size(), placed.offset);
-            for (size_t i = 1; i < pieces.size(); ++i) offsets[i] = offsets[i - 1] + pieces[i - 1].size();
-            tbb::parallel_for(size_t{0}, pieces.size(), [&](size_t i) { copy(offsets[i], pieces[i]); });
-          }));
+  detail::for_blocks_placed_in_order<Placed>(
+      records.size(), [&](size_t index) { return Placed{merged_catalog_part(*records[index])}; },
+      [&](Placed& placed) {
+        if (placed.part.header.empty()) return;
+        if (output == nullptr) {  // the first catalog: the file and its header line
+          output = std::make_unique<AtomicFileWriter>(path);
+          const std::string header = merged_catalog_header(placed.part.header);
+          output->write(header);
+          end = header.size();
+          file = std::make_unique<ConcurrentFileWriter>(output->descriptor());
+        }
+        placed.offset = end;
+        end += placed.part.bytes();
+        rows += placed.part.count;
+      },
+      [&](const Placed& placed) {
+        if (placed.part.header.empty()) return;
+        const std::vector<std::string_view> pieces = placed.part.pieces();
+        std::vector<uint64_t> offsets(pieces.size(), placed.offset);
+        for (size_t i = 1; i < pieces.size(); ++i) offsets[i] = offsets[i - 1] + pieces[i - 1].size();
+        tbb::parallel_for(size_t{0}, pieces.size(), [&](size_t i) { copy(offsets[i], pieces[i]); });
+      },
+      4);
   if (output == nullptr) return 0;
   file.reset();
   output->commit();

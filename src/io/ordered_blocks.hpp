@@ -11,11 +11,11 @@
 namespace imflow::detail {
 
 // produce(b) -> T for b in [0, blocks) on any thread; place(T&) in block order, one at a time;
-// then finish(T&) on any thread. At most 2 blocks per thread of the arena exist at once. The
-// caller's thread takes no unrelated task while it waits (isolated). An exception from any of
-// them stops the rest and is rethrown.
+// then finish(T&) on any thread. At most `per_thread` blocks per thread of the arena exist at
+// once. The caller's thread takes no unrelated task while it waits (isolated). An exception from
+// any of them stops the rest and is rethrown.
 template <typename T, typename Produce, typename Place, typename Finish>
-void for_blocks_placed_in_order(size_t blocks, Produce produce, Place place, Finish finish) {
+void for_blocks_placed_in_order(size_t blocks, Produce produce, Place place, Finish finish, size_t per_thread = 2) {
   if (blocks == 0) return;
   if (blocks == 1) {
     T block = produce(size_t{0});
@@ -23,7 +23,7 @@ void for_blocks_placed_in_order(size_t blocks, Produce produce, Place place, Fin
     finish(block);
     return;
   }
-  const size_t tokens = 2 * static_cast<size_t>(tbb::this_task_arena::max_concurrency());
+  const size_t tokens = per_thread * static_cast<size_t>(tbb::this_task_arena::max_concurrency());
   size_t next = 0;
   tbb::this_task_arena::isolate([&] {
     tbb::parallel_pipeline(

@@ -1,5 +1,7 @@
 // Exception types: configuration errors carry the YAML position, input errors the file.
 #pragma once
+#include <cstring>
+#include <filesystem>
 #include <stdexcept>
 #include <string>
 
@@ -23,5 +25,10 @@ class OutputError : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;
 };
+
+// "PATH: write failed: <strerror(error)>": what an output whose bytes could not be written throws.
+inline OutputError write_failed(const std::filesystem::path& path, int error) {
+  return OutputError(path.string() + ": write failed: " + std::strerror(error));
+}
 
 }  // namespace imflow

@@ -241,7 +241,7 @@ void RunSummary::write(const std::filesystem::path& path) const {
     stream.write(head_text.data() + rest, static_cast<std::streamsize>(head_text.size() - rest));
     stream << '\n';
     stream.flush();
-    if (!stream) throw OutputError(path.string() + ": write failed: " + std::strerror(errno));
+    if (!stream) throw write_failed(path, errno);
   }
   output.commit();
 }

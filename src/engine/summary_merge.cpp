@@ -4,7 +4,6 @@
 #include <tbb/parallel_for.h>
 
 #include <algorithm>
-#include <cstring>
 #include <memory>
 #include <string_view>
 
@@ -190,7 +189,7 @@ int64_t write_catalog_of(const std::vector<const nlohmann::json*>& records, cons
   const auto copy = [&](uint64_t offset, std::string_view piece) {
     const std::string_view pieces[] = {piece};
     if (const int failure = file->copy_at(offset, pieces); failure != 0) {
-      throw OutputError(path.string() + ": write failed: " + std::strerror(failure));
+      throw write_failed(path, failure);
     }
   };
   detail::for_blocks_placed_in_order<Placed>(

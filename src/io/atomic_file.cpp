@@ -117,7 +117,7 @@ int write_all(int fd, std::string_view bytes, int64_t offset) {
 
 void AtomicFileWriter::write(std::string_view bytes) {
   if (const int failure = write_all(fd_, bytes); failure != 0) {
-    throw OutputError(final_.string() + ": write failed: " + std::strerror(failure));
+    throw write_failed(final_, failure);
   }
 }
 

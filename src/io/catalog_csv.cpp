@@ -163,7 +163,7 @@ void write_catalog_csv(const std::filesystem::path& path, const Catalog& catalog
         [&](Placed& block) {
           const std::string_view pieces[] = {block.text};
           if (const int failure = file.copy_at(block.offset, pieces); failure != 0) {
-            throw OutputError(path.string() + ": write failed: " + std::strerror(failure));
+            throw write_failed(path, failure);
           }
         });
   }

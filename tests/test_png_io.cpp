@@ -10,6 +10,7 @@
 
 #include "imflow/errors.hpp"
 #include "imflow/io/png.hpp"
+#include "imflow/io/written_text.hpp"
 #include "io/mri_formats.hpp"
 #include "test_helpers.hpp"
 
@@ -99,6 +100,31 @@ TEST_CASE("PNG output with a sample map is the file of the mapped values", "[png
     read_png(dir / "map.png", image);
     CHECK(image.data()[3] == 175.0f);  // 254.6 * 0.73176 - 11.5 = 174.80, rounded
   }
+}
+
+TEST_CASE("a written PNG is noted as its file's bytes until the thread's next PNG", "[png]") {
+  test::TempDir dir("png_notes");
+  std::vector<float> a(64 * 48), b(64 * 48);
+  for (size_t i = 0; i < a.size(); ++i) {
+    a[i] = static_cast<float>(i % 251);
+    b[i] = static_cast<float>((i * 7) % 253);
+  }
+  const auto noted = [](const std::filesystem::path& path) {
+    const std::string_view* text = written_text(path);
+    return text != nullptr ? std::string(*text) : std::string("(nothing noted)");
+  };
+  write_png_gray(dir / "a.png", ConstImageView{a.data(), 64, 48}, 8, 1);
+  CHECK(noted(dir / "a.png") == test::read_text(dir / "a.png"));
+  // The next PNG reuses the first one's buffer: the first note goes, the new one is its file.
+  write_png_gray(dir / "b.png", ConstImageView{b.data(), 64, 48}, 16, 6);
+  CHECK(written_text(dir / "a.png") == nullptr);
+  CHECK(noted(dir / "b.png") == test::read_text(dir / "b.png"));
+  // A failed write (its folder is a file) leaves no note behind: its buffer was about to change.
+  std::ofstream(dir / "file") << "not a folder";
+  CHECK_THROWS(write_png_gray(dir / "file" / "c.png", ConstImageView{a.data(), 64, 48}, 8, 1));
+  CHECK(written_text(dir / "b.png") == nullptr);
+  CHECK(written_text(dir / "file" / "c.png") == nullptr);
+  forget_written_text();
 }
 
 TEST_CASE("colour PNG becomes BT.601 luminance; gray RGB stays exact", "[png]") {

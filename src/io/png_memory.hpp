@@ -16,12 +16,18 @@ namespace imflow::detail {
 png_voidp png_cached_malloc(png_structp png, png_alloc_size_t size);
 void png_cached_free(png_structp png, png_voidp block);
 
-// Gives a per-thread buffer's memory back when it grew past what is worth keeping for the next
-// file (a large image's bytes are not held by an idle thread).
+// Whether a per-thread buffer keeps its memory for the next file: not when it grew past what is
+// worth keeping (a large image's bytes are not held by an idle thread).
+template <typename T>
+bool keeps_thread_buffer(const std::vector<T>& buffer) {
+  constexpr size_t kKeptBytes = size_t{16} << 20;
+  return buffer.capacity() * sizeof(T) <= kKeptBytes;
+}
+
+// Gives a per-thread buffer's memory back when keeps_thread_buffer says it is not kept.
 template <typename T>
 void trim_thread_buffer(std::vector<T>& buffer) {
-  constexpr size_t kKeptBytes = size_t{16} << 20;
-  if (buffer.capacity() * sizeof(T) > kKeptBytes) std::vector<T>().swap(buffer);
+  if (!keeps_thread_buffer(buffer)) std::vector<T>().swap(buffer);
 }
 
 // Trims the given per-thread buffers when it goes out of scope, however the scope is left.

@@ -11,11 +11,13 @@
 #include <cstring>
 #include <new>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "imflow/errors.hpp"
 #include "imflow/io/atomic_file.hpp"
 #include "imflow/io/png.hpp"
+#include "imflow/io/written_text.hpp"
 #include "imflow/trace.hpp"
 #include "png_memory.hpp"
 
@@ -190,6 +192,7 @@ void write_png_gray(const std::filesystem::path& path, ConstImageView image, int
   if (image.width <= 0 || image.height <= 0 || image.width > 0x7fffffff || image.height > 0x7fffffff) {
     throw OutputError(path.string() + ": cannot write an empty or oversized image as PNG");
   }
+  forget_written_text(buffers.encoded.data());  // the last file's bytes are about to change
   // Rows converted before libpng is involved, so nothing below needs C++ cleanup on longjmp.
   const detail::TrimOnExit trim(buffers.samples, buffers.rows, buffers.encoded, buffers.filtered, buffers.deflated);
   const size_t row_bytes = static_cast<size_t>(image.width) * (bit_depth / 8);
@@ -224,9 +227,13 @@ void write_png_gray(const std::filesystem::path& path, ConstImageView image, int
     if (!encoded) throw OutputError(path.string() + ": cannot write PNG: " + error);
   }
   TracePart part("png file");
+  const std::string_view bytes(reinterpret_cast<const char*>(buffers.encoded.data()), buffers.encoded.size());
   AtomicFileWriter output(path);
-  output.write({reinterpret_cast<const char*>(buffers.encoded.data()), buffers.encoded.size()});
+  output.write(bytes);
   output.commit();
+  // Unless trimmed on the way out, the buffer holds the file's bytes until this thread's next PNG:
+  // the item's manifest CRC reads them there.
+  if (detail::keeps_thread_buffer(buffers.encoded)) note_written_text(path, bytes);
 }
 
 }  // namespace imflow

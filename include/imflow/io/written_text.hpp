@@ -1,6 +1,6 @@
 // The bytes of the output files this thread just wrote whole from one buffer (an item's CSV and
-// FITS catalogs), so that finishing the item (the manifest's CRCs, the merged catalog.csv's rows)
-// reads that memory instead of the files it just wrote.
+// FITS catalogs, its PNG image), so that finishing the item (the manifest's CRCs, the merged
+// catalog.csv's rows) reads that memory instead of the files it just wrote.
 #pragma once
 #include <filesystem>
 #include <string_view>

@@ -297,8 +297,13 @@ void Manifest::append(const ItemRef& ref, const std::vector<fs::path>& outputs, 
     }
     entry["outputs"] = std::move(files);
   }
-  entry["record"] = record;
-  write_line(entry.dump(-1, ' ', false, kReplace) + "\n");
+  // The record goes last, spliced in as text: a copy of it into `entry` would cost as much as its dump.
+  std::string line = entry.dump(-1, ' ', false, kReplace);
+  line.pop_back();  // the entry's closing brace
+  line += ",\"record\":";
+  line += record.dump(-1, ' ', false, kReplace);
+  line += "}\n";
+  write_line(line);
 }
 
 namespace {

@@ -10,6 +10,7 @@
 #include <mutex>
 #include <string>
 #include <tuple>
+#include <unordered_map>
 #include <vector>
 
 #include "imflow/io/companion.hpp"
@@ -83,7 +84,7 @@ class Manifest {
   int fd_ = -1;
   std::mutex mutex_;  // the file and the maps
   std::map<Key, nlohmann::json> previous_;
-  std::map<std::string, std::shared_ptr<Fingerprint>> inputs_;  // computed once per input file
+  std::unordered_map<std::string, std::shared_ptr<Fingerprint>> inputs_;  // computed once per input file
 };
 
 // Remove temporary outputs ('.NAME.tmp-PID-N') left under `dir` by processes that no longer run

@@ -2,8 +2,8 @@
 #include "mri_outputs.hpp"
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
-#include <cstdio>
 #include <cstring>
 #include <limits>
 #include <tuple>
@@ -64,9 +64,9 @@ void append_metric(std::string& out, const nlohmann::json& metrics, const char* 
     if (std::strcmp(name, "psnr_db") == 0) out += "inf";
     return;
   }
-  char text[64];
-  const int length = std::snprintf(text, sizeof text, "%.10g", found->get<double>());
-  out.append(text, static_cast<size_t>(std::max(length, 0)));
+  char text[64];  // %.10g, as std::to_chars writes it
+  const char* end = std::to_chars(text, text + sizeof text, found->get<double>(), std::chars_format::general, 10).ptr;
+  out.append(text, static_cast<size_t>(end - text));
 }
 
 bool has_svd_metrics(const nlohmann::json& record) {

@@ -46,12 +46,18 @@ const InputFormat kInputFormats[] = {
     {"nifti", kNiftiSuffixes, scan_nifti_planes, read_nifti_plane, nifti_data_files},
 };
 
+// Whether the lower-case file name `name` ends with `suffix` after a non-empty stem.
+bool lower_name_ends_with(std::string_view name, std::string_view suffix) {
+  return name.size() > suffix.size() && name.substr(name.size() - suffix.size()) == suffix;
+}
+
 // The longest registered suffix that `filename` ends with (after a non-empty stem), and its format.
 std::pair<const InputFormat*, size_t> longest_suffix(const fs::path& filename) {
+  const std::string name = lower(filename.filename().string());
   std::pair<const InputFormat*, size_t> best{nullptr, 0};
   for (const InputFormat& format : kInputFormats) {
     for (std::string_view suffix : format.suffixes) {
-      if (suffix.size() > best.second && name_ends_with(filename, suffix)) best = {&format, suffix.size()};
+      if (suffix.size() > best.second && lower_name_ends_with(name, suffix)) best = {&format, suffix.size()};
     }
   }
   return best;
@@ -59,8 +65,7 @@ std::pair<const InputFormat*, size_t> longest_suffix(const fs::path& filename) {
 }  // namespace
 
 bool name_ends_with(const fs::path& path, std::string_view suffix) {
-  const std::string name = lower(path.filename().string());
-  return name.size() > suffix.size() && name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0;
+  return lower_name_ends_with(lower(path.filename().string()), suffix);
 }
 
 const InputFormat* input_format_for(const fs::path& path) { return longest_suffix(path.filename()).first; }

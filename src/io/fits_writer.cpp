@@ -1,6 +1,7 @@
 // FITS writing through CFITSIO: float images and int32 label maps, written under a temporary name
 // and renamed when complete, and catalog binary tables, built in memory and written whole.
 #include <fitsio.h>
+#include <malloc.h>
 
 #include <algorithm>
 #include <bit>
@@ -50,6 +51,13 @@ void detail::finish_output_fits(FitsFile& file, AtomicOutput& output) {
 detail::MemoryFitsBuffer::~MemoryFitsBuffer() { std::free(data); }
 
 namespace {
+// CFITSIO's realloc for a memory file: grows as realloc does but never shrinks, so that the
+// truncation at each close does not give the pages back for the next file to fault in again.
+void* realloc_never_shrinking(void* memory, size_t bytes) {
+  if (memory != nullptr && bytes <= malloc_usable_size(memory)) return memory;
+  return std::realloc(memory, bytes);
+}
+
 // Sets the value of the NAXIS2 card among the whole cards of `header` to `rows`, as CFITSIO writes
 // an integer (right-justified in columns 11-30); false without such a card.
 bool set_naxis2(char* header, size_t bytes, size_t rows) {
@@ -77,7 +85,7 @@ class MemoryFitsOutput {
     buffer_.size = 0;
     constexpr size_t kGrowth = size_t{1} << 20;
     int status = 0;
-    if (fits_create_memfile(file_.out(), &buffer_.data, &buffer_.size, kGrowth, std::realloc, &status) != 0) {
+    if (fits_create_memfile(file_.out(), &buffer_.data, &buffer_.size, kGrowth, realloc_never_shrinking, &status) != 0) {
       detail::fail_fits_output(path_, "cannot create in memory", status);
     }
   }

@@ -9,6 +9,7 @@
 #include "cuda/background_mesh.hpp"
 #include "cuda/mesh_stats.hpp"
 #include "imflow/kernels/mesh_fill.hpp"
+#include "imflow/kernels/mesh_spline.hpp"
 #include "cuda/device_common.cuh"
 
 namespace imflow::cuda {
@@ -95,25 +96,6 @@ __global__ void global_kernel(const float* sorted_back, const float* sorted_sigm
   results->iterations = 0;
 }
 
-// Natural cubic-spline second derivatives (kernels::spline_second_derivatives).
-__device__ void spline_second(const float* values, int64_t count, int64_t stride, float* second, float* u) {
-  if (count < 2) {
-    if (count == 1) second[0] = 0.0f;
-    return;
-  }
-  second[0] = u[0] = 0.0f;
-  for (int64_t k = 1; k < count - 1; ++k) {
-    float temp = -1 / (second[(k - 1) * stride] + 4);
-    second[k * stride] = temp;
-    temp *= u[k - 1] - 6 * (values[(k + 1) * stride] + values[(k - 1) * stride] - 2 * values[k * stride]);
-    u[k] = temp;
-  }
-  second[(count - 1) * stride] = 0.0f;
-  for (int64_t k = count - 2; k >= 1; --k) {
-    second[k * stride] = static_cast<float>((second[k * stride] * second[(k + 1) * stride] + u[k]) / 6.0);
-  }
-}
-
 // y second derivatives of both maps: one thread per (map, mesh column).
 __global__ void spline_y_kernel(const float* back, const float* sigma, int64_t nx, int64_t ny, float* second,
                                 float* work) {
@@ -121,7 +103,7 @@ __global__ void spline_y_kernel(const float* back, const float* sigma, int64_t n
   if (t >= 2 * nx) return;
   const int64_t map = t / nx, x = t - map * nx;
   const float* values = map == 0 ? back : sigma;
-  spline_second(values + x, ny, nx, second + map * nx * ny + x, work + t * ny);
+  kernels::spline_second_derivatives(values + x, ny, nx, second + map * nx * ny + x, work + t * ny);
 }
 
 // Per map and image row: the nodes interpolated along y and their x second derivatives.
@@ -157,7 +139,7 @@ __global__ void row_nodes_kernel(const float* back, const float* sigma, const fl
   const float* dblo = dvalues + yl * nx;
   const float* dbhi = dblo + nx;
   for (int64_t x = 0; x < nx; ++x) node[x] = cdy * blo[x] + dy * bhi[x] + cdy3 * dblo[x] + dy3 * dbhi[x];
-  spline_second(node, nx, 1, dnode, work + t * nx);
+  kernels::spline_second_derivatives(node, nx, 1, dnode, work + t * nx);
 }
 
 // SEP's x walk, one thread per segment between node changes (kernels::spline_columns).

@@ -4,6 +4,7 @@
 #include "imflow/kernels/background_mesh.hpp"
 #include "imflow/kernels/mesh_fill.hpp"
 #include "imflow/kernels/mesh_rows.hpp"
+#include "imflow/kernels/mesh_spline.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -83,23 +84,8 @@ void fill_and_filter(MeshGrid& grid, int64_t filter_width, int64_t filter_height
 
 void spline_second_derivatives(const float* values, int64_t count, int64_t stride, float* second,
                                std::vector<float>& work) {
-  if (count < 2) {
-    if (count == 1) second[0] = 0.0f;
-    return;
-  }
-  work.assign(static_cast<size_t>(count), 0.0f);
-  float* u = work.data();
-  second[0] = u[0] = 0.0f;
-  for (int64_t k = 1; k < count - 1; ++k) {
-    float temp = -1 / (second[(k - 1) * stride] + 4);
-    second[k * stride] = temp;
-    temp *= u[k - 1] - 6 * (values[(k + 1) * stride] + values[(k - 1) * stride] - 2 * values[k * stride]);
-    u[k] = temp;
-  }
-  second[(count - 1) * stride] = 0.0f;
-  for (int64_t k = count - 2; k >= 1; --k) {
-    second[k * stride] = static_cast<float>((second[k * stride] * second[(k + 1) * stride] + u[k]) / 6.0);
-  }
+  work.resize(static_cast<size_t>(std::max<int64_t>(count, 1)));
+  spline_second_derivatives(values, count, stride, second, work.data());
 }
 
 std::vector<SplineStep> spline_columns(int64_t width, int64_t mesh_width, int64_t nx) {

@@ -1,28 +1,20 @@
 // StagedCopy (cuda/staged_copy.hpp): chunked, double-buffered copies through pinned memory, the
-// host side of each chunk split over TBB threads (a fresh NumPy array's page faults included).
+// host side of each chunk split over TBB threads (copy_on_all_threads; a fresh NumPy array's page
+// faults included).
 #include "cuda/staged_copy.hpp"
 
-#include <tbb/blocked_range.h>
-#include <tbb/parallel_for.h>
-
 #include <algorithm>
-#include <cstring>
 
 #include "cuda/cuda_check.hpp"
+#include "imflow/parallel_memory.hpp"
 
 namespace imflow::cuda {
 
 namespace {
-constexpr size_t kGrain = size_t{512} << 10;  // bytes one task copies
-
-void parallel_copy(void* to, const void* from, size_t bytes) {
-  tbb::parallel_for(tbb::blocked_range<size_t>(0, bytes, kGrain), [&](const tbb::blocked_range<size_t>& r) {
-    std::memcpy(static_cast<char*>(to) + r.begin(), static_cast<const char*>(from) + r.begin(), r.size());
-  });
-}
+constexpr size_t kMinChunkBytes = size_t{512} << 10;
 }  // namespace
 
-StagedCopy::StagedCopy(size_t chunk_bytes) : chunk_(std::max<size_t>(chunk_bytes, kGrain)) {
+StagedCopy::StagedCopy(size_t chunk_bytes) : chunk_(std::max<size_t>(chunk_bytes, kMinChunkBytes)) {
   for (auto& chunk : chunks_) chunk.reserve(chunk_);
 }
 
@@ -30,7 +22,7 @@ void StagedCopy::upload(void* device, const void* host, size_t bytes, cudaStream
   for (size_t offset = 0, i = 0; offset < bytes; offset += chunk_, ++i) {
     const size_t k = i % 2, n = std::min(chunk_, bytes - offset);
     copied_[k].synchronize();  // the chunk's previous DMA (of this or an earlier call) is done
-    parallel_copy(chunks_[k].data(), static_cast<const char*>(host) + offset, n);
+    copy_on_all_threads(chunks_[k].data(), static_cast<const char*>(host) + offset, n);
     IMFLOW_CUDA_CHECK(cudaMemcpyAsync(static_cast<char*>(device) + offset, chunks_[k].data(), n,
                                       cudaMemcpyHostToDevice, stream));
     copied_[k].record(stream);
@@ -50,7 +42,7 @@ void StagedCopy::download(void* host, const void* device, size_t bytes, cudaStre
   for (size_t i = 0; i < chunks; ++i) {
     const size_t k = i % 2, offset = i * chunk_, n = std::min(chunk_, bytes - offset);
     copied_[k].synchronize();
-    parallel_copy(static_cast<char*>(host) + offset, chunks_[k].data(), n);
+    copy_on_all_threads(static_cast<char*>(host) + offset, chunks_[k].data(), n);
     if (i + 2 < chunks) enqueue(i + 2);
   }
 }

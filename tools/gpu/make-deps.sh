@@ -14,12 +14,15 @@ packages=(libtbb-dev libtbb12 libtbbmalloc2 libtbbbind-2-5 libhwloc15 libcfitsio
           libpng-dev libpng16-16 libdeflate-dev libdeflate0 zlib1g-dev nlohmann-json3-dev wcslib-dev libwcs7 "$@")
 apt-get update -qq > /dev/null 2>&1 || true
 (cd "$dir" && apt-get download "${packages[@]}" 2>&1 | grep -E "^E:" || true)
-# The Python module's build (nanobind) and SEP 1.4.1, the reference its GPU timings are compared
-# with in the same call, as wheels for the CPython versions a GPU host may have.
+# The Python module's build (nanobind), pytest for its tests (tests/python, pure-Python wheels)
+# and SEP 1.4.1, the reference its GPU timings are compared with in the same call, as wheels for
+# the CPython versions a GPU host may have.
 mkdir -p "$dir/python"
 python3 -m pip download -q --disable-pip-version-check --no-deps -d "$dir/python" "nanobind>=2.0" || true
 for version in 3.10 3.11 3.12 3.13; do
   python3 -m pip download -q --disable-pip-version-check --no-deps --only-binary :all: -d "$dir/python" \
     --python-version "$version" --platform manylinux2014_x86_64 "sep==1.4.1" || true
+  python3 -m pip download -q --disable-pip-version-check --only-binary :all: -d "$dir/python" \
+    --python-version "$version" --platform manylinux2014_x86_64 pytest || true
 done
 echo "make-deps.sh: $(ls -1 "$dir"/*.deb | wc -l) packages, $(ls -1 "$dir"/python | wc -l) wheels in $dir ($(du -sh "$dir" | cut -f1))"

@@ -164,46 +164,17 @@ IMFLOW_HOST_DEVICE void sep_analyse(const TeamT& team, const Pixels& im, const P
   const double mx = moments.sum(team, 0), my = moments.sum(team, 1), mx2 = moments.sum(team, 2),
                my2 = moments.sum(team, 3), mxy = moments.sum(team, 4);
   const double abs_xmin = static_cast<double>(xmin), abs_ymin = static_cast<double>(ymin);
-  double xm = mx / rvf, ym = my / rvf, xm2, ym2, xym;
-  if (robust && o.merged) {
-    const double xn = o.mx - abs_xmin, yn = o.my - abs_ymin;
-    xm2 = mx2 / rvf + xn * xn - 2 * xm * xn;
-    ym2 = my2 / rvf + yn * yn - 2 * ym * yn;
-    xym = mxy / rvf + xn * yn - xm * yn - xn * ym;
-    xm = xn;
-    ym = yn;
-  } else {
-    xm2 = mx2 / rvf - xm * xm;
-    ym2 = my2 / rvf - ym * ym;
-    xym = mxy / rvf - xm * ym;
-  }
-  double temp2 = xm2 * ym2 - xym * xym;
-  if (temp2 < 0.00694) {
-    o.singular = true;
-    xm2 += 0.0833333;
-    ym2 += 0.0833333;
-    temp2 = xm2 * ym2 - xym * xym;
-  }
-  double temp = xm2 - ym2;
-  temp = sqrt(0.25 * temp * temp + xym * xym);
-  double pmx2 = 0.5 * (xm2 + ym2), pmy2 = pmx2;
-  pmx2 += temp;
-  pmy2 -= temp;
-  o.mx = xm + abs_xmin;
-  o.my = ym + abs_ymin;
-  o.a = static_cast<float>(sqrt(pmx2));
-  o.b = static_cast<float>(sqrt(pmy2));
-  o.cxx = static_cast<float>(ym2 / temp2);
-  o.cyy = static_cast<float>(xm2 / temp2);
-  o.cxy = static_cast<float>(-2 * xym / temp2);
-  const double darea = static_cast<double>(area2) - static_cast<double>(dnpix);
-  const double t1t2 = thresh / thresh2;
-  if (t1t2 > 0.0) {
-    o.abcor = static_cast<float>((darea < 0.0 ? darea : -1.0) / (2 * kPi * log(t1t2 < 1.0 ? t1t2 : 0.99) * o.a * o.b));
-    if (o.abcor > 1.0) o.abcor = 1.0f;
-  } else {
-    o.abcor = 1.0f;
-  }
+  const kernels::SepShape shape = kernels::sep_shape({mx, my, mx2, my2, mxy}, rvf, abs_xmin, abs_ymin, robust && o.merged,
+                                                     o.mx, o.my, dnpix, area2, thresh, thresh2);
+  if (shape.singular) o.singular = true;
+  o.mx = shape.mx;
+  o.my = shape.my;
+  o.a = shape.a;
+  o.b = shape.b;
+  o.cxx = shape.cxx;
+  o.cyy = shape.cyy;
+  o.cxy = shape.cxy;
+  o.abcor = shape.abcor;
 }
 
 // analysemthresh: SEP's heap of the minarea brightest (detection - threshold), quirks included

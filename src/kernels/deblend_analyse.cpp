@@ -72,54 +72,25 @@ void sep_analyse(const SegmentPixels& s, const int32_t* idx, int64_t n, bool rob
     mxy += cx * y;
   }
   const double abs_xmin = static_cast<double>(xmin + s.x0), abs_ymin = static_cast<double>(ymin + s.y0);
-  double xm = mx / rv, ym = my / rv, xm2, ym2, xym;
-  if (robust && o.merged) {
-    const double xn = o.mx - abs_xmin, yn = o.my - abs_ymin;
-    xm2 = mx2 / rv + xn * xn - 2 * xm * xn;
-    ym2 = my2 / rv + yn * yn - 2 * ym * yn;
-    xym = mxy / rv + xn * yn - xm * yn - xn * ym;
-    xm = xn;
-    ym = yn;
-  } else {
-    xm2 = mx2 / rv - xm * xm;
-    ym2 = my2 / rv - ym * ym;
-    xym = mxy / rv - xm * ym;
-  }
-  double temp2 = xm2 * ym2 - xym * xym;
-  if (temp2 < 0.00694) {
-    o.singular = true;
-    xm2 += 0.0833333;
-    ym2 += 0.0833333;
-    temp2 = xm2 * ym2 - xym * xym;
-  }
-  double temp = xm2 - ym2;
-  const double theta = std::fabs(temp) > 0.0 ? std::atan2(2.0 * xym, temp) / 2.0 : std::numbers::pi / 4.0;
-  temp = std::sqrt(0.25 * temp * temp + xym * xym);
-  double pmx2 = 0.5 * (xm2 + ym2), pmy2 = pmx2;
-  pmx2 += temp;
-  pmy2 -= temp;
+  const SepShape shape = sep_shape({mx, my, mx2, my2, mxy}, rv, abs_xmin, abs_ymin, robust && o.merged, o.mx, o.my,
+                                    dnpix, area2, thresh, thresh2);
+  if (shape.singular) o.singular = true;
+  const double spread = shape.mx2 - shape.my2;
+  const double theta = std::fabs(spread) > 0.0 ? std::atan2(2.0 * shape.mxy, spread) / 2.0 : std::numbers::pi / 4.0;
   o.dnpix = dnpix;
   o.dflux = tv;
-  o.mx = xm + abs_xmin;
-  o.my = ym + abs_ymin;
-  o.mx2 = xm2;
-  o.my2 = ym2;
-  o.mxy = xym;
-  o.a = static_cast<float>(std::sqrt(pmx2));
-  o.b = static_cast<float>(std::sqrt(pmy2));
+  o.mx = shape.mx;
+  o.my = shape.my;
+  o.mx2 = shape.mx2;
+  o.my2 = shape.my2;
+  o.mxy = shape.mxy;
+  o.a = shape.a;
+  o.b = shape.b;
   o.theta = static_cast<float>(theta);
-  o.cxx = static_cast<float>(ym2 / temp2);
-  o.cyy = static_cast<float>(xm2 / temp2);
-  o.cxy = static_cast<float>(-2 * xym / temp2);
-  const double darea = static_cast<double>(area2) - static_cast<double>(dnpix);
-  const double t1t2 = thresh / thresh2;
-  if (t1t2 > 0.0) {
-    o.abcor = static_cast<float>((darea < 0.0 ? darea : -1.0) /
-                                 (2 * std::numbers::pi * std::log(t1t2 < 1.0 ? t1t2 : 0.99) * o.a * o.b));
-    if (o.abcor > 1.0) o.abcor = 1.0f;
-  } else {
-    o.abcor = 1.0f;
-  }
+  o.cxx = shape.cxx;
+  o.cyy = shape.cyy;
+  o.cxy = shape.cxy;
+  o.abcor = shape.abcor;
 }
 
 float sep_mthresh(const SegmentPixels& s, const int32_t* idx, int64_t n, int minarea) {

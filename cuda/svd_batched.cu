@@ -224,6 +224,8 @@ void svd_reconstruct_batched(std::shared_ptr<SvdBatchState>& state, cudaStream_t
   args.stride_out = mn;
   long long s_stride = 0;
   int s_count = 0;
+  // Per image: the tall factor (U_D, or Q) M x k_max, the short one (V_D, or P) N x k_max.
+  const long long su = static_cast<long long>(M) * k_max, sv = static_cast<long long>(N) * k_max;
 
   if (o.solver == SvdSolver::gesvda) {
     const float* d = job.images;  // m < n: the row-major buffer is D = A^T, column-major n x m
@@ -234,7 +236,6 @@ void svd_reconstruct_batched(std::shared_ptr<SvdBatchState>& state, cudaStream_t
       IMFLOW_CUDA_CHECK_LAUNCH();
       d = st.tall.data();
     }
-    const long long su = static_cast<long long>(M) * k_max, sv = static_cast<long long>(N) * k_max;
     if (st.cached_m != m || st.cached_n != n || st.cached_count != count || st.cached_k != k_max) {
       IMFLOW_CUSOLVER_CHECK(cusolver().sgesvda_strided_batched_buffer_size(
           st.solver, CUSOLVER_EIG_MODE_VECTOR, k_max, M, N, d, M, mn, st.s.data(), N, st.u.data(), M, su, st.v.data(), N,
@@ -262,13 +263,6 @@ void svd_reconstruct_batched(std::shared_ptr<SvdBatchState>& state, cudaStream_t
     drop_negligible<<<count, 256, 0, stream>>>(job.images, mn, st.s.data(), N, k_max, st.u.data(), M, su, st.v.data(), N,
                                                 sv);
     IMFLOW_CUDA_CHECK_LAUNCH();
-    // A = D (m >= n): U_A = U_D, V_A = V_D. A = D^T: U_A = V_D, V_A = U_D.
-    args.u = m >= n ? st.u.data() : st.v.data();
-    args.v = m >= n ? st.v.data() : st.u.data();
-    args.ldu = m;
-    args.ldv = n;
-    args.stride_u = m >= n ? su : sv;
-    args.stride_v = m >= n ? sv : su;
     args.s = st.s.data();
     args.stride_s = N;
     s_stride = N;
@@ -276,19 +270,18 @@ void svd_reconstruct_batched(std::shared_ptr<SvdBatchState>& state, cudaStream_t
   } else {
     const JacobiBatchArgs ja = jacobi_args(st, job, k_max, max_shared_optin);
     jacobi_svd_batched(ja, max_shared_optin, stream);
-    drop_negligible<<<count, 256, 0, stream>>>(job.images, mn, st.s.data(), N, k_max, st.u.data(), M,
-                                                static_cast<long long>(M) * k_max, nullptr, 0, 0);
+    drop_negligible<<<count, 256, 0, stream>>>(job.images, mn, st.s.data(), N, k_max, st.u.data(), M, su, nullptr, 0,
+                                                0);
     IMFLOW_CUDA_CHECK_LAUNCH();
     // P = D^T Q with the row-major buffer B (column-major n x m, ld n) = A^T:
     // m >= n: Q = U_A (m x k), P = A^T Q = B Q (n x k); m < n: Q = V_A (n x k), P = A Q = B^T Q (m x k).
     const float one = 1.0f, zero = 0.0f;
-    const long long sq = static_cast<long long>(M) * k_max, sp = static_cast<long long>(N) * k_max;
     if (m >= n) {
       IMFLOW_CUBLAS_CHECK(cublas().sgemm_strided_batched(st.blas, CUBLAS_OP_N, CUBLAS_OP_N, n, k_max, m, &one, job.images, n,
-                                                    mn, st.u.data(), m, sq, &zero, st.v.data(), n, sp, count));
+                                                    mn, st.u.data(), m, su, &zero, st.v.data(), n, sv, count));
     } else {
       IMFLOW_CUBLAS_CHECK(cublas().sgemm_strided_batched(st.blas, CUBLAS_OP_T, CUBLAS_OP_N, m, k_max, n, &one, job.images, n,
-                                                    mn, st.u.data(), n, sq, &zero, st.v.data(), m, sp, count));
+                                                    mn, st.u.data(), n, su, &zero, st.v.data(), m, sv, count));
     }
     if (st.ones_filled < k_max) {
       st.ones.reserve(k_max);
@@ -296,17 +289,18 @@ void svd_reconstruct_batched(std::shared_ptr<SvdBatchState>& state, cudaStream_t
       IMFLOW_CUDA_CHECK_LAUNCH();
       st.ones_filled = k_max;
     }
-    args.u = m >= n ? st.u.data() : st.v.data();
-    args.v = m >= n ? st.v.data() : st.u.data();
-    args.ldu = m;
-    args.ldv = n;
-    args.stride_u = m >= n ? sq : sp;
-    args.stride_v = m >= n ? sp : sq;
     args.s = st.ones.data();
     args.stride_s = 0;
     s_stride = N;
     s_count = N;
   }
+  // A = D (m >= n): U_A is the tall factor, V_A the short one. A = D^T: the other way round.
+  args.u = m >= n ? st.u.data() : st.v.data();
+  args.v = m >= n ? st.v.data() : st.u.data();
+  args.ldu = m;
+  args.ldv = n;
+  args.stride_u = m >= n ? su : sv;
+  args.stride_v = m >= n ? sv : su;
   const int k_rank = rank > 0 ? static_cast<int>(rank) : -1;
   enqueue_choose_k_batched(st.s.data(), s_stride, s_count, k_rank, o.energy, st.info.data(), st.k.data(), job.results,
                            count, stream);

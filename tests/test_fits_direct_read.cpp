@@ -330,15 +330,7 @@ TEST_CASE("compressed FITS files are read by CFITSIO, not directly", "[fits][dir
 
   // Tile-compressed.
   const auto packed = dir / "packed.fits.fz";
-  fitsfile *in = nullptr, *out = nullptr;
-  int status = 0;
-  fits_open_file(&in, plain.c_str(), READONLY, &status);
-  fits_create_file(&out, ("!" + packed.string()).c_str(), &status);
-  fits_set_compression_type(out, RICE_1, &status);
-  fits_img_compress(in, out, &status);
-  fits_close_file(out, &status);
-  fits_close_file(in, &status);
-  REQUIRE(status == 0);
+  test::write_tile_compressed(plain, packed);
   CHECK_FALSE(detail::fits_direct_read_applies(packed, 1));
   ImageBuffer image;
   read_fits_plane(packed, 1, 0, image);

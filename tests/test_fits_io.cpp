@@ -89,15 +89,7 @@ TEST_CASE("tile-compressed images read like plain ones", "[fits]") {
   for (size_t i = 0; i < values.size(); ++i) values[i] = static_cast<double>((i * 37) % 1000);
   test::write_fits(plain, 16, {64, 48}, values);
   const auto packed = dir / "packed.fits.fz";
-  fitsfile *in = nullptr, *out = nullptr;
-  int status = 0;
-  fits_open_file(&in, plain.c_str(), READONLY, &status);
-  fits_create_file(&out, ("!" + packed.string()).c_str(), &status);
-  fits_set_compression_type(out, RICE_1, &status);
-  fits_img_compress(in, out, &status);
-  fits_close_file(in, &status);
-  fits_close_file(out, &status);
-  REQUIRE(status == 0);
+  test::write_tile_compressed(plain, packed);
   const auto images = scan_fits(packed);
   REQUIRE(images.size() == 1);
   CHECK(images[0].hdu == 1);
@@ -136,16 +128,7 @@ TEST_CASE("an error names this file's reason, not messages CFITSIO left from ano
   // column: ZZERO/ZSCALE" lines on CFITSIO's process-wide message stack.
   const auto plain = dir / "plain.fits", packed = dir / "packed.fits.fz";
   test::write_fits(plain, -32, {16, 16}, std::vector<double>(256, 1.5));
-  fitsfile *in = nullptr, *out = nullptr;
-  int status = 0;
-  fits_open_file(&in, plain.c_str(), READONLY, &status);
-  fits_create_file(&out, ("!" + packed.string()).c_str(), &status);
-  fits_set_compression_type(out, GZIP_1, &status);
-  fits_set_quantize_level(out, 0.0, &status);  // no quantisation: no ZSCALE/ZZERO columns
-  fits_img_compress(in, out, &status);
-  fits_close_file(in, &status);
-  fits_close_file(out, &status);
-  REQUIRE(status == 0);
+  test::write_tile_compressed(plain, packed, GZIP_1, 0.0f);  // no quantisation: no ZSCALE/ZZERO columns
   ImageBuffer image;
   read_fits_plane(packed, 1, 0, image);
   CHECK(image.data()[0] == 1.5f);

@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <optional>
 #include <random>
 #include <stdexcept>
 #include <string>
@@ -76,6 +77,23 @@ inline void name_last_hdu(const std::filesystem::path& path, const char* extname
   fits_write_key(file, TSTRING, "EXTNAME", const_cast<char*>(extname), nullptr, &status);
   fits_close_file(file, &status);
   if (status != 0) throw std::runtime_error("test name_last_hdu failed: " + std::to_string(status));
+}
+
+// `plain` tile-compressed into `packed` (an empty primary, the image in HDU 1), as fpack makes
+// it: RICE_1, or `type` (GZIP_1, ...); floats quantised at CFITSIO's level unless one is given
+// (0: not quantised).
+inline void write_tile_compressed(const std::filesystem::path& plain, const std::filesystem::path& packed,
+                                  int type = RICE_1, std::optional<float> quantize_level = std::nullopt) {
+  fitsfile *in = nullptr, *out = nullptr;
+  int status = 0;
+  fits_open_file(&in, plain.c_str(), READONLY, &status);
+  fits_create_file(&out, ("!" + packed.string()).c_str(), &status);
+  fits_set_compression_type(out, type, &status);
+  if (quantize_level) fits_set_quantize_level(out, *quantize_level, &status);
+  fits_img_compress(in, out, &status);
+  fits_close_file(in, &status);
+  fits_close_file(out, &status);
+  if (status != 0) throw std::runtime_error("test write_tile_compressed failed: " + std::to_string(status));
 }
 
 // An empty primary HDU (NAXIS = 0), to start a multi-extension file.

@@ -73,7 +73,7 @@ MeshGrid mesh_grid(ConstImageView image, const MeshParams& params);
 void fill_and_filter(MeshGrid& grid, int64_t filter_width, int64_t filter_height, double filter_threshold);
 
 // Natural cubic-spline second derivatives along one axis of `values` (count nodes, `stride`
-// apart), in float as SEP; all zero for fewer than 3 nodes (kernels/mesh_spline.hpp with `work`
+// apart), in float as SEP; all zero for fewer than 3 nodes (imflow/kernels/mesh_spline.hpp, `work`
 // as its scratch).
 void spline_second_derivatives(const float* values, int64_t count, int64_t stride, float* second, std::vector<float>& work);
 

@@ -1,5 +1,5 @@
 // The natural cubic spline through a mesh's nodes (SEP's makebackspline), in float as SEP: one
-// definition for the host (kernels/background_mesh.cpp) and the CUDA mesh background.
+// definition for the host (src/kernels/background_mesh.cpp) and the CUDA mesh background.
 #pragma once
 #include <cstdint>
 

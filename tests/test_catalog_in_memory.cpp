@@ -49,10 +49,6 @@ void write_catalog_fits_on_disk(const fs::path& path, const Catalog& catalog, co
   detail::finish_output_fits(file, output);
 }
 
-std::string noted(const fs::path& path) {
-  const std::string_view* text = written_text(path);
-  return text != nullptr ? std::string(*text) : std::string("(nothing noted)");
-}
 }  // namespace
 
 TEST_CASE("a FITS catalog built in memory is the file CFITSIO writes", "[catalog][fits]") {
@@ -70,7 +66,7 @@ TEST_CASE("a FITS catalog built in memory is the file CFITSIO writes", "[catalog
   const bool in_memory = rows * detail::table_row_bytes(detail::catalog_output_columns(nullptr)) <= detail::kMemoryTableMaxBytes;
   CHECK(in_memory == (rows <= 12000));
   if (in_memory) {
-    CHECK(noted(dir / "memory.cat.fits") == bytes);
+    CHECK(test::noted_text(dir / "memory.cat.fits") == bytes);
   } else {
     CHECK(written_text(dir / "memory.cat.fits") == nullptr);  // no thread keeps a buffer of its size
   }
@@ -87,14 +83,14 @@ TEST_CASE("an item's CSV, FITS and LDAC catalogs are each noted as their file's 
   write_catalog_ldac(dir / "a.ldac", catalog, image_header, {});
   for (const char* name : {"a.cat.csv", "a.cat.fits", "a.ldac"}) {
     INFO(name);
-    CHECK(noted(dir / name) == test::read_text(dir / name));
+    CHECK(test::noted_text(dir / name) == test::read_text(dir / name));
   }
   // The next FITS catalog reuses the first one's memory: its note goes, the others stay.
   write_catalog_fits(dir / "b.cat.fits", some_sources(50, 10), {});
   CHECK(written_text(dir / "a.cat.fits") == nullptr);
-  CHECK(noted(dir / "b.cat.fits") == test::read_text(dir / "b.cat.fits"));
-  CHECK(noted(dir / "a.cat.csv") == test::read_text(dir / "a.cat.csv"));
-  CHECK(noted(dir / "a.ldac") == test::read_text(dir / "a.ldac"));
+  CHECK(test::noted_text(dir / "b.cat.fits") == test::read_text(dir / "b.cat.fits"));
+  CHECK(test::noted_text(dir / "a.cat.csv") == test::read_text(dir / "a.cat.csv"));
+  CHECK(test::noted_text(dir / "a.ldac") == test::read_text(dir / "a.ldac"));
   forget_written_text();
   CHECK(written_text(dir / "a.cat.csv") == nullptr);
   CHECK(written_text(dir / "a.ldac") == nullptr);

@@ -10,8 +10,10 @@
 #include <random>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <vector>
 
+#include "imflow/io/written_text.hpp"
 #include "imflow/pipeline.hpp"
 #include "imflow/work_item.hpp"
 
@@ -132,6 +134,12 @@ inline imflow::Pipeline pipeline_from(const std::string& yaml) { return imflow::
 inline std::string read_text(const std::filesystem::path& path) {
   std::ifstream in(path, std::ios::binary);
   return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+// The text this thread noted as `path`'s bytes (imflow/io/written_text.hpp), or "(nothing noted)".
+inline std::string noted_text(const std::filesystem::path& path) {
+  const std::string_view* text = imflow::written_text(path);
+  return text != nullptr ? std::string(*text) : std::string("(nothing noted)");
 }
 
 // `n` native values of type T from a raw file; throws, naming `type`, when it holds fewer.

@@ -109,16 +109,12 @@ TEST_CASE("a written PNG is noted as its file's bytes until the thread's next PN
     a[i] = static_cast<float>(i % 251);
     b[i] = static_cast<float>((i * 7) % 253);
   }
-  const auto noted = [](const std::filesystem::path& path) {
-    const std::string_view* text = written_text(path);
-    return text != nullptr ? std::string(*text) : std::string("(nothing noted)");
-  };
   write_png_gray(dir / "a.png", ConstImageView{a.data(), 64, 48}, 8, 1);
-  CHECK(noted(dir / "a.png") == test::read_text(dir / "a.png"));
+  CHECK(test::noted_text(dir / "a.png") == test::read_text(dir / "a.png"));
   // The next PNG reuses the first one's buffer: the first note goes, the new one is its file.
   write_png_gray(dir / "b.png", ConstImageView{b.data(), 64, 48}, 16, 6);
   CHECK(written_text(dir / "a.png") == nullptr);
-  CHECK(noted(dir / "b.png") == test::read_text(dir / "b.png"));
+  CHECK(test::noted_text(dir / "b.png") == test::read_text(dir / "b.png"));
   // A failed write (its folder is a file) leaves no note behind: its buffer was about to change.
   std::ofstream(dir / "file") << "not a folder";
   CHECK_THROWS(write_png_gray(dir / "file" / "c.png", ConstImageView{a.data(), 64, 48}, 8, 1));

@@ -1,6 +1,6 @@
 // write_shortest gives std::to_chars's text byte for byte: random bit patterns (every exponent,
 // subnormals), catalog-like values, decimal fractions, powers of ten and their neighbours, the
-// extremes, whole numbers (which it leaves to std::to_chars) and the non-finite values. Its 16-digit
+// extremes, whole numbers of every length (its own path below 2^53) and the non-finite values. Its 16-digit
 // blocks, SIMD and portable, against snprintf.
 #include <catch2/catch.hpp>
 
@@ -60,6 +60,10 @@ TEST_CASE("write_shortest writes std::to_chars's text for every kind of double",
     differing += differences(value * 1e-7, printed);
     differing += differences(std::ldexp(1.0, exponent(rng) * 3), printed);
     differing += differences(static_cast<double>(rng() % 100000) / 1000.0, printed);  // short decimals
+    // Whole numbers of 1 to 16 digits, with trailing zeros, either sign; and around 2^53.
+    const double whole = static_cast<double>(rng() % (uint64_t{1} << (i % 54))) * std::pow(10.0, i % 7);
+    differing += differences(whole, printed) + differences(-whole, printed);
+    differing += differences(std::ldexp(1.0, 53) + static_cast<double>(rng() % 64) * (i % 2 ? 2.0 : -1.0), printed);
   }
   for (int p = -325; p <= 308; ++p) {
     const double power = std::pow(10.0, p);
@@ -71,6 +75,7 @@ TEST_CASE("write_shortest writes std::to_chars's text for every kind of double",
   for (double value : {0.0, -0.0, 1.0, -1.0, 0.5, 0.1, 0.2, 0.3, 1e-5, 1e-4, 1.25e-4, 123456.0, 1e16, 1e22, 1e23, 1.5e300,
                        12300000000000001048576.0, 9007199254740993.0, limits::max(), limits::min(), limits::denorm_min(),
                        -limits::denorm_min(), limits::infinity(), -limits::infinity(), limits::quiet_NaN(), 4.35,
+                       405.0, -405.0, 100000.0, 1000000.0, 120000.0, 9007199254740991.0, 9007199254740992.0, 4503599627370497.0,
                        355.1199951171875, 65.35016943183446, 681.8708422763598, -1234567890123456.8}) {
     differing += differences(value, printed);
   }
@@ -85,6 +90,11 @@ TEST_CASE("write_shortest writes std::to_chars's text for every kind of double",
   CHECK(shortest_text(1.2e-5) == "1.2e-05");
   CHECK(shortest_text(5e-324) == "5e-324");
   CHECK(shortest_text(1e100) == "1e+100");
+  CHECK(shortest_text(-0.0) == "-0");
+  CHECK(shortest_text(405.0) == "405");
+  CHECK(shortest_text(-120000.0) == "-120000");
+  CHECK(shortest_text(1000000.0) == "1e+06");  // shorter than 1000000
+  CHECK(shortest_text(12300000.0) == "12300000");  // a tie with 1.23e+07: %f
 }
 
 TEST_CASE("16-digit blocks are the zero-padded decimal digits, with and without SIMD", "[csv]") {

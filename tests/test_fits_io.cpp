@@ -4,9 +4,13 @@
 #include <spdlog/sinks/ringbuffer_sink.h>
 #include <spdlog/spdlog.h>
 
+#include <atomic>
 #include <cmath>
 #include <fstream>
 #include <limits>
+#include <string>
+#include <thread>
+#include <vector>
 
 #include "imflow/errors.hpp"
 #include "imflow/io/fits.hpp"
@@ -151,6 +155,37 @@ TEST_CASE("an error names this file's reason, not messages CFITSIO left from ano
   CHECK_THAT(message, Catch::Contains("order.fits") && Catch::Contains("BITPIX"));
   CHECK_THAT(message, !Catch::Contains("ffgcnn") && !Catch::Contains("ZZERO") && !Catch::Contains("packed"));
   CHECK(message.find('\n') == std::string::npos);
+}
+
+TEST_CASE("files failing on several threads at once each get their own messages", "[fits]") {
+  // CFITSIO's message stack is one per process: without FitsMessages a thread's error picked up
+  // the lines another thread's failed open pushed, naming that other file.
+  test::TempDir dir("fits_concurrent_errors");
+  const std::vector<std::string> names = {"alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel"};
+  for (const std::string& name : names) {
+    std::ofstream(dir / (name + ".fits"), std::ios::binary) << std::string(3000, 'x');  // not FITS
+  }
+  std::atomic<int> foreign{0}, unexplained{0};
+  std::vector<std::thread> threads;
+  for (size_t t = 0; t < names.size(); ++t) {
+    threads.emplace_back([&, t] {
+      for (int round = 0; round < 200; ++round) {
+        std::string message;
+        try {
+          scan_fits(dir / (names[t] + ".fits"));
+        } catch (const InputError& error) {
+          message = error.what();
+        }
+        if (message.find(names[t] + ".fits: not a readable FITS file") == std::string::npos) ++unexplained;
+        for (size_t other = 0; other < names.size(); ++other) {
+          if (other != t && message.find(names[other]) != std::string::npos) ++foreign;
+        }
+      }
+    });
+  }
+  for (std::thread& thread : threads) thread.join();
+  CHECK(unexplained == 0);
+  CHECK(foreign == 0);
 }
 
 TEST_CASE("an image above max_pixels is refused before allocation", "[fits]") {

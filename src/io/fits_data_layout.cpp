@@ -45,7 +45,6 @@ std::optional<DirectImageLayout> direct_image_layout(fitsfile* file, const FitsI
   // Column 2 of an image HDU is its pixel array (CFITSIO treats an image as a one-row table).
   if (ffgcprll(file, 2, 1, 1, 1, 0, &scale, &zero, tform, &twidth, &tcode, &maxelem, &startpos, &elemnum, &incre,
                &repeat, &rowlen, &hdutype, &tnull, snull, &status) != 0) {
-    detail::clear_fits_errors();
     return std::nullopt;
   }
   const int bytes_per_pixel = std::abs(info.bitpix) / 8;
@@ -58,10 +57,7 @@ std::optional<DirectImageLayout> direct_image_layout(fitsfile* file, const FitsI
   if (!std::isfinite(scale) || !std::isfinite(zero) || scale == 0) return std::nullopt;
 
   LONGLONG header_start = 0, data_start = 0, data_end = 0;
-  if (fits_get_hduaddrll(file, &header_start, &data_start, &data_end, &status) != 0) {
-    detail::clear_fits_errors();
-    return std::nullopt;
-  }
+  if (fits_get_hduaddrll(file, &header_start, &data_start, &data_end, &status) != 0) return std::nullopt;
   DirectImageLayout layout;
   layout.header_offset = header_start;
   layout.data_offset = startpos;

@@ -17,7 +17,7 @@ namespace fs = std::filesystem;
 std::optional<double> read_fits_number_keyword(const fs::path& path, int hdu, const std::string& keyword) {
   detail::FitsFile file;
   int status = 0, type = 0;
-  detail::clear_fits_errors();
+  const detail::FitsMessages messages;
   if (detail::open_fits_readonly(file, path, &status) != 0) {
     throw InputError(detail::fits_error_text(path, "not a readable FITS file", status));
   }
@@ -91,6 +91,7 @@ namespace detail {
 std::vector<std::string> header_records_of(fitsfile* file, const fs::path& path, int hdu) {
   int status = 0, type = 0, keys = 0;
   char* header = nullptr;
+  const FitsMessages messages;
   const bool compressed = fits_is_compressed_image(file, &status) != 0;
   // A tile-compressed image's header as the image's (ZNAXISn as NAXISn, ...).
   if (compressed) fits_convert_hdr2str(file, 1, nullptr, 0, &header, &keys, &status);
@@ -103,7 +104,7 @@ std::vector<std::string> header_records_of(fitsfile* file, const fs::path& path,
     if (header != nullptr) fits_free_memory(header, &ignored);
     header = nullptr;
     status = 0;
-    clear_fits_errors();
+    messages.discard();
     if (fits_movabs_hdu(file, hdu + 1, &type, &status) == 0 &&
         fits_hdr2str(file, 1, nullptr, 0, &header, &keys, &status) == 0 && header != nullptr) {
       std::vector<std::string> records = image_header_of_compressed(split_records(header, keys));
@@ -125,7 +126,7 @@ std::vector<std::string> header_records_of(fitsfile* file, const fs::path& path,
 std::vector<std::string> read_fits_header_records(const fs::path& path, int hdu) {
   detail::FitsFile file;
   int status = 0, type = 0;
-  detail::clear_fits_errors();
+  const detail::FitsMessages messages;
   if (detail::open_fits_readonly(file, path, &status) != 0 || fits_movabs_hdu(file.get(), hdu + 1, &type, &status) != 0) {
     throw InputError(detail::fits_error_text(path, "cannot read the header of HDU " + std::to_string(hdu), status));
   }

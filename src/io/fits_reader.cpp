@@ -8,7 +8,6 @@
 #include <cmath>
 #include <cstdio>
 #include <limits>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -28,44 +27,6 @@ using detail::fits_error_text;
 using detail::FitsFile;
 
 namespace detail {
-// CFITSIO keeps one process-wide stack of error messages: calls that succeed leave messages there
-// too (opening a tile-compressed HDU without ZSCALE/ZZERO columns pushes four "ffgcnn could not
-// find column" lines), and the stack is shared by every thread. The callers clear it
-// (clear_fits_errors) right before a call whose failure they report; this reports every message
-// that call left, oldest first, without the lines that only repeat the file name or come from
-// those optional-column lookups.
-void clear_fits_errors() {
-  static std::once_flag initialized;
-  std::call_once(initialized, [] { fits_init_cfitsio(); });
-  fits_clear_errmsg();
-}
-
-std::string fits_error_text(const fs::path& path, const std::string& what, int status) {
-  char text[FLEN_STATUS] = {0};
-  fits_get_errstatus(status, text);
-  std::string reason = text;
-  // CFITSIO 4.2 has no text for the tile-compression codes.
-  if (status == DATA_COMPRESSION_ERR) reason = "error compressing a tile";
-  if (status == DATA_DECOMPRESSION_ERR) reason = "error decompressing a tile (corrupt or truncated file)";
-  if (status == NO_COMPRESSED_TILE) reason = "a compressed tile is missing (truncated file?)";
-  std::string message = path.string() + ": " + what + ": CFITSIO error " + std::to_string(status) + " (" + reason + ")";
-  std::string details;
-  char detail[FLEN_ERRMSG] = {0};
-  while (fits_read_errmsg(detail) != 0) {
-    std::string line = detail;
-    for (char& c : line) {
-      if (static_cast<unsigned char>(c) < 0x20 || static_cast<unsigned char>(c) > 0x7e) c = ' ';
-    }
-    while (!line.empty() && (line.back() == ' ' || line.back() == ':')) line.pop_back();
-    if (line.empty() || line == path.string() || line.rfind("ffgcnn could not find column", 0) == 0) continue;
-    if (details.size() > 400) continue;
-    details += (details.empty() ? "" : "; ") + line;
-  }
-  if (!details.empty()) message += ": " + details;
-  fits_clear_errmsg();  // CFITSIO is initialized here: a call has failed
-  return message;
-}
-
 namespace {
 // Text in which CFITSIO's whole-path search for ".Z" or ".bz2" (its choice of decompressor for a
 // compressed file) would find one.
@@ -115,7 +76,7 @@ FitsFile open_fits(const fs::path& path) {
   if (fs::file_size(path, error) == 0) throw InputError(path.string() + ": empty file (0 bytes)");
   FitsFile file;
   int status = 0;
-  detail::clear_fits_errors();
+  const detail::FitsMessages messages;
   if (detail::open_fits_readonly(file, path, &status) != 0) {
     throw InputError(fits_error_text(path, "not a readable FITS file", status));
   }
@@ -128,6 +89,7 @@ FitsImageInfo read_image_header(fitsfile* file, const fs::path& path, int hdu) {
   info.hdu = hdu;
   int naxis = 0;
   long long naxes[kMaxAxes] = {0};
+  const detail::FitsMessages messages;
   if (fits_get_img_paramll(file, kMaxAxes, &info.bitpix, &naxis, naxes, &status) != 0) {
     throw InputError(fits_error_text(path, "HDU " + std::to_string(hdu) + ": bad image header", status));
   }
@@ -179,6 +141,7 @@ std::vector<FitsImageInfo> scan_fits(const fs::path& path) {
   const uintmax_t file_size = fs::file_size(path);
   int status = 0;
   int hdus = 0;
+  const detail::FitsMessages messages;
   if (fits_get_num_hdus(file.get(), &hdus, &status) != 0) {
     throw InputError(fits_error_text(path, "cannot count HDUs", status));
   }
@@ -211,6 +174,7 @@ OpenPlane open_plane(const fs::path& path, int hdu, int64_t plane) {
   open.file = open_fits(path);
   int status = 0;
   int type = 0;
+  const detail::FitsMessages messages;
   if (fits_movabs_hdu(open.file.get(), hdu + 1, &type, &status) != 0) {
     throw InputError(fits_error_text(path, "cannot move to HDU " + std::to_string(hdu), status));
   }
@@ -295,8 +259,7 @@ int64_t read_fits_plane(const fs::path& path, int hdu, int64_t plane, ImageBuffe
   float null_value = std::numeric_limits<float>::quiet_NaN();
   float* null_check = info.bitpix > 0 ? &null_value : nullptr;
   int any_null = 0;
-  int status = 0;
-  detail::clear_fits_errors();
+  int status = 0;  // a long call: its failure is reported by status (fits_status.hpp)
   if (fits_read_pixll(open.file.get(), TFLOAT, open.first, width * height, null_check, out.data(), &any_null, &status) != 0) {
     throw InputError(fits_error_text(path, "HDU " + std::to_string(hdu) + " plane " + std::to_string(plane) +
                                                ": cannot read pixels",
@@ -335,8 +298,7 @@ int64_t read_fits_region(const fs::path& path, int hdu, int64_t plane, const Til
   last[1] = static_cast<long>(region.y_end());
   float null_value = std::numeric_limits<float>::quiet_NaN();
   int any_null = 0;
-  int status = 0;
-  detail::clear_fits_errors();
+  int status = 0;  // a long call: its failure is reported by status (fits_status.hpp)
   if (fits_read_subset(open.file.get(), TFLOAT, first, last, step, info.bitpix > 0 ? &null_value : nullptr, out.data(),
                        &any_null, &status) != 0) {
     throw InputError(fits_error_text(path, "HDU " + std::to_string(hdu) + " plane " + std::to_string(plane) +

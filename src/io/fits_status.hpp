@@ -8,13 +8,27 @@
 
 namespace imflow::detail {
 
-// Empty CFITSIO's process-wide error stack before a call whose failure is reported (with
-// fits_error_text). Initializes CFITSIO once first: its first open or create re-initializes its
-// global lock (fitsio_init_lock makes it recursive), and a thread clearing the stack meanwhile,
-// through that lock, could leave it locked for good (a CI run hung in ffopen at its first files).
-void clear_fits_errors();
+// CFITSIO keeps one process-wide stack of error messages, shared by every thread: calls that
+// succeed leave messages there too (opening a tile-compressed HDU without ZSCALE/ZZERO columns
+// pushes four "ffgcnn could not find column" lines), and concurrent failures interleave theirs.
+// A call whose failure is reported with its messages runs, with that report, inside a
+// FitsMessages: the first on a thread takes a process-wide lock (so the stack is read by one
+// thread at a time; nested ones share it), initializes CFITSIO once (its first open or create
+// re-initializes its global lock, which a concurrent clear could leave locked for good) and
+// empties the stack. Keep them around short calls (opening, moving, reading headers): pixel reads
+// and writes run outside one, and their failures are reported by status alone.
+class FitsMessages {
+ public:
+  FitsMessages();
+  ~FitsMessages();
+  FitsMessages(const FitsMessages&) = delete;
+  FitsMessages& operator=(const FitsMessages&) = delete;
+  // Empty the stack: a failure handled here, whose messages are not the next call's.
+  void discard() const;
+};
 
-// "FILE: what: CFITSIO error N (text)" plus the messages the failed call left on CFITSIO's error stack.
+// "FILE: what: CFITSIO error N (text)", and inside a FitsMessages the messages the failed call left
+// on CFITSIO's stack, oldest first (without the lines that only name a file).
 std::string fits_error_text(const std::filesystem::path& path, const std::string& what, int status);
 
 class FitsFile;

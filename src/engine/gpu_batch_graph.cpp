@@ -77,7 +77,7 @@ void enqueue_batch(RunContext& run, GpuSlot& slot, ItemBatch& items) {
   slot.marks[1].record(slot.stream);
   const auto& steps = run.pipeline.steps;
   for (size_t s = 0; s < steps.size(); ++s) {
-    steps[s]->run_cuda_batch(items.data(), count, batch);
+    enqueue_step(steps[s]->name(), [&] { steps[s]->run_cuda_batch(items.data(), count, batch); });
     slot.marks[2 + s].record(slot.stream);
   }
   cuda::enqueue_batch_download(batch, items.data(), count);
@@ -110,7 +110,10 @@ void collect_batch(RunContext& run, GpuSlot& slot, ItemBatch& items, GpuTimeline
 
 void fail_batch(RunContext& run, ItemBatch& items, GpuSlot& slot, const std::string& what, cudaError_t code) {
   for (WorkItem* item : items) {
-    if (item->status != ItemStatus::failed) item->fail(item_name(item->ref) + ": GPU " + std::to_string(slot.device) + ": " + what);
+    if (item->status == ItemStatus::failed) continue;
+    // Without a CUDA error (a step's own failure) the device is not part of the reason.
+    const std::string device = code == cudaSuccess ? "" : "GPU " + std::to_string(slot.device) + ": ";
+    item->fail(item_name(item->ref) + ": " + device + what);
   }
   halt_if_sticky(run, slot.device, what, code);
 }

@@ -109,8 +109,12 @@ void enqueue_item(RunContext& run, GpuSlot& slot, WorkItem& item) {
   const auto& steps = run.pipeline.steps;
   const size_t first = first_gpu_step(run.pipeline);  // steps before it ran on the host
   for (size_t s = 0; s < steps.size(); ++s) {
-    if (s >= first && item.ref.tiled) tile_run_cuda(*steps[s], item, context);  // a tile (docs/tiling.md)
-    else if (s >= first) steps[s]->run_cuda(item, context);
+    if (s >= first) {
+      enqueue_step(steps[s]->name(), [&] {
+        if (item.ref.tiled) tile_run_cuda(*steps[s], item, context);  // a tile (docs/tiling.md)
+        else steps[s]->run_cuda(item, context);
+      });
+    }
     slot.marks[2 + s].record(slot.stream);
   }
   cuda::DownloadWants wants = download_wants(run.pipeline.output, context);
@@ -141,7 +145,9 @@ void collect_item(RunContext& run, GpuSlot& slot, WorkItem& item, GpuTimeline& t
 }
 
 void fail_on_device(RunContext& run, WorkItem& item, GpuSlot& slot, const std::string& what, cudaError_t code) {
-  item.fail(item_name(item.ref) + ": GPU " + std::to_string(slot.device) + ": " + what);
+  // Without a CUDA error (a step's own failure) the device is not part of the reason.
+  const std::string device = code == cudaSuccess ? "" : "GPU " + std::to_string(slot.device) + ": ";
+  item.fail(item_name(item.ref) + ": " + device + what);
   halt_if_sticky(run, slot.device, what, code);
 }
 
@@ -163,6 +169,9 @@ void run_resident_item(RunContext& run, GpuSlot& slot, WorkItem& item, GpuTimeli
   } catch (const cuda::CudaError& error) {
     IMFLOW_CUDA_LOG(cudaStreamSynchronize(slot.stream));
     fail_on_device(run, item, slot, error.what(), error.code());
+  } catch (const StepFailure& error) {
+    IMFLOW_CUDA_LOG(cudaStreamSynchronize(slot.stream));
+    item.fail(item_name(item.ref) + ": " + error.what());
   } catch (const std::bad_alloc&) {
     item.fail(item_name(item.ref) + ": out of host memory while reading it into the GPU");
   } catch (const std::exception& error) {

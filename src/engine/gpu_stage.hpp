@@ -14,7 +14,9 @@
 #include <exception>
 #include <functional>
 #include <memory>
+#include <new>
 #include <span>
+#include <stdexcept>
 #include <string>
 #include <tuple>
 #include <utility>
@@ -152,6 +154,30 @@ class GpuStage {
   GpuNode gpu_;
   CollectNode collect_;
 };
+
+// A step's own failure while it was enqueued (its input does not suit it, e.g. a rank above the
+// slice's size), not the device's: "step NAME: reason", worded as the CPU path words it.
+class StepFailure : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// Runs `enqueue` (one step's work on the device); a failure other than a CUDA error comes out as
+// a StepFailure naming the step.
+template <typename Enqueue>
+void enqueue_step(const std::string& step, Enqueue&& enqueue) {
+  try {
+    enqueue();
+  } catch (const cuda::CudaError&) {
+    throw;
+  } catch (const StepFailure&) {
+    throw;
+  } catch (const std::bad_alloc&) {
+    throw StepFailure("step " + step + ": out of memory");
+  } catch (const std::exception& error) {
+    throw StepFailure("step " + step + ": " + error.what());
+  }
+}
 
 // "CUDA error <name>: <description>", for a stream that completed with `status`.
 inline std::string cuda_error_text(cudaError_t status) {

@@ -98,7 +98,8 @@ TEST_CASE("A step's own failure reads the same on the GPU, per item and batched,
       auto pipeline = imflow::parse_pipeline(yaml, device);
       const auto summary = imflow::run_pipeline(pipeline, {});
       CHECK(summary.failed() == 2);
-      for (const auto& item : summary.to_json()["items"]) {
+      const auto json = summary.to_json();
+      for (const auto& item : json["items"]) {
         errors[item["file"].get<std::string>()].push_back(item.value("error", std::string()));
       }
     }

@@ -152,6 +152,32 @@ TEST_CASE("minarea drops small components and keeps the order of the rest", "[la
   CHECK(labels == std::vector<int32_t>(16, 0));
 }
 
+TEST_CASE("minarea applied while labelling equals dropping small components afterwards", "[label]") {
+  std::mt19937_64 rng(5);
+  for (int trial = 0; trial < 40; ++trial) {
+    const int64_t width = 1 + trial * 13 % 71, height = 1 + trial * 17 % 43;
+    std::bernoulli_distribution on(0.1 + 0.8 * (trial % 8) / 8.0);
+    std::vector<uint8_t> mask(static_cast<size_t>(width * height));
+    for (auto& m : mask) m = on(rng) ? 1 : 0;
+    for (int connectivity : {4, 8}) {
+      for (int64_t minarea : {1, 2, 3, 5, 12, 1000}) {
+        INFO("trial " << trial << " " << width << "x" << height << " connectivity " << connectivity << " minarea "
+                      << minarea);
+        std::vector<int32_t> expected(mask.size(), -1);
+        int32_t n = imflow::kernels::label_components({mask.data(), width, height}, connectivity, expected.data());
+        n = imflow::kernels::drop_small_components(expected.data(), static_cast<int64_t>(expected.size()), n, minarea);
+        std::vector<int32_t> labels(mask.size(), -1), zeroed(mask.size(), 0);
+        CHECK(imflow::kernels::label_components({mask.data(), width, height}, connectivity, labels.data(), false,
+                                                minarea) == n);
+        CHECK(labels == expected);
+        CHECK(imflow::kernels::label_components({mask.data(), width, height}, connectivity, zeroed.data(), true,
+                                                minarea) == n);
+        CHECK(zeroed == expected);
+      }
+    }
+  }
+}
+
 TEST_CASE("label's minarea through a pipeline: SExtractor's DETECT_MINAREA", "[label][config]") {
   std::mt19937_64 rng(11);
   std::bernoulli_distribution on(0.35);

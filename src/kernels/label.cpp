@@ -1,7 +1,8 @@
 // Connected-component labelling on the CPU: the runs of each mask row, union-find over runs that
 // touch a run of the row above (roots kept at the smallest run index), then one write of the
 // label map. Runs are numbered in raster order and a component's first run holds its first
-// pixel, so numbering roots in run order gives scipy.ndimage.label's order.
+// pixel, so numbering roots in run order gives scipy.ndimage.label's order. A minarea is applied
+// to the components' sizes summed over their runs, before the map is written.
 #include "imflow/kernels/label.hpp"
 
 #include <algorithm>
@@ -59,7 +60,8 @@ void find_runs(const uint8_t* row, int64_t width, std::vector<Run>& runs) {
 }
 }  // namespace
 
-int32_t label_components(View2D<const uint8_t> mask, int connectivity, int32_t* labels, bool labels_zeroed) {
+int32_t label_components(View2D<const uint8_t> mask, int connectivity, int32_t* labels, bool labels_zeroed,
+                         int64_t minarea) {
   if (connectivity != 4 && connectivity != 8) throw std::invalid_argument("connectivity must be 4 or 8");
   const int64_t width = mask.width;
   const int64_t height = mask.height;
@@ -86,16 +88,24 @@ int32_t label_components(View2D<const uint8_t> mask, int connectivity, int32_t* 
   }
   row_start[height] = static_cast<int64_t>(runs.size());
 
-  // A root is the first run of its component: number roots as they come.
+  // Each run's root, and (with a minarea) each component's pixels summed over its runs at its root.
+  std::vector<int64_t> pixels(minarea > 1 ? runs.size() : 0, 0);
+  for (size_t r = 0; r < runs.size(); ++r) {
+    parent[r] = find_root(parent, static_cast<int64_t>(r));
+    if (minarea > 1) pixels[static_cast<size_t>(parent[r])] += runs[r].end - runs[r].begin;
+  }
+  // A root is the first run of its component: number the roots of components kept as they come.
   std::vector<int32_t> run_label(runs.size());
   int64_t count = 0;
   for (size_t r = 0; r < runs.size(); ++r) {
-    const int64_t root = find_root(parent, static_cast<int64_t>(r));
-    if (root == static_cast<int64_t>(r)) {
+    const auto root = static_cast<size_t>(parent[r]);
+    if (root != r) {
+      run_label[r] = run_label[root];
+    } else if (minarea > 1 && pixels[r] < minarea) {
+      run_label[r] = 0;
+    } else {
       if (count == std::numeric_limits<int32_t>::max()) throw std::overflow_error("more than 2^31-1 components");
       run_label[r] = static_cast<int32_t>(++count);
-    } else {
-      run_label[r] = run_label[static_cast<size_t>(root)];
     }
   }
   for (int64_t y = 0; y < height; ++y) {

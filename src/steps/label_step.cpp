@@ -26,8 +26,7 @@ class LabelStep final : public Step {
     item.labels.clear();  // then resize value-initialises every label to 0
     item.labels.resize(static_cast<size_t>(image.size()));
     item.nlabels = kernels::label_components({item.mask.data(), image.width(), image.height()}, connectivity_,
-                                             item.labels.data(), /*labels_zeroed=*/true);
-    item.nlabels = kernels::drop_small_components(item.labels.data(), image.size(), *item.nlabels, minarea_);
+                                             item.labels.data(), /*labels_zeroed=*/true, minarea_);
   }
 
 #ifdef IMFLOW_HAVE_CUDA

@@ -2,6 +2,7 @@
 // thread at a time) and fits_error_text.
 #include <fitsio.h>
 
+#include <filesystem>
 #include <mutex>
 #include <string>
 
@@ -13,19 +14,24 @@ namespace {
 std::mutex stack_mutex;                   // held by the outermost FitsMessages of a thread
 thread_local int scopes_on_this_thread = 0;
 
-// A line of the stack worth repeating: not the file's name (CFITSIO pushes the names and URLs of
-// the files it fails on as lines of their own; any without a space is one, possibly another
-// thread's file), nor the optional-column lookups of a tile-compressed HDU's open.
-bool worth_reporting(const std::string& line) {
-  return line.find(' ') != std::string::npos && line.rfind("ffgcnn could not find column", 0) != 0;
+// A line of the stack worth repeating: not a file's name (CFITSIO pushes the names and URLs of the
+// files it fails on as lines of their own: this one's, or one without a space, which may be
+// another thread's file), nor the optional-column lookups of a tile-compressed HDU's open.
+bool worth_reporting(const std::string& line, const std::filesystem::path& path) {
+  return line.find(' ') != std::string::npos && line != path.string() &&
+         line.rfind("ffgcnn could not find column", 0) != 0;
 }
 }  // namespace
 
 FitsMessages::FitsMessages() {
-  if (scopes_on_this_thread++ > 0) return;
+  if (scopes_on_this_thread > 0) {
+    ++scopes_on_this_thread;
+    return;
+  }
   static std::once_flag initialized;
   std::call_once(initialized, [] { fits_init_cfitsio(); });
   stack_mutex.lock();
+  scopes_on_this_thread = 1;
   fits_clear_errmsg();
 }
 
@@ -53,7 +59,7 @@ std::string fits_error_text(const std::filesystem::path& path, const std::string
       if (static_cast<unsigned char>(c) < 0x20 || static_cast<unsigned char>(c) > 0x7e) c = ' ';
     }
     while (!line.empty() && (line.back() == ' ' || line.back() == ':')) line.pop_back();
-    if (!worth_reporting(line) || details.size() > 400) continue;
+    if (!worth_reporting(line, path) || details.size() > 400) continue;
     details += (details.empty() ? "" : "; ") + line;
   }
   if (!details.empty()) message += ": " + details;

@@ -86,11 +86,8 @@ void host_phase_stage(RunContext& run, WorkItem& item, size_t first) {
     try {
       if (s < first) steps[s]->run_cpu(item);
       else steps[s]->prepare_host(item);
-    } catch (const std::bad_alloc&) {
-      item.fail(item_name(item.ref) + ": step " + steps[s]->name() + ": out of memory");
-      return;
     } catch (const std::exception& error) {
-      item.fail(item_name(item.ref) + ": step " + steps[s]->name() + ": " + error.what());
+      item.fail(item_name(item.ref) + ": " + step_failure(steps[s]->name(), error));
       return;
     }
   }

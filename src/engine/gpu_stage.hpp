@@ -14,7 +14,6 @@
 #include <exception>
 #include <functional>
 #include <memory>
-#include <new>
 #include <span>
 #include <stdexcept>
 #include <string>
@@ -172,10 +171,8 @@ void enqueue_step(const std::string& step, Enqueue&& enqueue) {
     throw;
   } catch (const StepFailure&) {
     throw;
-  } catch (const std::bad_alloc&) {
-    throw StepFailure("step " + step + ": out of memory");
   } catch (const std::exception& error) {
-    throw StepFailure("step " + step + ": " + error.what());
+    throw StepFailure(step_failure(step, error));
   }
 }
 

@@ -6,6 +6,8 @@
 #include <tbb/task_arena.h>
 
 #include <exception>
+#include <new>
+#include <string>
 
 #include "companion_inputs.hpp"
 #include "imflow/io/input_format.hpp"
@@ -51,6 +53,11 @@ std::string item_name(const ItemRef& ref) {
   return name;
 }
 
+std::string step_failure(const std::string& step, const std::exception& error) {
+  const bool out_of_memory = dynamic_cast<const std::bad_alloc*>(&error) != nullptr;
+  return "step " + step + ": " + (out_of_memory ? std::string("out of memory") : std::string(error.what()));
+}
+
 std::string worker_track(const std::string& stage) {
   return stage + " #" + std::to_string(tbb::this_task_arena::current_thread_index());
 }
@@ -88,11 +95,8 @@ void cpu_process_stage(RunContext& run, WorkItem& item) {
     StageTimer timer(run, item, step->name(), worker_track("cpu"));
     try {
       step->run_cpu(item);
-    } catch (const std::bad_alloc&) {
-      item.fail(item_name(item.ref) + ": step " + step->name() + ": out of memory");
-      return;
     } catch (const std::exception& error) {
-      item.fail(item_name(item.ref) + ": step " + step->name() + ": " + error.what());
+      item.fail(item_name(item.ref) + ": " + step_failure(step->name(), error));
       return;
     }
   }

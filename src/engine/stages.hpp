@@ -2,6 +2,7 @@
 // finishing it (outputs, summary record, error line, progress). Each records its time.
 #pragma once
 #include <atomic>
+#include <exception>
 #include <mutex>
 #include <string>
 
@@ -81,6 +82,10 @@ std::string output_device_problem(const std::filesystem::path& dir);
 
 // "file[hdu H][plane P]": how an item is named in messages.
 std::string item_name(const ItemRef& ref);
+
+// "step NAME: reason" for what step NAME threw ("out of memory" for std::bad_alloc): how every
+// path, CPU or GPU, words a step's failure after the item's name.
+std::string step_failure(const std::string& step, const std::exception& error);
 
 // A track name for the calling worker thread, e.g. "read #3".
 std::string worker_track(const std::string& stage);

@@ -2,7 +2,6 @@
 // mask is cut to the core before labelling, measuring keeps partial sums), and the writer's part
 // (the tile's share of the image outputs; the last tile finalizes the image).
 #include <algorithm>
-#include <new>
 
 #include "imflow/kernels/measure.hpp"
 #include "stages.hpp"
@@ -70,11 +69,8 @@ void tile_cpu_process_stage(RunContext& run, WorkItem& item) {
         if (name == "label") clear_mask_outside_core(item);
         step->run_cpu(item);
       }
-    } catch (const std::bad_alloc&) {
-      item.fail(item_name(item.ref) + ": tile " + std::to_string(item.ref.tile) + ": step " + step->name() + ": out of memory");
-      return;
     } catch (const std::exception& error) {
-      item.fail(item_name(item.ref) + ": tile " + std::to_string(item.ref.tile) + ": step " + step->name() + ": " + error.what());
+      item.fail(item_name(item.ref) + ": tile " + std::to_string(item.ref.tile) + ": " + step_failure(step->name(), error));
       return;
     }
   }

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# imflow bench end to end on the committed real crops: 2 points x 2 repeats and the input ceiling,
+# imflow bench end to end on the committed real crops: 2 points x 2 repeats and both ceilings,
 # bench.json checks; a point with a failed item must fail loudly (exit 2, the point named).
 set -euo pipefail
 imflow=$1; src=$2; python=${3:-python3}
@@ -15,6 +15,7 @@ mkdir -p "$work/in"; cp "$src"/datasets/samples/*.fits "$work/in/"
 [ ! -e "$work/b/.bench-inputs" ] && [ ! -e "$work/b/.bench-scratch" ] || fail "scratch or input links left behind"
 grep -q "Amdahl" "$work/table.txt" || fail "no Amdahl line in the table"
 grep -q "^input ceiling (read and converted" "$work/table.txt" || fail "no input ceiling line in the table"
+grep -q "^output ceiling (the last run's output files" "$work/table.txt" || fail "no output ceiling line in the table"
 
 "$python" - "$work/b/bench.json" <<'PY'
 import json, sys
@@ -49,6 +50,12 @@ check(abs(c["images_per_second"]["median"] * c["seconds"]["median"] - 6) < 1e-6,
 for p in pts:
     check(abs(p["input_ceiling_fraction"] - p["images_per_second"]["median"] / c["images_per_second"]["median"]) < 1e-9,
           "each point's share of the input ceiling")
+o = b["output_ceiling"]
+check(o["items"] == 6 and o["threads"] == 2 and o["files"] >= 12, "output ceiling: the 6 items' catalogs on 2 threads")
+check(abs(o["images_per_second"]["median"] * o["seconds"]["median"] - 6) < 1e-6, "output ceiling rate")
+for p in pts:
+    check(abs(p["output_ceiling_fraction"] - p["images_per_second"]["median"] / o["images_per_second"]["median"]) < 1e-9,
+          "each point's share of the output ceiling")
 PY
 [ -s "$work/b/traces/point-1.trace.json" ] || fail "trace"
 

@@ -113,7 +113,7 @@ TEST_CASE("the report sets the engine's chosen buffers beside the best point, an
   CHECK_THAT(text, Catch::Contains("streams=8: 4 buffers per stream chosen, 1000.0 images/s = 1.00 x the best point"));
 }
 
-TEST_CASE("the report sets the best point against the input ceiling, or says why there is none", "[bench][ceiling]") {
+TEST_CASE("the report sets the best point against the input and output ceilings, or says why there is none", "[bench][ceiling]") {
   nlohmann::json bench = {{"points", {report_point("streams=4", 900), report_point("streams=8", 1000)}},
                           {"scaling", {{"lines", nlohmann::json::array()}}}};
   bench["input_ceiling"] = {{"what", "read"},
@@ -125,4 +125,12 @@ TEST_CASE("the report sets the best point against the input ceiling, or says why
   bench["input_ceiling"] = {{"skipped", "m.fits: images above 1 GiB are read in tiles or strips"}};
   CHECK_THAT(format_report(bench),
              Catch::Contains("input ceiling not measured: m.fits: images above 1 GiB are read in tiles or strips\n"));
+  bench["output_ceiling"] = {{"what", "written"},
+                             {"threads", 16},
+                             {"images_per_second", {{"median", 4000.0}, {"min", 3900.0}, {"max", 4100.0}}},
+                             {"megabytes_per_second", 15600.4}};
+  CHECK_THAT(format_report(bench), Catch::Contains("output ceiling (written, 16 threads): 4000.0 images/s (3900.0 .. 4100.0), "
+                                                   "15600 MB/s; the best point (streams=8) runs at 25% of it\n"));
+  bench["output_ceiling"] = {{"skipped", "the run wrote no files"}};
+  CHECK_THAT(format_report(bench), Catch::Contains("output ceiling not measured: the run wrote no files\n"));
 }

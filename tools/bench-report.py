@@ -3,7 +3,7 @@
 DIR/suite.json (one record per point of every bench.json, the peers' ratios, and SEP's time on
 the crowded fields (deblend, photometry) against imflow's points on them) and DIR/suite.md
 (the same as Markdown). Per point: images/s median (min..max) and its spread, MB/s, megapixels/s,
-copy/compute overlap, the share of the input ceiling (`imflow bench --ceiling`), bottleneck,
+copy/compute overlap, the shares of the input and output ceilings (`imflow bench --ceiling`), bottleneck,
 milliseconds per item of each stage, peak RSS and GPU memory.
 Standard library only (the GPU hosts have no NumPy). usage: bench-report.py DIR"""
 import json
@@ -62,10 +62,11 @@ def point_record(name, bench, point):
         record["megapixels_per_second"] = round(mpix * files / point["wall_seconds"]["median"], 0)
     if point.get("scaling"):
         record["speedup"] = round(point["scaling"].get("speedup", 1.0), 2)
-    ceiling = bench.get("input_ceiling", {}).get("images_per_second")
-    if ceiling and "input_ceiling_fraction" in point:  # `imflow bench --ceiling`
-        record["input_ceiling_images_per_second"] = significant(ceiling["median"])
-        record["input_ceiling_fraction"] = round(point["input_ceiling_fraction"], 2)
+    for side in ("input", "output"):  # `imflow bench --ceiling`
+        ceiling = bench.get(f"{side}_ceiling", {}).get("images_per_second")
+        if ceiling and f"{side}_ceiling_fraction" in point:
+            record[f"{side}_ceiling_images_per_second"] = significant(ceiling["median"])
+            record[f"{side}_ceiling_fraction"] = round(point[f"{side}_ceiling_fraction"], 2)
     return record
 
 
@@ -102,16 +103,16 @@ def sep_records(folder):
     return out
 
 
-def ceiling_share(record):
-    """The point's share of its bench's input ceiling ("52% of 2090/s"), or empty."""
-    if "input_ceiling_fraction" not in record:
+def ceiling_share(record, side):
+    """The point's share of its bench's input or output ceiling ("52% of 2090/s"), or empty."""
+    if f"{side}_ceiling_fraction" not in record:
         return ""
-    return f"{100 * record['input_ceiling_fraction']:.0f}% of {record['input_ceiling_images_per_second']:g}/s"
+    return f"{100 * record[f'{side}_ceiling_fraction']:.0f}% of {record[f'{side}_ceiling_images_per_second']:g}/s"
 
 
 def markdown(records, peers):
-    lines = ["| workload | point | device | images/s median (min..max) | spread | end to end images/s | MB/s | Mpix/s | overlap | of the input ceiling | bottleneck | ms per item by stage |",
-             "| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- | --- |"]
+    lines = ["| workload | point | device | images/s median (min..max) | spread | end to end images/s | MB/s | Mpix/s | overlap | of the input ceiling | of the output ceiling | bottleneck | ms per item by stage |",
+             "| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- | --- |"]
     for r in records:
         stages = ", ".join(f"{k} {v:g}" for k, v in r["stage_ms_per_item"].items())
         lines.append(f"| {r['workload']} | {r['point']} | {r['device']} | {r['images_per_second']:g} "
@@ -119,7 +120,7 @@ def markdown(records, peers):
                      f"{'' if r['end_to_end_images_per_second'] is None else format(r['end_to_end_images_per_second'], 'g')} | "
                      f"{r['megabytes_per_second']:g} | {r.get('megapixels_per_second', '')} | "
                      f"{'' if r['copy_overlap'] is None else r['copy_overlap']} | "
-                     f"{ceiling_share(r)} | {r['bottleneck']} | {stages} |")
+                     f"{ceiling_share(r, 'input')} | {ceiling_share(r, 'output')} | {r['bottleneck']} | {stages} |")
     for p in peers:
         lines += ["", f"### {p['workload']}", "", "```", json.dumps(p["summary"], indent=1), "```"]
     return "\n".join(lines) + "\n"

@@ -173,13 +173,14 @@ void write_csv(const nlohmann::json& bench, const std::filesystem::path& path) {
 }
 
 namespace {
-// The input ceiling (input_ceiling.hpp) and the best point's share of it, or why it is missing.
-std::string ceiling_line(const nlohmann::json& ceiling, const nlohmann::json* best) {
+// The input or output ceiling (input_ceiling.hpp, output_ceiling.hpp) and the best point's share
+// of it, or why it is missing.
+std::string ceiling_line(const char* side, const nlohmann::json& ceiling, const nlohmann::json* best) {
   if (!ceiling.contains("images_per_second")) {
-    return fmt::format("input ceiling not measured: {}\n", ceiling.value("skipped", ceiling.value("error", std::string("unknown"))));
+    return fmt::format("{} ceiling not measured: {}\n", side, ceiling.value("skipped", ceiling.value("error", std::string("unknown"))));
   }
   const auto& ips = ceiling["images_per_second"];
-  std::string line = fmt::format("input ceiling ({}, {} threads): {:.1f} images/s ({:.1f} .. {:.1f}), {:.0f} MB/s",
+  std::string line = fmt::format("{} ceiling ({}, {} threads): {:.1f} images/s ({:.1f} .. {:.1f}), {:.0f} MB/s", side,
                                  ceiling["what"].get<std::string>(), ceiling["threads"].get<int>(), ips["median"].get<double>(),
                                  ips["min"].get<double>(), ips["max"].get<double>(), ceiling["megabytes_per_second"].get<double>());
   if (best != nullptr) {
@@ -220,7 +221,8 @@ std::string format_report(const nlohmann::json& bench) {
                           (*best)["label"].get<std::string>(), top);
     }
   }
-  if (bench.contains("input_ceiling")) text += ceiling_line(bench["input_ceiling"], best);
+  if (bench.contains("input_ceiling")) text += ceiling_line("input", bench["input_ceiling"], best);
+  if (bench.contains("output_ceiling")) text += ceiling_line("output", bench["output_ceiling"], best);
   for (const auto& line : bench["scaling"]["lines"]) {
     const std::string fixed = line["fixed"].empty() ? "all points" : line["fixed"].dump();
     if (line.contains("amdahl")) {

@@ -13,6 +13,7 @@
 #include "bench/inputs.hpp"
 #include "bench/machine.hpp"
 #include "bench/measure.hpp"
+#include "bench/output_ceiling.hpp"
 #include "bench/report.hpp"
 #include "imflow/engine.hpp"
 #include "imflow/errors.hpp"
@@ -192,18 +193,27 @@ nlohmann::json run_sweep(Pipeline& pipeline, const BenchOptions& options, const 
   if (options.ceiling && bench["status"] == "ok") {
     int threads = 1;  // the most threads a point ran with
     for (const auto& point : bench["points"]) threads = std::max(threads, point["engine"]["threads"].get<int>());
-    try {
-      bench["input_ceiling"] = measure_input_ceiling(pipeline, threads, options.repeat);
-      if (bench["input_ceiling"].contains("images_per_second")) {
-        const double ceiling = bench["input_ceiling"]["images_per_second"]["median"].get<double>();
-        for (auto& point : bench["points"]) {
-          point["input_ceiling_fraction"] = point["images_per_second"]["median"].get<double>() / ceiling;
-        }
+    // bench[SIDE_ceiling] from `measure`, and each point's share of it; a failure is recorded.
+    const auto ceiling = [&bench](const std::string& side, const auto& measure) {
+      const std::string key = side + "_ceiling";
+      try {
+        bench[key] = measure();
+        if (!bench[key].contains("images_per_second")) return;
+        const double rate = bench[key]["images_per_second"]["median"].get<double>();
+        for (auto& point : bench["points"]) point[key + "_fraction"] = point["images_per_second"]["median"].get<double>() / rate;
+      } catch (const std::exception& error) {
+        bench[key] = {{"error", error.what()}};
+        spdlog::warn("{} ceiling not measured: {}", side, error.what());
       }
-    } catch (const std::exception& error) {
-      bench["input_ceiling"] = {{"error", error.what()}};
-      spdlog::warn("input ceiling not measured: {}", error.what());
-    }
+    };
+    ceiling("input", [&] { return measure_input_ceiling(pipeline, threads, options.repeat); });
+    ceiling("output", [&] {  // the last run's outputs are still in the scratch directory
+      const fs::path copies = scratch.path() / "output-ceiling";
+      nlohmann::json result = measure_output_ceiling(scratch.path() / "out", copies,
+                                                     bench["points"].back()["items"].get<int64_t>(), threads, options.repeat);
+      fs::remove_all(copies);
+      return result;
+    });
   }
   pipeline.input.dir = original_input;
   analyse_scaling(bench);

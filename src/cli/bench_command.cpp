@@ -54,8 +54,9 @@ BenchCommand::BenchCommand(CLI::App& app, int argc, char** argv) : args_(std::ma
       ->check(CLI::Range(0, kMaxBuffersPerStream));
   command_->add_flag("--trace", a.options.trace, "write OUT/traces/point-K.trace.json from each point's last warm-up");
   command_->add_flag("--ceiling", a.options.ceiling,
-                     "after the points, time reading the inputs (and copying them to the GPU) with no steps: the "
-                     "most any pipeline could reach on them here, and each point's share of it");
+                     "after the points, time reading the inputs (and copying them to the GPU) with no steps, and "
+                     "writing the last run's output files again with no formatting: the most any pipeline could "
+                     "reach here on each side, and each point's share of it");
   command_->footer("Exit codes: 0 every point ran without failed items; 1 bad command line or pipeline; 2 a point had "
                    "failed items or errors (named); 3 the bench could not start; 130 interrupted.");
 }

@@ -109,11 +109,9 @@ void collect_batch(RunContext& run, GpuSlot& slot, ItemBatch& items, GpuTimeline
 }
 
 void fail_batch(RunContext& run, ItemBatch& items, GpuSlot& slot, const std::string& what, cudaError_t code) {
+  const std::string reason = device_failure(slot.device, what, code);
   for (WorkItem* item : items) {
-    if (item->status == ItemStatus::failed) continue;
-    // Without a CUDA error (a step's own failure) the device is not part of the reason.
-    const std::string device = code == cudaSuccess ? "" : "GPU " + std::to_string(slot.device) + ": ";
-    item->fail(item_name(item->ref) + ": " + device + what);
+    if (item->status != ItemStatus::failed) item->fail(item_name(item->ref) + ": " + reason);
   }
   halt_if_sticky(run, slot.device, what, code);
 }

@@ -142,9 +142,7 @@ void collect_item(RunContext& run, GpuSlot& slot, WorkItem& item, GpuTimeline& t
 }
 
 void fail_on_device(RunContext& run, WorkItem& item, GpuSlot& slot, const std::string& what, cudaError_t code) {
-  // Without a CUDA error (a step's own failure) the device is not part of the reason.
-  const std::string device = code == cudaSuccess ? "" : "GPU " + std::to_string(slot.device) + ": ";
-  item.fail(item_name(item.ref) + ": " + device + what);
+  item.fail(item_name(item.ref) + ": " + device_failure(slot.device, what, code));
   halt_if_sticky(run, slot.device, what, code);
 }
 

@@ -181,6 +181,12 @@ inline std::string cuda_error_text(cudaError_t status) {
   return std::string("CUDA error ") + cudaGetErrorName(status) + ": " + cudaGetErrorString(status);
 }
 
+// An item's failure on `device`: "GPU N: what" for a CUDA error; a step's own failure (code
+// cudaSuccess) reads as it does on the CPU, without the device.
+inline std::string device_failure(int device, const std::string& what, cudaError_t code) {
+  return code == cudaSuccess ? what : "GPU " + std::to_string(device) + ": " + what;
+}
+
 // After a failure on `device`: a sticky CUDA error (the device is unusable) halts the run.
 inline void halt_if_sticky(RunContext& run, int device, const std::string& what, cudaError_t code) {
   if (cuda::is_sticky(code)) {

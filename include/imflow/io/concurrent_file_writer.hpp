@@ -1,12 +1,12 @@
 // Writes byte ranges of one open file from several threads at once. write() and pwrite() into one
 // file take the file's lock (tmpfs, ext4, XFS), so threads filling it side by side would copy one
-// at a time; copy_at() copies a range through a shared mapping of the file instead, after
-// fallocate() has given the range its blocks, so that a full filesystem is an error code, not a
-// SIGBUS, and unmaps the range's pages once copied (they stay in the file), so that they do not
-// count as the process's resident memory. A page written through a mapping costs more than
-// through pwrite() (a fault, and tmpfs zeroes the page first), so a thread that writes alone
-// should use write_at(). Where the file cannot be mapped or has no fallocate (NFS, some FUSE
-// filesystems), copy_at() is write_at().
+// at a time; copy_at() copies a range through a shared mapping of the file instead, after its
+// pages have been faulted in (MADV_POPULATE_WRITE, on all copying threads at once), so that a
+// full filesystem is an error code, not a SIGBUS, and unmaps the range's pages once copied (they
+// stay in the file), so that they do not count as the process's resident memory. A page written
+// through a mapping costs more than through pwrite() (a fault, and tmpfs zeroes the page first),
+// so a thread that writes alone should use write_at(). Where the file cannot be mapped or has no
+// fallocate (NFS, some FUSE filesystems), copy_at() is write_at().
 #pragma once
 #include <cstddef>
 #include <cstdint>

@@ -8,7 +8,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cstring>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -82,7 +81,7 @@ double write_pass(const std::vector<OutputFile>& files, const fs::path& target, 
             const uint64_t offset = task.block * kBlockBytes;
             const std::string_view pieces[] = {std::string_view(content).substr(0, std::min(kBlockBytes, file.bytes - offset))};
             if (const int failure = copiers[task.file]->copy_at(offset, pieces); failure != 0) {
-              throw OutputError((target / file.relative).string() + ": write failed: " + std::strerror(failure));
+              throw write_failed(target / file.relative, failure);
             }
           }
         },

@@ -53,8 +53,7 @@ TEST_CASE("the output ceiling writes every file of the run again with its size",
     CHECK(fs::file_size(scratch / name) == size);
     CHECK(fs::file_size(written / name) == size);
   }
-  std::ifstream original(written / "a.cat.csv");
-  CHECK(std::string(std::istreambuf_iterator<char>(original), {}) == std::string(1000, 'x'));
+  CHECK(test::read_text(written / "a.cat.csv") == std::string(1000, 'x'));
 }
 
 TEST_CASE("the output ceiling is skipped when the run wrote nothing", "[bench][ceiling]") {

@@ -7,6 +7,7 @@
 #include <map>
 #include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace imflow {
@@ -51,28 +52,34 @@ class TraceStage {
   ~TraceStage();
   TraceStage(const TraceStage&) = delete;
   TraceStage& operator=(const TraceStage&) = delete;
+  // The stage the calling thread is timing in a traced run, else null: handed to the parts that
+  // run on other threads (tbb::parallel_for_each), whose own open stage may be another item's.
+  static const TraceStage* open();
 
  private:
   friend class TracePart;
   Trace* trace_;
   const std::string& track_;
   int64_t item_;
+  std::thread::id thread_;
   TraceStage* outer_;
 };
 
-// One part of the stage open on this thread (e.g. the write stage's "catalog csv"), an event on
-// the stage's track nested under it; nothing when the run is not traced or no stage is open here
-// (a part run on a helper thread).
+// One part of a stage (e.g. the write stage's "catalog csv"): by default of the stage open on
+// this thread, an event on the stage's track nested under it; a part of `stage` run on another
+// thread goes on that thread's track "helper #N" (N its TBB thread index), with the stage's item.
+// Nothing when the run is not traced or no stage is given or open.
 class TracePart {
  public:
   explicit TracePart(const char* name);
+  TracePart(const char* name, const TraceStage* stage);
   ~TracePart();
   TracePart(const TracePart&) = delete;
   TracePart& operator=(const TracePart&) = delete;
 
  private:
   const char* name_;
-  TraceStage* stage_;
+  const TraceStage* stage_;
   Trace::Clock::time_point start_;
   double cpu_start_us_ = 0.0;
 };

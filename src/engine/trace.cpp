@@ -1,8 +1,9 @@
 // Trace: collects complete events and writes the Chrome trace JSON format; TraceStage/TracePart:
-// a stage's parts on the thread that times it.
+// a stage's parts, on the thread that times it or on helpers.
 #include "imflow/trace.hpp"
 
 #include <nlohmann/json.hpp>
+#include <tbb/task_arena.h>
 
 #include <cstdio>
 #include <ctime>
@@ -67,14 +68,20 @@ void Trace::write(const std::filesystem::path& path) const {
 }
 
 TraceStage::TraceStage(Trace* trace, const std::string& track, int64_t item)
-    : trace_(trace), track_(track), item_(item), outer_(open_stage) {
+    : trace_(trace), track_(track), item_(item), thread_(std::this_thread::get_id()), outer_(open_stage) {
   open_stage = this;
 }
 
 TraceStage::~TraceStage() { open_stage = outer_; }
 
-TracePart::TracePart(const char* name)
-    : name_(name), stage_(open_stage != nullptr && open_stage->trace_ != nullptr ? open_stage : nullptr) {
+const TraceStage* TraceStage::open() {
+  return open_stage != nullptr && open_stage->trace_ != nullptr ? open_stage : nullptr;
+}
+
+TracePart::TracePart(const char* name) : TracePart(name, TraceStage::open()) {}
+
+TracePart::TracePart(const char* name, const TraceStage* stage)
+    : name_(name), stage_(stage != nullptr && stage->trace_ != nullptr ? stage : nullptr) {
   if (stage_ == nullptr) return;
   start_ = Trace::Clock::now();
   cpu_start_us_ = Trace::thread_cpu_us();
@@ -84,7 +91,10 @@ TracePart::~TracePart() {
   if (stage_ == nullptr) return;
   Trace& trace = *stage_->trace_;
   const double start = trace.to_us(start_);
-  trace.add(stage_->track_, name_, start, trace.now_us() - start,
+  const bool on_stage_thread = std::this_thread::get_id() == stage_->thread_;
+  const std::string helper =
+      on_stage_thread ? std::string() : "helper #" + std::to_string(tbb::this_task_arena::current_thread_index());
+  trace.add(on_stage_thread ? stage_->track_ : helper, name_, start, trace.now_us() - start,
             Trace::with_cpu_us("{\"item\":" + std::to_string(stage_->item_) + "}", cpu_start_us_));
 }
 

@@ -107,8 +107,9 @@ void write_catalog_files(const fs::path& stem, const Catalog& catalog, const Pho
   add("fits", "catalog fits", ".cat.fits", [&](const fs::path& path) { write_catalog_fits(path, catalog, cards, photometry); });
   // STEM.ldac: SCAMP names its output header STEM.head, the name SWarp looks for beside STEM.fits.
   add("ldac", "catalog ldac", ".ldac", [&](const fs::path& path) { write_catalog_ldac(path, catalog, ldac_header(), cards, photometry); });
-  const auto write = [](CatalogFile& file) {
-    TracePart part(file.part);
+  const TraceStage* stage = TraceStage::open();  // also the stage of the files written on helpers
+  const auto write = [stage](CatalogFile& file) {
+    TracePart part(file.part, stage);
     file.write(file.path);
     file.done = true;
   };

@@ -86,6 +86,7 @@ void ItemSource::set_companion_extnames(const std::vector<CompanionSpec>& compan
 
 bool ItemSource::selected(const InputFormat& format, const PlaneInfo& plane) const {
   if (std::string_view(format.name) != "fits") return true;
+  if (!plane.error.empty() && plane.width == 0) return true;  // a header not read: it may be any of them
   const std::string name = normalized_extname(plane.extname);
   if (std::find(companion_extnames_.begin(), companion_extnames_.end(), name) != companion_extnames_.end()) return false;
   return extnames_.empty() || std::find(extnames_.begin(), extnames_.end(), name) != extnames_.end();
@@ -150,7 +151,8 @@ std::vector<ItemRef> ItemSource::scan_file(size_t file_index) const {
       ref.plane = plane.plane;
       ref.planes = plane.planes;
       ref.bit_depth = plane.bit_depth;
-      std::vector<ItemRef> tiles = tiler_ ? tiler_(ref, plane) : std::vector<ItemRef>{};
+      ref.error = plane.error;
+      std::vector<ItemRef> tiles = tiler_ && plane.error.empty() ? tiler_(ref, plane) : std::vector<ItemRef>{};
       if (tiles.empty()) {
         refs.push_back(std::move(ref));
       } else {

@@ -5,6 +5,7 @@
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <limits>
@@ -15,6 +16,7 @@
 #include "fits_direct_read.hpp"
 #include "fits_read_paths.hpp"
 #include "fits_status.hpp"
+#include "gzip_members.hpp"
 #include "imflow/errors.hpp"
 #include "imflow/io/fits.hpp"
 #include "imflow/io/input_format.hpp"
@@ -26,40 +28,6 @@ namespace fs = std::filesystem;
 using detail::fits_error_text;
 using detail::FitsFile;
 
-namespace detail {
-namespace {
-// Text in which CFITSIO's whole-path search for ".Z" or ".bz2" (its choice of decompressor for a
-// compressed file) would find one.
-bool misleads_decompressor(std::string_view text) {
-  return text.find(".Z") != std::string_view::npos || text.find(".bz2") != std::string_view::npos;
-}
-
-int open_via_descriptor(FitsFile& file, int fd, const std::string& rest, int* status) {
-  file.hold_descriptor(fd);
-  const std::string via_fd = "/proc/self/fd/" + std::to_string(fd) + rest;
-  return fits_open_diskfile(file.out(), via_fd.c_str(), READONLY, status);
-}
-}  // namespace
-
-int open_fits_readonly(FitsFile& file, const fs::path& path, int* status) {
-  const std::string directory = path.parent_path().string(), name = path.filename().string();
-  // A ".Z" or ".bz2" suffix is the name's own and must stay (it is what picks that decompressor).
-  const bool compress_suffix = name.ends_with(".Z") || name.ends_with(".bz2");
-  if (!compress_suffix && misleads_decompressor(name)) {  // e.g. "run.Zband.fits.gz": the file itself
-    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd >= 0) return open_via_descriptor(file, fd, "", status);
-  } else if (misleads_decompressor(directory)) {  // e.g. "/data/run.Zeta/img.fits.gz": its directory
-    const int dir = ::open(directory.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (dir >= 0) return open_via_descriptor(file, dir, "/" + name, status);
-  }
-  return fits_open_diskfile(file.out(), path.c_str(), READONLY, status);  // also reports a failed open
-}
-
-void FitsFile::release_descriptor() {
-  if (descriptor_ >= 0) ::close(descriptor_);
-  descriptor_ = -1;
-}
-}  // namespace detail
 
 int64_t FitsImageInfo::planes() const {
   int64_t count = 1;
@@ -134,6 +102,43 @@ void check_data_fits_in_file(fitsfile* file, const fs::path& path, const FitsIma
                      " after the header (truncated file or lying header)");
   }
 }
+
+// After the last HDU CFITSIO reads (it counts HDUs up to the first it cannot parse): in a plain
+// file, an extension whose header it rejects (the bytes there start with XTENSION) is an HDU
+// that fails with CFITSIO's reason; any other non-zero bytes there are logged as ignored.
+std::optional<FitsImageInfo> unreadable_extension_after(fitsfile* file, const fs::path& path, int hdus, uintmax_t file_size) {
+  int status = 0;
+  char url_type[FLEN_FILENAME] = {0};
+  if (whole_file_compressed(path) || fits_url_type(file, url_type, &status) != 0 || std::string(url_type) != "file://") {
+    return std::nullopt;
+  }
+  long long header_start = 0, data_start = 0, data_end = 0;
+  if (fits_movabs_hdu(file, hdus, nullptr, &status) != 0 ||
+      fits_get_hduaddrll(file, &header_start, &data_start, &data_end, &status) != 0 ||
+      static_cast<uintmax_t>(data_end) >= file_size) {
+    return std::nullopt;
+  }
+  char next[2880] = {0};
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return std::nullopt;
+  const ssize_t got = ::pread(fd, next, sizeof next, static_cast<off_t>(data_end));
+  ::close(fd);
+  if (got <= 0) return std::nullopt;
+  if (got >= 8 && std::string_view(next, 8) == "XTENSION") {
+    status = 0;
+    fits_clear_errmsg();  // the count's own try at it left the same lines
+    fits_movabs_hdu(file, hdus + 1, nullptr, &status);  // fails: CFITSIO's reason
+    FitsImageInfo info;
+    info.hdu = hdus;
+    info.error = fits_error_text(path, "HDU " + std::to_string(hdus) + ": unreadable extension header", status);
+    return info;
+  }
+  if (std::any_of(next, next + got, [](char c) { return c != 0; })) {
+    spdlog::warn("{}: {} bytes after the last HDU are not a FITS extension: ignored", path.string(),
+                 file_size - static_cast<uintmax_t>(data_end));
+  }
+  return std::nullopt;
+}
 }  // namespace
 
 std::vector<FitsImageInfo> scan_fits(const fs::path& path) {
@@ -152,11 +157,18 @@ std::vector<FitsImageInfo> scan_fits(const fs::path& path) {
       throw InputError(fits_error_text(path, "cannot read HDU " + std::to_string(hdu), status));
     }
     if (type != IMAGE_HDU) continue;  // tile-compressed images report IMAGE_HDU too
-    FitsImageInfo info = read_image_header(file.get(), path, hdu);
-    if (!has_pixels(info)) continue;
-    check_data_fits_in_file(file.get(), path, info, file_size);
+    FitsImageInfo info;
+    try {
+      info = read_image_header(file.get(), path, hdu);
+      if (!has_pixels(info)) continue;
+      check_data_fits_in_file(file.get(), path, info, file_size);
+    } catch (const InputError& failure) {  // this HDU fails; the others go on
+      info.hdu = hdu;
+      info.error = failure.what();
+    }
     images.push_back(std::move(info));
   }
+  if (auto unreadable = unreadable_extension_after(file.get(), path, hdus, file_size)) images.push_back(std::move(*unreadable));
   if (images.empty()) throw InputError(path.string() + ": no image HDU with at least two non-empty axes");
   return images;
 }
@@ -223,6 +235,40 @@ std::optional<detail::DirectImageLayout> direct_layout(const OpenPlane& open, co
   if (read_path != detail::FitsReadPath::fastest || whole_file_compressed(path)) return std::nullopt;
   return detail::direct_image_layout(open.file.get(), open.info);
 }
+
+// CFITSIO's read of pixels of the open HDU (`read` makes the call with the status it is given),
+// a failure thrown as "FILE: what: CFITSIO error ...". A tile-compressed HDU's failure is read
+// again inside FitsMessages, for CFITSIO's own account of it (its status alone says "non-CFITSIO
+// program error" of a corrupt tile); pixel reads that succeed never take the messages' lock. A
+// gzip file of several members ends early in CFITSIO, which inflates only the first: said so.
+template <typename Read>
+void read_pixels(const OpenPlane& open, const fs::path& path, const std::string& what, Read read) {
+  int status = 0;
+  if (read(&status) == 0) return;
+  int ignored = 0;
+  if (fits_is_compressed_image(open.file.get(), &ignored)) {
+    const detail::FitsMessages messages;
+    status = 0;
+    if (read(&status) == 0) return;
+    throw InputError(fits_error_text(path, what, status));
+  }
+  std::string message = fits_error_text(path, what, status);
+  if (status == END_OF_FILE && whole_file_compressed(path) && detail::has_several_gzip_members(path)) {
+    message += ": the file is a gzip of several members (as bgzip or `cat a.gz b.gz` write), of which CFITSIO "
+               "reads only the first; gunzip it, or recompress it with gzip as one member";
+  }
+  throw InputError(message);
+}
+
+// Undefined pixels become NaN: an integer image's BLANK ones, and a tile-compressed image's
+// (a quantized float image stores its NaNs as ZBLANK integers, restored only by a null check).
+// An uncompressed float image needs no check: its undefined pixels already are NaN, and scaling
+// keeps them NaN; skipping the per-pixel test makes those reads faster (measured on 2048x2048
+// BITPIX -32 frames).
+bool needs_null_check(const OpenPlane& open) {
+  int ignored = 0;
+  return open.info.bitpix > 0 || fits_is_compressed_image(open.file.get(), &ignored) != 0;
+}
 }  // namespace
 
 namespace detail {
@@ -253,18 +299,12 @@ int64_t read_fits_plane(const fs::path& path, int hdu, int64_t plane, ImageBuffe
     warn_out_of_float_range(path, hdu, plane, info, out);
     return width * height * (std::abs(info.bitpix) / 8);
   }
-  // Integer images: pixels equal to BLANK become NaN (CFITSIO's null check). Float images need no
-  // check: their undefined pixels already are NaN, and scaling keeps them NaN; skipping the
-  // per-pixel test makes float reads faster (measured on 2048x2048 BITPIX -32 frames).
   float null_value = std::numeric_limits<float>::quiet_NaN();
-  float* null_check = info.bitpix > 0 ? &null_value : nullptr;
+  float* null_check = needs_null_check(open) ? &null_value : nullptr;
   int any_null = 0;
-  int status = 0;  // a long call: its failure is reported by status (fits_status.hpp)
-  if (fits_read_pixll(open.file.get(), TFLOAT, open.first, width * height, null_check, out.data(), &any_null, &status) != 0) {
-    throw InputError(fits_error_text(path, "HDU " + std::to_string(hdu) + " plane " + std::to_string(plane) +
-                                               ": cannot read pixels",
-                                     status));
-  }
+  read_pixels(open, path, plane_text(hdu, plane) + ": cannot read pixels", [&](int* status) {
+    return fits_read_pixll(open.file.get(), TFLOAT, open.first, width * height, null_check, out.data(), &any_null, status);
+  });
   return width * height * (std::abs(info.bitpix) / 8);
 }
 
@@ -297,15 +337,13 @@ int64_t read_fits_region(const fs::path& path, int hdu, int64_t plane, const Til
   first[1] = static_cast<long>(region.y + 1);
   last[1] = static_cast<long>(region.y_end());
   float null_value = std::numeric_limits<float>::quiet_NaN();
+  float* null_check = needs_null_check(open) ? &null_value : nullptr;
   int any_null = 0;
-  int status = 0;  // a long call: its failure is reported by status (fits_status.hpp)
-  if (fits_read_subset(open.file.get(), TFLOAT, first, last, step, info.bitpix > 0 ? &null_value : nullptr, out.data(),
-                       &any_null, &status) != 0) {
-    throw InputError(fits_error_text(path, "HDU " + std::to_string(hdu) + " plane " + std::to_string(plane) +
-                                               ": cannot read the tile at x " + std::to_string(region.x) + ", y " +
-                                               std::to_string(region.y),
-                                     status));
-  }
+  read_pixels(open, path,
+              plane_text(hdu, plane) + ": cannot read the tile at x " + std::to_string(region.x) + ", y " + std::to_string(region.y),
+              [&](int* status) {
+                return fits_read_subset(open.file.get(), TFLOAT, first, last, step, null_check, out.data(), &any_null, status);
+              });
   return region.size() * (std::abs(info.bitpix) / 8);
 }
 

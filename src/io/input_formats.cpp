@@ -20,8 +20,12 @@ std::string lower(std::string text) {
 std::vector<PlaneInfo> scan_fits_planes(const fs::path& path) {
   std::vector<PlaneInfo> planes;
   for (const FitsImageInfo& image : scan_fits(path)) {
+    if (!image.error.empty()) {
+      planes.push_back({image.hdu, 0, 1, image.width(), image.height(), 0, image.extname, image.error});
+      continue;
+    }
     for (int64_t p = 0; p < image.planes(); ++p) {
-      planes.push_back({image.hdu, p, image.planes(), image.width(), image.height(), 0, image.extname});
+      planes.push_back({image.hdu, p, image.planes(), image.width(), image.height(), 0, image.extname, ""});
     }
   }
   return planes;

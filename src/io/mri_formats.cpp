@@ -28,7 +28,7 @@ std::vector<PlaneInfo> scan_nifti_planes(const std::filesystem::path& path) {
   const int64_t count = info.slices(axis);
   planes.reserve(static_cast<size_t>(count));
   for (int64_t p = 0; p < count; ++p) {
-    planes.push_back({0, p, count, info.slice_width(axis), info.slice_height(axis), info.bit_depth(), ""});
+    planes.push_back({0, p, count, info.slice_width(axis), info.slice_height(axis), info.bit_depth(), "", ""});
   }
   return planes;
 }

@@ -21,6 +21,9 @@ struct FitsImageInfo {
   int bitpix = 0;               // as stored (for tile-compressed images, the image's BITPIX)
   std::vector<int64_t> naxes;   // NAXIS1, NAXIS2, ...
   std::string extname;          // EXTNAME, empty when absent
+  // Set by scan_fits for an HDU that cannot be read (its header, or data the file does not hold):
+  // the reason, naming the file; its item fails with it while the file's other HDUs go on.
+  std::string error;
   int64_t width() const { return naxes.size() > 0 ? naxes[0] : 0; }
   int64_t height() const { return naxes.size() > 1 ? naxes[1] : 0; }
   // Planes: product of NAXIS3 and beyond (1 for a 2-D image).
@@ -41,8 +44,11 @@ struct ReadLimits {
 };
 
 // Every image HDU of the file with at least two axes, all non-zero (empty primaries and tables
-// are skipped). Throws InputError naming the file when it is not a readable FITS file, when a
-// header claims more data than the file holds, or when it has no image at all.
+// are skipped), and each HDU that cannot be read with its `error`: an image header CFITSIO rejects,
+// a header that claims more data than the file holds, an extension after the last readable HDU
+// whose header cannot be parsed (a plain file's bytes there start with XTENSION; other bytes
+// there are logged as ignored). Throws InputError naming the file when it is not a readable FITS
+// file or has no image HDU at all.
 std::vector<FitsImageInfo> scan_fits(const std::filesystem::path& path);
 
 // Read plane `plane` of HDU `hdu` into `out` (resized). Returns the bytes of data as stored.

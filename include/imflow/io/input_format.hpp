@@ -24,6 +24,7 @@ struct PlaneInfo {
   int64_t height = 0;
   int bit_depth = 0;    // integer sample depth as stored (8, 16), 0 for float/other (ItemRef::bit_depth)
   std::string extname;  // FITS EXTNAME of the HDU (empty when absent or not FITS)
+  std::string error;    // set: this HDU cannot be read (the reason, naming the file); its item fails
 };
 
 struct InputFormat {

@@ -1,0 +1,158 @@
+// FITS files as transfers and tools damage them, and compressed ones as surveys ship them: NaNs of
+// a quantized tile-compressed float image; an extension whose header or data is damaged fails
+// alone; a corrupt tile says why; a gzip of several members says what it is.
+#include <catch2/catch.hpp>
+#include <zlib.h>
+
+#include <cmath>
+#include <fstream>
+#include <limits>
+#include <nlohmann/json.hpp>
+
+#include "imflow/engine.hpp"
+#include "imflow/errors.hpp"
+#include "imflow/io/fits.hpp"
+#include "test_helpers.hpp"
+
+using namespace imflow;
+namespace fs = std::filesystem;
+
+namespace {
+constexpr int kSide = 64;
+
+std::string file_bytes(const fs::path& path) { return test::read_text(path); }
+
+void write_bytes(const fs::path& path, const std::string& bytes) { std::ofstream(path, std::ios::binary) << bytes; }
+
+// An empty primary and three 64x64 float32 extensions, each a star field.
+void write_three_extensions(const fs::path& path) {
+  test::write_empty_primary(path);
+  for (unsigned chip = 0; chip < 3; ++chip) {
+    test::write_fits(path, -32, {kSide, kSide}, test::star_field(kSide, kSide, chip), 1.0, 0.0, nullptr, false);
+  }
+}
+
+// The offset of the n-th (0-based) extension header of a plain file.
+size_t extension_offset(const std::string& bytes, int n) {
+  for (size_t at = 2880; at < bytes.size(); at += 2880) {
+    if (bytes.compare(at, 8, "XTENSION") == 0 && n-- == 0) return at;
+  }
+  FAIL("no extension " << n);
+  return 0;
+}
+
+std::string read_error(const fs::path& path, int hdu) {
+  ImageBuffer image;
+  try {
+    read_fits_plane(path, hdu, 0, image);
+  } catch (const InputError& error) {
+    return error.what();
+  }
+  return "";
+}
+}  // namespace
+
+TEST_CASE("a quantized tile-compressed float image keeps its NaN pixels", "[fits][damaged]") {
+  test::TempDir dir("fits_compressed_nan");
+  std::vector<double> values = test::star_field(kSide, kSide, 5);
+  for (int y = 10; y < 14; ++y)
+    for (int x = 20; x < 26; ++x) values[static_cast<size_t>(y) * kSide + x] = std::numeric_limits<double>::quiet_NaN();
+  test::write_fits(dir / "plain.fits", -32, {kSide, kSide}, values);
+  test::write_tile_compressed(dir / "plain.fits", dir / "packed.fits.fz");  // RICE_1, quantized
+  ImageBuffer image;
+  read_fits_plane(dir / "packed.fits.fz", 1, 0, image);
+  int64_t nan_pixels = 0, nan_where_written = 0;
+  for (int64_t i = 0; i < image.size(); ++i) {
+    nan_pixels += std::isnan(image.data()[i]) ? 1 : 0;
+    nan_where_written += std::isnan(image.data()[i]) && std::isnan(values[static_cast<size_t>(i)]) ? 1 : 0;
+  }
+  CHECK(nan_pixels == 24);
+  CHECK(nan_where_written == 24);
+  // The tiles' other pixels are the quantized values (within the quantization step of the noise).
+  CHECK(image.data()[5 * kSide + 5] == Approx(values[5 * kSide + 5]).margin(1.0));
+}
+
+TEST_CASE("an extension with a damaged header fails alone, named by its HDU", "[fits][damaged]") {
+  test::TempDir dir("fits_damaged_header");
+  write_three_extensions(dir / "plain.fits");
+  std::string bytes = file_bytes(dir / "plain.fits");
+  const size_t third = extension_offset(bytes, 2);
+  bytes.replace(third + 3 * 80, 80, std::string("NAXIS1  =                  abc").append(50, ' '));
+  write_bytes(dir / "mef.fits", bytes);
+  const std::vector<FitsImageInfo> images = scan_fits(dir / "mef.fits");
+  REQUIRE(images.size() == 3);
+  CHECK(images[0].hdu == 1);
+  CHECK(images[0].error.empty());
+  CHECK(images[1].hdu == 2);
+  CHECK(images[1].error.empty());
+  CHECK(images[2].hdu == 3);
+  CHECK_THAT(images[2].error, Catch::Contains("mef.fits: HDU 3: unreadable extension header") &&
+                                  Catch::Contains("illegal NAXISn keyword value"));
+  // Bytes after the last HDU that are no extension are ignored: the file reads as before.
+  write_bytes(dir / "junk.fits", file_bytes(dir / "plain.fits") + std::string(100, 'x'));
+  const std::vector<FitsImageInfo> with_junk = scan_fits(dir / "junk.fits");
+  REQUIRE(with_junk.size() == 3);
+  for (const FitsImageInfo& image : with_junk) CHECK(image.error.empty());
+}
+
+TEST_CASE("a truncated last extension fails alone; the run reports it under its HDU", "[fits][damaged][engine]") {
+  test::TempDir dir("fits_truncated_extension");
+  fs::create_directories(dir / "in");
+  write_three_extensions(dir / "plain.fits");
+  const std::string bytes = file_bytes(dir / "plain.fits");
+  write_bytes(dir / "in" / "cut.fits", bytes.substr(0, extension_offset(bytes, 2) + 2880 + 5760));
+  const std::vector<FitsImageInfo> images = scan_fits(dir / "in" / "cut.fits");
+  REQUIRE(images.size() == 3);
+  CHECK(images[2].width() == kSide);  // its header was read
+  CHECK_THAT(images[2].error, Catch::Contains("cut.fits: HDU 3: header claims 16384 bytes of data but the file holds only 5760"));
+  Pipeline pipeline = test::pipeline_from("output: {formats: [csv]}\ndevice: cpu\nsteps: [background, segment, label, measure]\n");
+  pipeline.input.dir = dir / "in";
+  pipeline.output.dir = dir / "out";
+  const RunSummary summary = run_pipeline(pipeline, RunOptions{});
+  CHECK(summary.succeeded() == 2);
+  CHECK(summary.failed() == 1);
+  const nlohmann::json json = nlohmann::json::parse(test::read_text(dir / "out" / "summary.json"));
+  for (const auto& item : json["items"]) {
+    INFO(item.dump());
+    CHECK((item["status"] == "failed") == (item["hdu"] == 3));
+  }
+  CHECK(fs::exists(dir / "out" / "cut.hdu1.cat.csv"));
+  CHECK(fs::exists(dir / "out" / "cut.hdu2.cat.csv"));
+  CHECK(!fs::exists(dir / "out" / "cut.hdu3.cat.csv"));
+}
+
+TEST_CASE("a corrupt compressed tile fails with CFITSIO's account of it", "[fits][damaged]") {
+  test::TempDir dir("fits_corrupt_tile");
+  std::vector<double> values(256 * 256);
+  for (size_t i = 0; i < values.size(); ++i) values[i] = 1000.0 + static_cast<double>((i * 7919) % 61);
+  test::write_fits(dir / "plain.fits", 16, {256, 256}, values);
+  test::write_tile_compressed(dir / "plain.fits", dir / "packed.fits.fz");
+  std::string bytes = file_bytes(dir / "packed.fits.fz");
+  bytes.replace(bytes.size() / 2, 64, std::string(64, '\xff'));
+  write_bytes(dir / "corrupt.fits.fz", bytes);
+  CHECK_THAT(read_error(dir / "corrupt.fits.fz", 1),
+             Catch::Contains("corrupt.fits.fz: HDU 1 plane 0: cannot read pixels") && Catch::Contains("decompression error"));
+}
+
+TEST_CASE("a gzip of several members is named as such when it reads short", "[fits][damaged]") {
+  test::TempDir dir("fits_gzip_members");
+  test::write_fits(dir / "plain.fits", -32, {kSide, kSide}, test::star_field(kSide, kSide, 9));
+  const std::string bytes = file_bytes(dir / "plain.fits");
+  for (const bool two : {false, true}) {
+    const fs::path path = dir / (two ? "two.fits.gz" : "one.fits.gz");
+    const size_t first = two ? bytes.size() / 2 : bytes.size();
+    for (const auto& [offset, size] : {std::pair{size_t{0}, first}, std::pair{first, bytes.size() - first}}) {
+      if (size == 0) continue;
+      gzFile member = gzopen(path.c_str(), offset == 0 ? "wb" : "ab");  // "ab": a member appended
+      REQUIRE(gzwrite(member, bytes.data() + offset, static_cast<unsigned>(size)) == static_cast<int>(size));
+      gzclose(member);
+    }
+    INFO(path);
+    if (two) {
+      CHECK_THAT(read_error(path, 0), Catch::Contains("two.fits.gz: HDU 0 plane 0: cannot read pixels") &&
+                                          Catch::Contains("a gzip of several members"));
+    } else {
+      CHECK(read_error(path, 0).empty());
+    }
+  }
+}

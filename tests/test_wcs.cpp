@@ -3,6 +3,7 @@
 // tests/wcs_reference_test.py checks real headers against astropy.wcs.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 #include <vector>
@@ -80,12 +81,44 @@ TEST_CASE("without an equatorial WCS the sky positions are NaN and nothing is re
     CHECK(std::isnan(catalog[0].dec));
     CHECK(wcs.catalog_cards().empty());
   }
-  SECTION("galactic axes: a WCS, but not RA/Dec") {
-    const ImageWcs wcs = tan_wcs_with_types("GLON-TAN", "GLAT-TAN");
+  SECTION("supergalactic axes: a WCS, but not RA/Dec") {
+    const ImageWcs wcs = tan_wcs_with_types("SLON-TAN", "SLAT-TAN");
     CHECK_FALSE(wcs.equatorial());
     CHECK(wcs.problem().empty());
     CHECK_FALSE(wcs.image_records().empty());  // still copied into image outputs
   }
+}
+
+TEST_CASE("galactic and ecliptic axes give RA/Dec in FK5 J2000, as astropy converts them", "[wcs]") {
+  // astropy 6: SkyCoord(150, 2, frame=...).fk5 (the header's CRVAL at CRPIX), and the galactic
+  // centre; the ecliptic within astropy's frame bias (0.03").
+  struct Case {
+    const char *ctype1, *ctype2;
+    double ra, dec, tolerance;
+  };
+  for (const Case& axes : {Case{"GLON-TAN", "GLAT-TAN", 63.371041510411125, 53.89469734779182, 1e-9},
+                           Case{"ELON-TAN", "ELAT-TAN", 152.81184243545755, 13.34340166339585, 0.03 / 3600}}) {
+    INFO(axes.ctype1);
+    const ImageWcs wcs = tan_wcs_with_types(axes.ctype1, axes.ctype2);
+    REQUIRE(wcs.equatorial());
+    CHECK(wcs.radesys() == "FK5");
+    CHECK(wcs.equinox() == 2000.0);
+    Catalog catalog = at({{49.0, 39.0}});
+    wcs.set_sky_positions(catalog);
+    CHECK(catalog[0].ra == Approx(axes.ra).margin(axes.tolerance));
+    CHECK(catalog[0].dec == Approx(axes.dec).margin(axes.tolerance));
+    const std::vector<std::string> records = wcs.image_records();  // outputs keep the image's axes
+    CHECK(std::any_of(records.begin(), records.end(), [&](const std::string& r) { return r.find(axes.ctype1) != std::string::npos; }));
+  }
+  std::vector<std::string> centre = kTan;
+  centre[5] = "CTYPE1  = 'GLON-CAR'";
+  centre[6] = "CTYPE2  = 'GLAT-CAR'";
+  centre[9] = "CRVAL1  = 0.0";
+  centre[10] = "CRVAL2  = 0.0";
+  Catalog catalog = at({{49.0, 39.0}});
+  ImageWcs::from_header(header(centre), {100, 80}, 0).set_sky_positions(catalog);
+  CHECK(catalog[0].ra == Approx(266.4049962340225).margin(1e-9));
+  CHECK(catalog[0].dec == Approx(-28.936172403391783).margin(1e-9));
 }
 
 TEST_CASE("a WCS that WCSLIB rejects is reported, and gives NaN positions", "[wcs]") {

@@ -5,12 +5,16 @@
 #include <wcslib/wcshdr.h>
 #include <wcslib/wcsmath.h>
 #include <wcslib/wcsutil.h>
+#include <wcslib/sph.h>
+#include <wcslib/wcstrig.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <limits>
+#include <optional>
 #include <utility>
 
 #include "fits_records.hpp"
@@ -51,6 +55,7 @@ ImageWcs& ImageWcs::operator=(ImageWcs&& other) noexcept {
   equinox_ = other.equinox_;
   lng_ = std::exchange(other.lng_, -1);
   lat_ = std::exchange(other.lat_, -1);
+  to_equatorial_ = std::exchange(other.to_equatorial_, std::nullopt);
   return *this;
 }
 
@@ -82,6 +87,24 @@ wcsprm* primary_of(const ImageWcs::Parsed& parsed) {
   return nullptr;
 }
 
+// The rotation from galactic or ecliptic axes to equatorial FK5 J2000 (WCSLIB's sphx2s Euler
+// angles: the equatorial longitude and colatitude of the axes' pole, and the axes' longitude of
+// the equatorial pole), as astropy's Galactic -> FK5 (its north galactic pole and longitude of
+// the celestial pole), and for the mean ecliptic of J2000 IAU 2006's obliquity (84381.406"): within
+// 0.03" of astropy's BarycentricMeanEcliptic -> FK5, which also applies the frame bias.
+std::optional<std::array<double, 5>> equatorial_rotation(const wcsprm& wcs) {
+  std::array<double, 5> euler{};
+  if (std::strcmp(wcs.lngtyp, "GLON") == 0 && std::strcmp(wcs.lattyp, "GLAT") == 0) {
+    euler = {192.8594812065348, 90.0 - 27.12825118085622, 122.9319185680026, 0.0, 0.0};
+  } else if (std::strcmp(wcs.lngtyp, "ELON") == 0 && std::strcmp(wcs.lattyp, "ELAT") == 0) {
+    euler = {270.0, 84381.406 / 3600.0, 90.0, 0.0, 0.0};
+  } else {
+    return std::nullopt;
+  }
+  euler[3] = cosd(euler[1]);
+  euler[4] = sind(euler[1]);
+  return euler;
+}
 }  // namespace
 
 std::vector<std::string> ImageWcs::image_records() const {
@@ -136,11 +159,17 @@ ImageWcs ImageWcs::from_header(const std::string& header, const std::vector<int6
     result.plane_pixel_[axis] = 1.0 + static_cast<double>(rest % std::max<int64_t>(1, naxes[axis]));
     rest /= std::max<int64_t>(1, naxes[axis]);
   }
-  if (wcs.lng >= 0 && wcs.lat >= 0 && std::strcmp(wcs.lngtyp, "RA") == 0 && std::strcmp(wcs.lattyp, "DEC") == 0) {
+  if (wcs.lng < 0 || wcs.lat < 0) return result;
+  if (std::strcmp(wcs.lngtyp, "RA") == 0 && std::strcmp(wcs.lattyp, "DEC") == 0) {
     result.lng_ = wcs.lng;
     result.lat_ = wcs.lat;
     result.radesys_ = wcs.radesys;
     result.equinox_ = undefined(wcs.equinox) ? 0.0 : wcs.equinox;
+  } else if ((result.to_equatorial_ = equatorial_rotation(wcs))) {
+    result.lng_ = wcs.lng;
+    result.lat_ = wcs.lat;
+    result.radesys_ = "FK5";
+    result.equinox_ = 2000.0;
   }
   return result;
 }
@@ -193,6 +222,7 @@ void ImageWcs::set_sky_positions(Catalog& catalog) const {
   constexpr size_t kBlock = 4096;
   const size_t n = static_cast<size_t>(wcs_->naxis);
   std::vector<double> pixel(kBlock * n), image(kBlock * n), world(kBlock * n), phi(kBlock), theta(kBlock);
+  std::vector<double> ra(kBlock), dec(kBlock);
   std::vector<int> status(kBlock);
   for (size_t first = 0; first < catalog.size(); first += kBlock) {
     const size_t count = std::min(kBlock, catalog.size() - first);
@@ -205,11 +235,18 @@ void ImageWcs::set_sky_positions(Catalog& catalog) const {
     const int result = wcsp2s(wcs_, static_cast<int>(count), static_cast<int>(n), pixel.data(), image.data(),
                               phi.data(), theta.data(), world.data(), status.data());
     for (size_t i = 0; i < count; ++i) {
+      ra[i] = world[i * n + static_cast<size_t>(lng_)];
+      dec[i] = world[i * n + static_cast<size_t>(lat_)];
+    }
+    if (to_equatorial_) {  // galactic or ecliptic longitude and latitude to RA and Dec, in place
+      sphx2s(to_equatorial_->data(), static_cast<int>(count), 0, 1, 1, ra.data(), dec.data(), ra.data(), dec.data());
+    }
+    for (size_t i = 0; i < count; ++i) {
       Source& source = catalog[first + i];
       const bool valid = (result == 0 || result == WCSERR_BAD_PIX) && status[i] == 0 &&
                          std::isfinite(source.x) && std::isfinite(source.y);
-      source.ra = valid ? world[i * n + static_cast<size_t>(lng_)] : kNaN;
-      source.dec = valid ? world[i * n + static_cast<size_t>(lat_)] : kNaN;
+      source.ra = valid ? ra[i] : kNaN;
+      source.dec = valid ? dec[i] : kNaN;
     }
   }
 }

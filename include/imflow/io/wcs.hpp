@@ -2,9 +2,11 @@
 // fixed as astropy.wcs does: wcspih with every non-standard form accepted, then wcsfix), the
 // sky position of catalog centroids, and the plane's WCS as header records for 2-D outputs.
 #pragma once
+#include <array>
 #include <cstdint>
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -35,17 +37,20 @@ class ImageWcs {
   // read_fits for a FITS item, an empty ImageWcs for other formats.
   static ImageWcs of_item(const ItemRef& ref);
 
-  // Equatorial celestial axes (RA/DEC), the image's first two: sky_positions gives RA/Dec.
+  // Celestial axes that give RA/Dec: equatorial (RA/DEC), or galactic (GLON/GLAT) or ecliptic
+  // (ELON/ELAT) rotated to equatorial FK5 J2000.
   bool equatorial() const;
   const std::string& problem() const { return problem_; }
   // Something the positions leave out (distortion lookup tables), worth a warning; empty if none.
   const std::string& note() const { return note_; }
-  // RADESYS ('ICRS', 'FK5', ...) and EQUINOX of the equatorial axes (empty / 0 when not given).
+  // RADESYS ('ICRS', 'FK5', ...) and EQUINOX of the equatorial axes (empty / 0 when not given);
+  // FK5 and 2000 for galactic or ecliptic axes.
   const std::string& radesys() const { return radesys_; }
   double equinox() const { return equinox_; }
 
-  // Set every source's ra and dec (degrees, the image's RADESYS/EQUINOX, no precession) from its
-  // 0-based centroid (x, y); NaN without an equatorial WCS or where the projection is undefined.
+  // Set every source's ra and dec (degrees, the image's RADESYS/EQUINOX, no precession; FK5 J2000
+  // from galactic or ecliptic axes) from its 0-based centroid (x, y); NaN without such a WCS or
+  // where the projection is undefined.
   void set_sky_positions(Catalog& catalog) const;
 
   // The 2-D WCS of the plane (image axes 1 and 2) as 80-character header records for an output
@@ -70,7 +75,8 @@ class ImageWcs {
   std::string note_;
   std::string radesys_;
   double equinox_ = 0.0;
-  int lng_ = -1, lat_ = -1;  // world axes of RA and Dec
+  int lng_ = -1, lat_ = -1;  // world axes of the celestial longitude and latitude
+  std::optional<std::array<double, 5>> to_equatorial_;  // galactic/ecliptic: sphx2s's Euler angles
 };
 
 }  // namespace imflow

@@ -56,7 +56,7 @@ __device__ DeviceSource catalog_row(const Accumulators& a, int64_t r, int64_t wi
     s.flags = (s.flags & ~(kFlagEdge | kFlagDeblended)) | (object.blended != 0 ? kFlagDeblended : 0) |
               (object.truncated != 0 ? kFlagEdge : 0);
   }
-  if (records != nullptr) s.flags = (s.flags & ~kFlagSingular) | (records[r].singular != 0 ? kFlagSingular : 0);
+  if (records != nullptr && records[r].singular != 0) s.flags |= kFlagSingular;  // SEP's analyse, or these moments
   return s;
 }
 

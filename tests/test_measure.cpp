@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "imflow/kernels/background_mesh.hpp"
+#include "imflow/kernels/deblend.hpp"
 #include "imflow/kernels/measure.hpp"
 #include "imflow/kernels/mesh_rows.hpp"
 
@@ -341,4 +342,28 @@ TEST_CASE("errors from the mesh grid's RMS rows equal those from the whole RMS m
   const double rms_here = rms[43 * w + 104];
   CHECK(rms_here == Approx(5.0).epsilon(0.25));
   CHECK(a.flux_iso_err == Approx(std::sqrt(54 * rms_here * rms_here + a.flux_iso / 1.5)).epsilon(0.02));
+}
+
+TEST_CASE("after deblend, flag 8 marks singular moments of either the deblend's analysis or the measured pixels", "[measure]") {
+  // Two objects on a 6x3 image: a single pixel (singular moments where measured) and a 3x3-like
+  // blob (regular moments); deblend's analysis (of the detection pixels) called neither, then the
+  // second one, singular.
+  std::vector<float> image(18, 0.f);
+  std::vector<int32_t> labels(18, 0);
+  image[1 * 6 + 1] = 5.f;
+  labels[1 * 6 + 1] = 1;
+  for (int y = 0; y < 3; ++y)
+    for (int x = 3; x < 6; ++x) {
+      image[y * 6 + x] = (x == 4 && y == 1) ? 4.f : 1.f;
+      labels[y * 6 + x] = 2;
+    }
+  imflow::kernels::DeblendResult deblend;
+  deblend.objects.resize(2);
+  const auto flags = [&] {
+    const auto catalog = imflow::kernels::measure_deblended({image.data(), 6, 3}, labels.data(), 2, deblend);
+    return std::pair{catalog[0].flags & imflow::kFlagSingular, catalog[1].flags & imflow::kFlagSingular};
+  };
+  CHECK(flags() == std::pair{imflow::kFlagSingular, 0});  // the measured single pixel: 1/12 added
+  deblend.objects[1].singular = true;
+  CHECK(flags() == std::pair{imflow::kFlagSingular, imflow::kFlagSingular});
 }

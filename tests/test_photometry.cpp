@@ -5,6 +5,7 @@
 #include <catch2/catch.hpp>
 
 #include <cmath>
+#include <limits>
 #include <numbers>
 #include <vector>
 
@@ -327,4 +328,24 @@ TEST_CASE("the row's last value or-s every measurement's aperture flags", "[phot
   const auto sampled = measure(field, spec, source, field.view());
   CHECK(sampled[0] == k::sum_circle(field.view(), 6.0, 24.0, 3.0, 5).sum);
   CHECK(sampled[0] != k::sum_circle(field.view(), 6.0, 24.0, 3.0, 0).sum);
+}
+
+TEST_CASE("without an ellipse the circular apertures are still measured; without a centre nothing", "[photometry]") {
+  Field field{64, 64, std::vector<float>(64 * 64, 2.0f), std::vector<int32_t>(64 * 64, 0)};
+  const k::PhotometrySpec spec = everything();
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  // Moments still indefinite after the singular term (b NaN): a centre, no ellipse.
+  const auto row = measure(field, spec, {31.3, 30.8, 1.2, nan, 0.3, 1}, field.view());
+  CHECK_THAT(row[spec.aperture_offset()], WithinRel(std::numbers::pi * 4.0 * 2.0, 1e-12));
+  CHECK_THAT(row[spec.aperture_offset() + 2], WithinRel(std::numbers::pi * 3.75 * 3.75 * 2.0, 1e-12));
+  for (int v = 0; v < 3; ++v) CHECK(std::isnan(row[spec.auto_offset() + v]));  // Kron radius, FLUX_AUTO, its error
+  CHECK(row[spec.auto_offset() + 3] == 0.0);                                    // FLAGS_AUTO
+  CHECK(std::isnan(row[spec.radius_offset()]));
+  CHECK(std::isnan(row[spec.window_offset()]));
+  CHECK(row[spec.window_offset() + k::kWinFlags] == 0.0);
+  CHECK(row[spec.flags_offset()] == 0.0);
+  // No centre: every value NaN, the flags 0.
+  const auto none = measure(field, spec, {nan, 30.8, 1.2, 1.0, 0.3, 1}, field.view());
+  CHECK(std::isnan(none[spec.aperture_offset()]));
+  CHECK(none[spec.flags_offset()] == 0.0);
 }

@@ -160,7 +160,7 @@ Catalog measure_deblended(ConstImageView image, const int32_t* labels, int32_t n
       catalog[k].flags =
           (catalog[k].flags & ~(kFlagEdge | kFlagDeblended)) | deblended | (objects[k].truncated ? kFlagEdge : 0);
     }
-    catalog[k].flags = (catalog[k].flags & ~kFlagSingular) | (objects[k].singular ? kFlagSingular : 0);
+    catalog[k].flags |= objects[k].singular ? kFlagSingular : 0;  // SEP's analyse, or these moments
   }
   return catalog;
 }

@@ -104,13 +104,17 @@ IMFLOW_HOST_DEVICE inline void measure_photometry(ApertureImage image, const int
     image.mirror_y = source.y;
   }
   const double x = source.x, y = source.y;
-  if (!(std::isfinite(x) && std::isfinite(y) && std::isfinite(source.a) && std::isfinite(source.b) &&
-        std::isfinite(source.theta))) {  // no ellipse (sum w <= 0): nothing to place an aperture with
+  // No centre (sum w <= 0): nothing to place an aperture at. No ellipse (moments that stay
+  // indefinite after the singular term, possible when the measured pixels are not those the
+  // segment was detected on): the circular apertures only, the rest NaN.
+  const bool centred = std::isfinite(x) && std::isfinite(y);
+  const bool ellipse = centred && std::isfinite(source.a) && std::isfinite(source.b) && std::isfinite(source.theta);
+  if (!ellipse) {
     for (int k = 0; k < spec.stride(); ++k) row[k] = std::numeric_limits<double>::quiet_NaN();
     if (spec.auto_flux) row[spec.auto_offset() + 3] = 0.0;
     if (spec.windowed) row[spec.window_offset() + kWinFlags] = 0.0;
     if (spec.measures()) row[spec.flags_offset()] = 0.0;
-    return;
+    if (!centred) return;
   }
   int32_t flags = 0;  // every measurement's aperture flags
   const bool weight_gain = weight_gain_noise2 > 0.0 && image.gain > 0.0;
@@ -119,11 +123,11 @@ IMFLOW_HOST_DEVICE inline void measure_photometry(ApertureImage image, const int
   params.kron_factor = spec.kron_fact;
   params.min_radius = spec.min_diameter / 2.0;
   params.min_kron_radius = spec.min_kron_radius;
-  if (spec.needs_auto()) {
+  if (spec.needs_auto() && ellipse) {
     automatic = auto_flux<Team>(image, x, y, source.a, source.b, source.theta, params);
     flags |= automatic.flag | (automatic.crowded ? kAutoCrowded : 0);
   }
-  if (spec.auto_flux) {
+  if (spec.auto_flux && ellipse) {
     double* out = row + spec.auto_offset();
     out[0] = automatic.kron_radius;
     out[1] = automatic.flux;
@@ -149,7 +153,7 @@ IMFLOW_HOST_DEVICE inline void measure_photometry(ApertureImage image, const int
     }
     flags |= sum.flag;
   }
-  if (spec.fractions == 0 && !spec.windowed) {
+  if (!ellipse || (spec.fractions == 0 && !spec.windowed)) {
     if (spec.measures()) row[spec.flags_offset()] = flags;
     return;
   }

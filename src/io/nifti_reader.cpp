@@ -21,6 +21,7 @@
 #include "imflow/io/input_format.hpp"
 #include "imflow/io/nifti.hpp"
 #include "luminance.hpp"
+#include "nifti_header_start.hpp"
 #include "nifti_slice.hpp"
 #include "nifti_volume_cache.hpp"
 
@@ -40,37 +41,6 @@ bool is_gzip(const fs::path& path) { return name_ends_with(path, ".gz"); }
 
 // NIfTI-1 pairs ("ni1") and Analyze 7.5 keep the header in X.hdr and the voxels in X.img.
 bool is_pair_header(const fs::path& path) { return name_ends_with(path, ".hdr") || name_ends_with(path, ".hdr.gz"); }
-
-// The header's first fields, read before nifticlib sees the file: nifticlib prints bare messages
-// ("bad dim[0]") to stderr for a file that is no NIfTI at all (a FITS header saved as X.hdr, say).
-// sizeof_hdr must be 348 (NIfTI-1, Analyze 7.5) or 540 (NIfTI-2) in either byte order, and dim[0]
-// 1..7 in that order.
-void check_header_start(const fs::path& path) {
-  unsigned char head[24] = {};
-  size_t got = 0;
-  if (znzFile file = znzopen(path.c_str(), "rb", nifti_is_gzfile(path.c_str())); !znz_isnull(file)) {
-    got = znzread(head, 1, sizeof head, file);
-    znzclose(file);
-  }
-  if (got > sizeof head) got = 0;  // read error
-  auto number = [&](size_t at, size_t bytes, bool big) {
-    int64_t value = 0;
-    for (size_t i = 0; i < bytes; ++i) value |= int64_t{head[at + (big ? bytes - 1 - i : i)]} << (8 * i);
-    return bytes == 2 ? static_cast<int16_t>(value) : value;
-  };
-  for (bool big : {false, true}) {
-    const int64_t size = got >= 4 ? number(0, 4, big) : 0;
-    if (size != 348 && size != 540) continue;
-    // dim[0]: int16 at byte 40 (NIfTI-1/Analyze), int64 at byte 16 (NIfTI-2); checked by nifticlib for 348.
-    if (size == 540 && got >= 24) {
-      const int64_t dims = number(16, 8, big);
-      if (dims < 1 || dims > 7) throw InputError(path.string() + ": NIfTI-2 header with dim[0] = " + std::to_string(dims) + " (expected 1 to 7)");
-    }
-    return;
-  }
-  throw InputError(path.string() + ": not a NIfTI-1, NIfTI-2 or Analyze 7.5 header (" +
-                   (got < 4 ? std::string("shorter than 4 bytes") : "sizeof_hdr is neither 348 nor 540 in either byte order") + ")");
-}
 
 NiftiPtr open_header(const fs::path& path) {
   static std::once_flag quiet;
@@ -252,9 +222,16 @@ std::optional<fs::path> nifti_pair_image(const fs::path& path) {
 NiftiInfo scan_nifti(const fs::path& path) {
   // Once per file, not per slice; a missing or empty file is open_header's to name.
   std::error_code missing;
-  if (fs::is_regular_file(path, missing) && fs::file_size(path, missing) > 0) check_header_start(path);
+  if (fs::is_regular_file(path, missing) && fs::file_size(path, missing) > 0) detail::check_nifti_header_start(path);
   const NiftiPtr image = open_header(path);
   const NiftiInfo info = info_of(*image, path);
+  // A single file's voxels start after its header (vox_offset >= 352, NIfTI-2 544); nifticlib
+  // takes a smaller one (0, negative, NaN) as it is, which would read header bytes as voxels.
+  const bool nifti2 = image->nifti_type == NIFTI_FTYPE_NIFTI2_1;
+  if ((image->nifti_type == NIFTI_FTYPE_NIFTI1_1 || nifti2) && image->iname_offset < (nifti2 ? 544 : 352)) {
+    throw InputError(path.string() + ": NIfTI vox_offset puts the voxels at byte " + std::to_string(image->iname_offset) +
+                     ", inside the header (at least " + (nifti2 ? "544" : "352") + " in a single file): corrupt header");
+  }
   const double needed = data_bytes(info) + static_cast<double>(std::max<int64_t>(image->iname_offset, 0));
   const fs::path data_file = image->iname;  // `path` itself, or the .img of a .hdr/.img pair
   std::error_code error;

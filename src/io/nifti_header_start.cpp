@@ -1,0 +1,61 @@
+// check_nifti_header_start: the header's first 80 bytes through zlib (plain files read as they are).
+#include "nifti_header_start.hpp"
+
+#include <zlib.h>
+
+#include <cstdint>
+#include <string>
+
+#include "imflow/errors.hpp"
+
+namespace imflow::detail {
+
+namespace fs = std::filesystem;
+
+void check_nifti_header_start(const fs::path& path) {
+  unsigned char head[80] = {};  // sizeof_hdr, and dim[8] (int16 at 40 in NIfTI-1, int64 at 16 in NIfTI-2)
+  int got = -1;
+  std::string gzip_error;
+  if (gzFile file = gzopen(path.c_str(), "rb"); file != nullptr) {
+    got = gzread(file, head, sizeof head);
+    int code = Z_OK;
+    if (got < 0) {
+      gzip_error = gzerror(file, &code);  // "PATH: reason"
+      if (gzip_error.starts_with(path.string() + ": ")) gzip_error.erase(0, path.string().size() + 2);
+    }
+    gzclose(file);
+  }
+  if (got < 0) {
+    throw InputError(path.string() + ": " + (gzip_error.empty() ? std::string("cannot be read") : "corrupt gzip stream (" + gzip_error + ")"));
+  }
+  const auto have = static_cast<size_t>(got);
+  auto number = [&](size_t at, size_t bytes, bool big) {
+    uint64_t value = 0;
+    for (size_t i = 0; i < bytes; ++i) value |= uint64_t{head[at + (big ? bytes - 1 - i : i)]} << (8 * i);
+    return bytes == 2 ? int64_t{static_cast<int16_t>(value)} : static_cast<int64_t>(value);
+  };
+  for (bool big : {false, true}) {
+    const int64_t size = have >= 4 ? number(0, 4, big) : 0;
+    if (size != 348 && size != 540) continue;
+    const bool nifti2 = size == 540;
+    const size_t dims_at = nifti2 ? 16 : 40, field = nifti2 ? 8 : 2;
+    if (have < dims_at + 8 * field) return;  // a short header: nifticlib's to refuse
+    const std::string kind = nifti2 ? "NIfTI-2" : "NIfTI-1 or Analyze";
+    const int64_t dims = number(dims_at, field, big);
+    if (dims < 1 || dims > 7) {
+      throw InputError(path.string() + ": " + kind + " header with dim[0] = " + std::to_string(dims) + " (expected 1 to 7)");
+    }
+    for (int64_t d = 1; d <= dims; ++d) {
+      const int64_t length = number(dims_at + static_cast<size_t>(d) * field, field, big);
+      if (length < 1) {
+        throw InputError(path.string() + ": " + kind + " header with dim[" + std::to_string(d) + "] = " +
+                         std::to_string(length) + " (must be >= 1)");
+      }
+    }
+    return;
+  }
+  throw InputError(path.string() + ": not a NIfTI-1, NIfTI-2 or Analyze 7.5 header (" +
+                   (have < 4 ? std::string("shorter than 4 bytes") : "sizeof_hdr is neither 348 nor 540 in either byte order") + ")");
+}
+
+}  // namespace imflow::detail

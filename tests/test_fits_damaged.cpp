@@ -1,6 +1,6 @@
 // FITS files as transfers and tools damage them, and compressed ones as surveys ship them: NaNs of
 // a quantized tile-compressed float image; an extension whose header or data is damaged fails
-// alone; a corrupt tile says why; a gzip of several members says what it is.
+// alone; a corrupt tile says why; a gzip of several members or cut short says what it is.
 #include <catch2/catch.hpp>
 #include <zlib.h>
 
@@ -134,7 +134,7 @@ TEST_CASE("a corrupt compressed tile fails with CFITSIO's account of it", "[fits
              Catch::Contains("corrupt.fits.fz: HDU 1 plane 0: cannot read pixels") && Catch::Contains("decompression error"));
 }
 
-TEST_CASE("a gzip of several members is named as such when it reads short", "[fits][damaged]") {
+TEST_CASE("a gzip of several members, or cut short, is named as such when it reads short", "[fits][damaged]") {
   test::TempDir dir("fits_gzip_members");
   test::write_fits(dir / "plain.fits", -32, {kSide, kSide}, test::star_field(kSide, kSide, 9));
   const std::string bytes = file_bytes(dir / "plain.fits");
@@ -155,4 +155,9 @@ TEST_CASE("a gzip of several members is named as such when it reads short", "[fi
       CHECK(read_error(path, 0).empty());
     }
   }
+  // One member cut off in the data (an interrupted transfer): said to end early.
+  const std::string whole = file_bytes(dir / "one.fits.gz");
+  write_bytes(dir / "cut.fits.gz", whole.substr(0, whole.size() * 3 / 4));
+  CHECK_THAT(read_error(dir / "cut.fits.gz", 0),
+             Catch::Contains("cut.fits.gz: HDU 0 plane 0: cannot read pixels") && Catch::Contains("gzip stream ends early"));
 }

@@ -240,7 +240,7 @@ std::optional<detail::DirectImageLayout> direct_layout(const OpenPlane& open, co
 // a failure thrown as "FILE: what: CFITSIO error ...". A tile-compressed HDU's failure is read
 // again inside FitsMessages, for CFITSIO's own account of it (its status alone says "non-CFITSIO
 // program error" of a corrupt tile); pixel reads that succeed never take the messages' lock. A
-// gzip file of several members ends early in CFITSIO, which inflates only the first: said so.
+// gzip file that CFITSIO read short is said to be cut short, corrupt or of several members.
 template <typename Read>
 void read_pixels(const OpenPlane& open, const fs::path& path, const std::string& what, Read read) {
   int status = 0;
@@ -253,9 +253,16 @@ void read_pixels(const OpenPlane& open, const fs::path& path, const std::string&
     throw InputError(fits_error_text(path, what, status));
   }
   std::string message = fits_error_text(path, what, status);
-  if (status == END_OF_FILE && whole_file_compressed(path) && detail::has_several_gzip_members(path)) {
-    message += ": the file is a gzip of several members (as bgzip or `cat a.gz b.gz` write), of which CFITSIO "
-               "reads only the first; gunzip it, or recompress it with gzip as one member";
+  if (status == END_OF_FILE && whole_file_compressed(path)) {
+    switch (detail::gzip_stream_end(path)) {
+      case detail::GzipEnd::several_members:
+        message += ": the file is a gzip of several members (as bgzip or `cat a.gz b.gz` write), of which CFITSIO "
+                   "reads only the first; gunzip it, or recompress it with gzip as one member";
+        break;
+      case detail::GzipEnd::cut_short: message += ": its gzip stream ends early (truncated file)"; break;
+      case detail::GzipEnd::corrupt: message += ": its gzip stream is corrupt"; break;
+      default: break;
+    }
   }
   throw InputError(message);
 }

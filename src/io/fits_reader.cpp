@@ -1,6 +1,5 @@
 // FITS reading: scan a file's image HDUs through CFITSIO, read one plane or a region of it as
 // float32, directly where the data is uncompressed (fits_direct_read.hpp), else through CFITSIO.
-#include <fcntl.h>
 #include <fitsio.h>
 #include <spdlog/spdlog.h>
 #include <unistd.h>
@@ -17,6 +16,7 @@
 #include "fits_read_paths.hpp"
 #include "fits_status.hpp"
 #include "gzip_members.hpp"
+#include "read_only_file.hpp"
 #include "imflow/errors.hpp"
 #include "imflow/io/fits.hpp"
 #include "imflow/io/input_format.hpp"
@@ -80,15 +80,20 @@ bool has_pixels(const FitsImageInfo& info) {
   return true;
 }
 
+// Whether CFITSIO reads the file's own bytes, so that its HDU addresses are offsets in the file:
+// not for a whole-file compressed name, nor gzip'd content under a plain name (CFITSIO
+// decompressed it, "compress://").
+bool bytes_as_on_disk(fitsfile* file, const fs::path& path) {
+  int status = 0;
+  char url_type[FLEN_FILENAME] = {0};
+  return !whole_file_compressed(path) && fits_url_type(file, url_type, &status) == 0 && std::string(url_type) == "file://";
+}
+
 // An uncompressed HDU whose header promises more bytes than the file holds is rejected here,
 // before anything is allocated for it.
 void check_data_fits_in_file(fitsfile* file, const fs::path& path, const FitsImageInfo& info, uintmax_t file_size) {
   int status = 0;
-  int compressed = fits_is_compressed_image(file, &status);
-  if (compressed || whole_file_compressed(path)) return;
-  // gzip'd content under a plain name: CFITSIO decompressed it ("compress://"), sizes differ.
-  char url_type[FLEN_FILENAME] = {0};
-  if (fits_url_type(file, url_type, &status) != 0 || std::string(url_type) != "file://") return;
+  if (fits_is_compressed_image(file, &status) || !bytes_as_on_disk(file, path)) return;
   long long header_start = 0, data_start = 0, data_end = 0;
   status = 0;
   if (fits_get_hduaddrll(file, &header_start, &data_start, &data_end, &status) != 0) return;
@@ -107,11 +112,8 @@ void check_data_fits_in_file(fitsfile* file, const fs::path& path, const FitsIma
 // file, an extension whose header it rejects (the bytes there start with XTENSION) is an HDU
 // that fails with CFITSIO's reason; any other non-zero bytes there are logged as ignored.
 std::optional<FitsImageInfo> unreadable_extension_after(fitsfile* file, const fs::path& path, int hdus, uintmax_t file_size) {
+  if (!bytes_as_on_disk(file, path)) return std::nullopt;
   int status = 0;
-  char url_type[FLEN_FILENAME] = {0};
-  if (whole_file_compressed(path) || fits_url_type(file, url_type, &status) != 0 || std::string(url_type) != "file://") {
-    return std::nullopt;
-  }
   long long header_start = 0, data_start = 0, data_end = 0;
   if (fits_movabs_hdu(file, hdus, nullptr, &status) != 0 ||
       fits_get_hduaddrll(file, &header_start, &data_start, &data_end, &status) != 0 ||
@@ -119,10 +121,8 @@ std::optional<FitsImageInfo> unreadable_extension_after(fitsfile* file, const fs
     return std::nullopt;
   }
   char next[2880] = {0};
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return std::nullopt;
-  const ssize_t got = ::pread(fd, next, sizeof next, static_cast<off_t>(data_end));
-  ::close(fd);
+  const detail::ReadOnlyFile bytes(path);
+  const ssize_t got = ::pread(bytes.fd(), next, sizeof next, static_cast<off_t>(data_end));
   if (got <= 0) return std::nullopt;
   if (got >= 8 && std::string_view(next, 8) == "XTENSION") {
     status = 0;

@@ -206,6 +206,34 @@ TEST_CASE("distortion lookup tables (HST 'Lookup') are left out with a note; SIP
   CHECK(wcs.image_records().size() > 10);  // the 2-D records (SIP's A_/B_ included) for image outputs
 }
 
+TEST_CASE("a mosaic-sized catalog gets on all threads the positions each source gets alone", "[wcs]") {
+  // TAN-SIP: WCSLIB converts distortions through scratch space inside its structs.
+  std::vector<std::string> sip = kTan;
+  sip[5] = "CTYPE1  = 'RA---TAN-SIP'";
+  sip[6] = "CTYPE2  = 'DEC--TAN-SIP'";
+  for (const char* card : {"A_ORDER = 2", "B_ORDER = 2", "A_2_0   = 1.0E-5", "B_0_2   = -2.0E-5", "A_1_1   = 3.0E-6"}) sip.push_back(card);
+  const ImageWcs wcs = ImageWcs::from_header(header(sip), {100, 80}, 0);
+  REQUIRE(wcs.equatorial());
+  Catalog catalog(300'000);
+  for (size_t i = 0; i < catalog.size(); ++i) {
+    catalog[i].x = static_cast<double>(i % 997) * 0.1;
+    catalog[i].y = static_cast<double>(i % 787) * 0.1;
+  }
+  catalog[123'456].x = std::nan("");
+  wcs.set_sky_positions(catalog);
+  size_t differ = 0;
+  for (size_t i = 0; i < catalog.size(); i += 7) {
+    Catalog alone = at({{catalog[i].x, catalog[i].y}});
+    wcs.set_sky_positions(alone);
+    const bool same = (alone[0].ra == catalog[i].ra && alone[0].dec == catalog[i].dec) ||
+                      (std::isnan(alone[0].ra) && std::isnan(catalog[i].ra));
+    differ += same ? 0 : 1;
+  }
+  CHECK(differ == 0);
+  CHECK(std::isnan(catalog[123'456].ra));
+  CHECK(catalog[0].ra != catalog[1].ra);
+}
+
 TEST_CASE("a read's header records give the WCS that reading the file again gives", "[wcs]") {
   test::TempDir dir("wcs_read_records");
   const auto path = dir / "cube.fits";

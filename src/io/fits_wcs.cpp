@@ -8,6 +8,11 @@
 #include <wcslib/sph.h>
 #include <wcslib/wcstrig.h>
 
+#include <tbb/blocked_range.h>
+#include <tbb/enumerable_thread_specific.h>
+#include <tbb/parallel_for.h>
+#include <tbb/task_arena.h>
+
 #include <algorithm>
 #include <array>
 #include <cmath>
@@ -47,6 +52,9 @@ ImageWcs::ImageWcs(ImageWcs&& other) noexcept { *this = std::move(other); }
 ImageWcs& ImageWcs::operator=(ImageWcs&& other) noexcept {
   parsed_ = std::move(other.parsed_);
   wcs_ = std::exchange(other.wcs_, nullptr);
+  header_ = std::move(other.header_);
+  naxes_ = std::move(other.naxes_);
+  plane_ = other.plane_;
   plane_pixel_ = std::move(other.plane_pixel_);
   header_records_ = std::move(other.header_records_);
   problem_ = std::move(other.problem_);
@@ -61,6 +69,9 @@ ImageWcs& ImageWcs::operator=(ImageWcs&& other) noexcept {
 
 namespace {
 constexpr size_t kRecord = detail::kRecordLength;
+// Catalogs of more rows get their sky positions on all threads (a mosaic's million rows take
+// ~20 ms on one).
+constexpr size_t kParallelSkyRows = size_t{1} << 16;
 
 std::string wcslib_text(int status) {
   return status > 0 && status <= WCSERR_BAD_WORLD_COORD ? wcs_errmsg[status] : "status " + std::to_string(status);
@@ -150,6 +161,9 @@ ImageWcs ImageWcs::from_header(const std::string& header, const std::vector<int6
   }
   result.parsed_ = std::move(parsed);
   result.wcs_ = primary;
+  result.header_ = header;
+  result.naxes_ = naxes;
+  result.plane_ = plane;
   const wcsprm& wcs = *primary;
   // Pixel coordinates of every axis, 1-based: axes 1-2 per source, axes 3+ the plane's, 1 for
   // axes the header has beyond NAXIS (WCSAXES > NAXIS).
@@ -213,9 +227,24 @@ ImageWcs ImageWcs::of_item(const ItemRef& ref) {
 bool ImageWcs::equatorial() const { return wcs_ != nullptr && lng_ >= 0 && lat_ >= 0; }
 
 void ImageWcs::set_sky_positions(Catalog& catalog) const {
+  if (!equatorial() || catalog.size() <= kParallelSkyRows) {
+    set_sky_positions(catalog, 0, catalog.size());
+    return;
+  }
+  // Each thread converts its blocks with an ImageWcs of its own, parsed from the same header.
+  tbb::enumerable_thread_specific<ImageWcs> own([this] { return from_header(header_, naxes_, plane_); });
+  tbb::this_task_arena::isolate([&] {  // a waiting thread takes no other item's task meanwhile
+    tbb::parallel_for(tbb::blocked_range<size_t>(0, catalog.size(), kParallelSkyRows / 4),
+                      [&](const tbb::blocked_range<size_t>& rows) {
+                        own.local().set_sky_positions(catalog, rows.begin(), rows.end());
+                      });
+  });
+}
+
+void ImageWcs::set_sky_positions(Catalog& catalog, size_t first_row, size_t end_row) const {
   constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
   if (!equatorial()) {
-    for (Source& source : catalog) source.ra = source.dec = kNaN;
+    for (size_t i = first_row; i < end_row; ++i) catalog[i].ra = catalog[i].dec = kNaN;
     return;
   }
   // wcsp2s in blocks: its scratch arrays stay small however large the catalog is.
@@ -224,8 +253,8 @@ void ImageWcs::set_sky_positions(Catalog& catalog) const {
   std::vector<double> pixel(kBlock * n), image(kBlock * n), world(kBlock * n), phi(kBlock), theta(kBlock);
   std::vector<double> ra(kBlock), dec(kBlock);
   std::vector<int> status(kBlock);
-  for (size_t first = 0; first < catalog.size(); first += kBlock) {
-    const size_t count = std::min(kBlock, catalog.size() - first);
+  for (size_t first = first_row; first < end_row; first += kBlock) {
+    const size_t count = std::min(kBlock, end_row - first);
     for (size_t i = 0; i < count; ++i) {
       std::copy(plane_pixel_.begin(), plane_pixel_.end(), pixel.begin() + static_cast<std::ptrdiff_t>(i * n));
       pixel[i * n] = catalog[first + i].x + 1.0;  // FITS pixel coordinates are 1-based

@@ -50,7 +50,7 @@ class ImageWcs {
 
   // Set every source's ra and dec (degrees, the image's RADESYS/EQUINOX, no precession; FK5 J2000
   // from galactic or ecliptic axes) from its 0-based centroid (x, y); NaN without such a WCS or
-  // where the projection is undefined.
+  // where the projection is undefined. A large catalog (a mosaic's) is converted on all threads.
   void set_sky_positions(Catalog& catalog) const;
 
   // The 2-D WCS of the plane (image axes 1 and 2) as 80-character header records for an output
@@ -67,8 +67,17 @@ class ImageWcs {
   struct Parsed;
 
  private:
+  // set_sky_positions for the sources [first, end) through this object's WCSLIB structs, which
+  // one thread at a time may use.
+  void set_sky_positions(Catalog& catalog, size_t first, size_t end) const;
+
   std::unique_ptr<Parsed> parsed_;
   wcsprm* wcs_ = nullptr;  // the primary description, one of parsed_'s
+  // What from_header parsed, for the copies other threads convert with (WCSLIB writes scratch
+  // space and error records inside the structs while it converts).
+  std::string header_;
+  std::vector<int64_t> naxes_;
+  int64_t plane_ = 0;
   std::vector<double> plane_pixel_;  // 1-based pixel coordinates of every axis; axes 1-2 per source
   std::vector<std::string> header_records_;
   std::string problem_;

@@ -3,6 +3,7 @@
 #include <cstddef>
 #include <cstring>
 #include <stdexcept>
+#include <utility>
 
 #include "cuda/background_mesh.hpp"
 #include "cuda/byte_order.hpp"
@@ -264,6 +265,7 @@ void collect_normalization(const DeviceResults& r, WorkItem& item) {
 
 void collect_results(GpuContext& gpu, WorkItem& item) {
   DeviceGuard guard(gpu.device);
+  Catalog rows_ahead = std::exchange(gpu.rows_ahead, Catalog{});  // used or freed here
   if (gpu.dual_image) remeasure_if_overflowed(gpu);  // the host has the two passes' images, not their backgrounds
   const DeviceResults r = *gpu.results_host.data();
   const size_t n = static_cast<size_t>(gpu.size());
@@ -314,10 +316,17 @@ void collect_results(GpuContext& gpu, WorkItem& item) {
       }
     } else {
       const DeviceSource* rows = gpu.catalog_host.data();
-      Catalog catalog;
-      reserve_huge_pages(catalog, static_cast<size_t>(r.nlabels));  // a mosaic's 1M rows fault in 2 MiB pages
-      fault_in_on_all_threads(catalog.data(), catalog.capacity() * sizeof(Source));  // so the copy only copies
-      catalog.assign(rows, rows + r.nlabels);
+      const auto count = static_cast<size_t>(r.nlabels);
+      Catalog catalog = std::move(rows_ahead);
+      if (count <= catalog.size() && count >= catalog.size() / 4) {
+        catalog.resize(count);
+        copy_on_all_threads(catalog.data(), rows, count * sizeof(Source));
+      } else {
+        catalog = Catalog{};
+        reserve_huge_pages(catalog, count);  // a mosaic's 1M rows fault in 2 MiB pages
+        fault_in_on_all_threads(catalog.data(), catalog.capacity() * sizeof(Source));  // so the copy only copies
+        catalog.assign(rows, rows + count);
+      }
       item.catalog = std::move(catalog);
       if (gpu.downloaded.csv_text) item.catalog_csv = collect_catalog_text(gpu, r.nlabels);
     }

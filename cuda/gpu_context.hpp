@@ -133,6 +133,10 @@ struct GpuContext {
   cuda::PinnedBuffer<float> detection_host;
   cuda::PinnedBuffer<float> pixels_host;
   cuda::PinnedBuffer<float> background_map_host;
+  // Rows made ahead for the next catalog collected (a GPU-resident image's, while its strips are
+  // read): collect_results copies a catalog of up to this many rows (and at least a quarter of
+  // them) into them on all threads, where one thread would otherwise make and copy every row.
+  Catalog rows_ahead;
 
   // Which steps were enqueued for the current item (set on the host as they are enqueued).
   bool has_detection = false;

@@ -152,6 +152,11 @@ void fail_on_device(RunContext& run, WorkItem& item, GpuSlot& slot, const std::s
 void run_resident_item(RunContext& run, GpuSlot& slot, WorkItem& item, GpuTimeline& timeline, std::mutex& device_lock) {
   std::lock_guard lock(device_lock);
   cuda::DeviceGuard guard(slot.device);
+  // Meanwhile, on a thread of its own, the rows its catalog is copied into on all threads.
+  std::future<Catalog> rows_ahead;
+  if (run.pipeline.output.wants_catalog_files()) {
+    rows_ahead = std::async(std::launch::async, catalog_rows_ahead, expected_catalog_rows(item.ref.core.width * item.ref.core.height));
+  }
   try {
     enqueue_item(run, slot, item);
     {
@@ -160,6 +165,7 @@ void run_resident_item(RunContext& run, GpuSlot& slot, WorkItem& item, GpuTimeli
     }
     StageTimer timer(run, item, "collect", worker_track("resident"));
     cuda::remeasure_if_overflowed(*slot.context);  // the host has no pixels to measure on
+    if (rows_ahead.valid()) slot.context->rows_ahead = rows_ahead.get();
     collect_item(run, slot, item, timeline);
   } catch (const cuda::CudaError& error) {
     IMFLOW_CUDA_LOG(cudaStreamSynchronize(slot.stream));

@@ -16,6 +16,7 @@
 
 #include "cuda/cuda_check.hpp"
 #include "cuda/resources.hpp"
+#include "imflow/huge_pages.hpp"
 #include "imflow/io/fits.hpp"
 #include "input_limits.hpp"
 
@@ -32,6 +33,17 @@ struct StripStaging {
   cuda::Event copied;
 };
 }  // namespace
+
+int64_t expected_catalog_rows(int64_t pixels) {
+  return static_cast<int64_t>(std::bit_ceil(static_cast<uint64_t>(std::max<int64_t>(pixels / 1024, 1))));
+}
+
+Catalog catalog_rows_ahead(int64_t rows) {
+  Catalog catalog;
+  reserve_huge_pages(catalog, static_cast<size_t>(rows));
+  catalog.resize(static_cast<size_t>(rows));
+  return catalog;
+}
 
 int64_t resident_pixel_limit(const std::vector<int>& devices, int64_t bytes_per_pixel) {
   int64_t limit = std::numeric_limits<int32_t>::max() - 1;
@@ -75,8 +87,7 @@ void upload_resident_plane(RunContext& run, GpuContext& gpu, WorkItem& item) {
   std::atomic<int64_t> bytes{0}, busy_ns{0};
   // Meanwhile, room for a dense field's catalog (a source per 1,024 pixels), so it is rarely
   // measured twice (cuda::remeasure_if_overflowed).
-  auto catalog_room = std::async(std::launch::async, [&gpu, pixels = width * height] {
-    const auto catalog_rows = static_cast<int64_t>(std::bit_ceil(static_cast<uint64_t>(std::max<int64_t>(pixels / 1024, 1))));
+  auto catalog_room = std::async(std::launch::async, [&gpu, catalog_rows = expected_catalog_rows(width * height)] {
     if (gpu.catalog_capacity < catalog_rows) cuda::set_catalog_capacity(gpu, catalog_rows);
   });
   // Isolated: a thread waiting inside parallel_for must not pick up another graph task (e.g. the

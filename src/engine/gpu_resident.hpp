@@ -15,6 +15,14 @@ namespace imflow {
 // and below 2^31 pixels (the label kernel's int32 indices).
 int64_t resident_pixel_limit(const std::vector<int>& devices, int64_t bytes_per_pixel);
 
+// The catalog rows a GPU-resident plane of `pixels` is given room for: a source per 1,024 pixels
+// (a dense field's), to a power of two.
+int64_t expected_catalog_rows(int64_t pixels);
+
+// A catalog of `rows` default rows on huge pages, for GpuContext::rows_ahead: made on a thread of
+// its own while the plane is read and processed.
+Catalog catalog_rows_ahead(int64_t rows);
+
 // Read the item's plane in strips of ItemRef::resident_rows rows, in parallel on the current
 // arena's threads, and copy each into gpu.image at its rows; returns when every copy has completed.
 // Sets gpu's image size (cuda::prepare_item) and item.input_bytes, adds the strips' read time

@@ -232,6 +232,9 @@ TEST_CASE("a mosaic-sized catalog gets on all threads the positions each source 
   CHECK(differ == 0);
   CHECK(std::isnan(catalog[123'456].ra));
   CHECK(catalog[0].ra != catalog[1].ra);
+  // Without a WCS every row gets NaN, whatever it held.
+  ImageWcs{}.set_sky_positions(catalog);
+  CHECK(std::all_of(catalog.begin(), catalog.end(), [](const imflow::Source& s) { return std::isnan(s.ra) && std::isnan(s.dec); }));
 }
 
 TEST_CASE("a read's header records give the WCS that reading the file again gives", "[wcs]") {

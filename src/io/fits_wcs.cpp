@@ -70,7 +70,7 @@ ImageWcs& ImageWcs::operator=(ImageWcs&& other) noexcept {
 namespace {
 constexpr size_t kRecord = detail::kRecordLength;
 // Catalogs of more rows get their sky positions on all threads (a mosaic's million rows take
-// ~20 ms on one).
+// ~20 ms on one, NaN without a WCS included).
 constexpr size_t kParallelSkyRows = size_t{1} << 16;
 
 std::string wcslib_text(int status) {
@@ -227,12 +227,13 @@ ImageWcs ImageWcs::of_item(const ItemRef& ref) {
 bool ImageWcs::equatorial() const { return wcs_ != nullptr && lng_ >= 0 && lat_ >= 0; }
 
 void ImageWcs::set_sky_positions(Catalog& catalog) const {
-  if (!equatorial() || catalog.size() <= kParallelSkyRows) {
+  if (catalog.size() <= kParallelSkyRows) {
     set_sky_positions(catalog, 0, catalog.size());
     return;
   }
-  // Each thread converts its blocks with an ImageWcs of its own, parsed from the same header.
-  tbb::enumerable_thread_specific<ImageWcs> own([this] { return from_header(header_, naxes_, plane_); });
+  // Each thread converts its blocks with an ImageWcs of its own, parsed from the same header
+  // (without a WCS, each sets its blocks' NaN).
+  tbb::enumerable_thread_specific<ImageWcs> own([this] { return equatorial() ? from_header(header_, naxes_, plane_) : ImageWcs{}; });
   tbb::this_task_arena::isolate([&] {  // a waiting thread takes no other item's task meanwhile
     tbb::parallel_for(tbb::blocked_range<size_t>(0, catalog.size(), kParallelSkyRows / 4),
                       [&](const tbb::blocked_range<size_t>& rows) {

@@ -4,9 +4,12 @@
 #include <catch2/catch.hpp>
 #include <tbb/task_arena.h>
 
+#include <zlib.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <fstream>
 #include <limits>
 #include <random>
 #include <thread>
@@ -146,6 +149,25 @@ TEST_CASE("a CSV catalog written from one buffer notes its text for its path, un
   CHECK(written_text(second) == nullptr);
   write_catalog_csv(second, random_catalog(9000, 3));  // streamed in blocks: nothing noted
   CHECK(written_text(second) == nullptr);
+}
+
+TEST_CASE("a CSV copied into its file on all threads notes the file's CRC, trusted while the file is unchanged",
+          "[catalog][manifest]") {
+  // The item's manifest takes the CRC instead of reading the file back.
+  test::TempDir dir("catalog_csv_crc");
+  const auto path = dir / "big.cat.csv";
+  tbb::task_arena(4).execute([&] { write_catalog_csv(path, random_catalog(131073, 5)); });  // 17 blocks
+  const std::string bytes = test::read_text(path);
+  const auto noted = take_written_crc(path);
+  REQUIRE(noted.has_value());
+  CHECK(noted->size == bytes.size());
+  CHECK(noted->crc32 == crc32(0, reinterpret_cast<const Bytef*>(bytes.data()), static_cast<uInt>(bytes.size())));
+  CHECK(!take_written_crc(path).has_value());  // taken once
+  write_catalog_csv(path, random_catalog(131073, 6));
+  { std::ofstream(path, std::ios::app) << "1\n"; }  // changed since: not trusted
+  CHECK(!take_written_crc(path).has_value());
+  write_catalog_csv(dir / "small.cat.csv", random_catalog(9000, 3));  // written in order by one thread
+  CHECK(!take_written_crc(dir / "small.cat.csv").has_value());
 }
 
 TEST_CASE("the FITS table written in blocks reads back every value, the same bytes on any threads",

@@ -12,6 +12,7 @@
 #include <cstring>
 #include <fstream>
 #include <memory>
+#include <optional>
 
 #include "file_crc32.hpp"
 #include "imflow/errors.hpp"
@@ -108,11 +109,19 @@ Fingerprint fingerprint_file(const fs::path& path) {
 }
 
 namespace {
-// An output's fingerprint without its mtime: from the text this thread just wrote to it, when
-// noted (written_text.hpp), else from the file.
+// An output's fingerprint without its mtime: from the text this thread just wrote to it, or the
+// CRC its writer computed, when noted (written_text.hpp), else from the file.
 Fingerprint output_fingerprint(const fs::path& path) {
   const std::string_view* text = written_text(path);
-  if (text == nullptr) return fingerprint_file(path);
+  if (text == nullptr) {
+    const std::optional<WrittenCrc> noted = take_written_crc(path);
+    if (!noted) return fingerprint_file(path);
+    Fingerprint f;
+    f.size = noted->size;
+    f.crc32 = noted->crc32;
+    f.has_crc = true;
+    return f;
+  }
   Fingerprint f;
   f.size = text->size();
   f.crc32 = crc32_update(0, reinterpret_cast<const unsigned char*>(text->data()), text->size());

@@ -15,6 +15,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <utility>
 
 #include "cuda/cuda_check.hpp"
 #include "cuda/linear_algebra.hpp"
@@ -146,17 +147,47 @@ void fail_on_device(RunContext& run, WorkItem& item, GpuSlot& slot, const std::s
   halt_if_sticky(run, slot.device, what, code);
 }
 
+// One GPU-resident image per device at a time: it may fill most of the device's memory. Its
+// device buffers are given back once it has gone on to be written (GpuSlot::after_hand_on), or
+// by the device's next resident image if that comes first.
+struct ResidentDevice {
+  std::mutex lock;
+  GpuContext* holding = nullptr;  // the context whose buffers hold the last resident image
+};
+
+// Under resident.lock: the buffers of resident.holding given back (traced as "release"). A CUDA
+// error is logged (the image's results were collected before) and halts the run if sticky.
+void release_resident_buffers(RunContext& run, ResidentDevice& resident, int device) {
+  if (resident.holding == nullptr) return;
+  const auto start = Trace::Clock::now();
+  try {
+    cuda::release_image_buffers(*std::exchange(resident.holding, nullptr));
+  } catch (const cuda::CudaError& error) {
+    spdlog::error("GPU {}: giving back a GPU-resident image's buffers: {}", device, error.what());
+    halt_if_sticky(run, device, error.what(), error.code());
+  }
+  if (run.trace != nullptr) {
+    run.trace->add(worker_track("resident"), "release", run.trace->to_us(start),
+                   std::chrono::duration<double, std::micro>(Trace::Clock::now() - start).count(), "{}");
+  }
+}
+
 // A GPU-resident image (docs/tiling.md), synchronously in the GPU node: strips read and copied
-// in, the steps, the results. One at a time per device (`device_lock`: it may fill most of the
-// device's memory), and its device buffers are given back afterwards.
-void run_resident_item(RunContext& run, GpuSlot& slot, WorkItem& item, GpuTimeline& timeline, std::mutex& device_lock) {
-  std::lock_guard lock(device_lock);
+// in, the steps, the results; its buffers are given back after it has gone on.
+void run_resident_item(RunContext& run, GpuSlot& slot, WorkItem& item, GpuTimeline& timeline, ResidentDevice& resident) {
+  std::lock_guard lock(resident.lock);
   cuda::DeviceGuard guard(slot.device);
+  release_resident_buffers(run, resident, slot.device);  // the previous image's, if not yet
   // Meanwhile, on a thread of its own, the rows its catalog is copied into on all threads.
   std::future<Catalog> rows_ahead;
   if (run.pipeline.output.wants_catalog_files()) {
     rows_ahead = std::async(std::launch::async, catalog_rows_ahead, expected_catalog_rows(item.ref.core.width * item.ref.core.height));
   }
+  resident.holding = slot.context.get();
+  slot.after_hand_on = [&run, &resident, &slot] {
+    std::lock_guard lock(resident.lock);
+    if (resident.holding == slot.context.get()) release_resident_buffers(run, resident, slot.device);
+  };
   try {
     enqueue_item(run, slot, item);
     {
@@ -178,12 +209,6 @@ void run_resident_item(RunContext& run, GpuSlot& slot, WorkItem& item, GpuTimeli
   } catch (const std::exception& error) {
     item.fail(error.what());  // read errors name the file
   }
-  try {
-    StageTimer timer(run, item, "release", worker_track("resident"));
-    cuda::release_image_buffers(*slot.context);
-  } catch (const cuda::CudaError& error) {
-    fail_on_device(run, item, slot, error.what(), error.code());
-  }
 }
 
 // One item per slot. The item graph's stage choices: a failed item (or any once the run halted)
@@ -192,8 +217,14 @@ void run_resident_item(RunContext& run, GpuSlot& slot, WorkItem& item, GpuTimeli
 void run_gpu_item_graph(RunContext& run, ItemSource& source, int threads, const EngineConfig& engine,
                         const std::vector<int>& devices, std::vector<std::unique_ptr<GpuSlot>>& slots,
                         GpuTimeline& timeline, int64_t plane_bytes) {
-  std::map<int, std::mutex> resident_locks;  // one GPU-resident image per device at a time
-  for (int device : devices) resident_locks[device];
+  std::map<int, ResidentDevice> resident_devices;
+  for (int device : devices) resident_devices[device];
+  struct ForgetAfterHandOn {  // what a cancelled graph left refers to this run
+    const std::vector<std::unique_ptr<GpuSlot>>& slots;
+    ~ForgetAfterHandOn() {
+      for (const auto& slot : slots) slot->after_hand_on = nullptr;
+    }
+  } forget_after_hand_on{slots};
   if (run.tiles != nullptr)
     run.tiles->set_resident_pixels(resident_pixel_limit(devices, run.tiles->plan().resident_bytes_per_pixel));
   const size_t first_gpu = first_gpu_step(run.pipeline);
@@ -206,7 +237,7 @@ void run_gpu_item_graph(RunContext& run, ItemSource& source, int threads, const 
     if (skip && item->status != ItemStatus::failed) item->fail(item_name(item->ref) + ": not processed: " + run.fatal_reason());
     if (skip) return true;
     if (item->ref.resident_rows > 0) {  // processed here, then handed on at once
-      run_resident_item(run, slot, *item, timeline, resident_locks.at(slot.device));
+      run_resident_item(run, slot, *item, timeline, resident_devices.at(slot.device));
       return true;
     }
     return false;

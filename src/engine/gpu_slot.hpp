@@ -3,6 +3,7 @@
 #pragma once
 #include <tbb/flow_graph.h>
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -31,6 +32,10 @@ struct GpuSlot {
 
   // Batch mode (gpu_batch_graph.cpp): the batch buffers, created on first use.
   std::unique_ptr<GpuBatch> batch;
+
+  // Work its items need not wait for, run once they have gone on and before the slot takes
+  // another unit (a GPU-resident image's device buffers given back); must not throw.
+  std::function<void()> after_hand_on;
 };
 
 }  // namespace imflow

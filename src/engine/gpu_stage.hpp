@@ -137,12 +137,18 @@ class GpuStage {
   }
 
   // The collect node's body: results (of an enqueued unit) into the items, the slot back to the
-  // free ones, then the items on.
+  // free ones, then the items on; a slot with work after its items (GpuSlot::after_hand_on) is
+  // freed once that is done.
   void collect_unit(Lane& lane, ItemsOut& out) {
     const Unit unit = std::exchange(lane.unit, Unit{});
     if (lane.on_stream) choices_.collect(*lane.slot, unit, lane.status);
-    free_lanes_.try_put(&lane);
+    const std::function<void()> after = std::exchange(lane.slot->after_hand_on, nullptr);
+    if (!after) free_lanes_.try_put(&lane);
     for (WorkItem* item : items_of(unit)) out.try_put(item);
+    if (after) {
+      after();
+      free_lanes_.try_put(&lane);
+    }
   }
 
   GpuStageChoices<Unit> choices_;

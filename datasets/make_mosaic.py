@@ -14,7 +14,10 @@ transform of each cell is a fixed function of its position (reproducible bytes).
 
 The file is written band by band (1024 rows at a time): memory ~ width x 1024 x 12 bytes.
 NumPy only (a minimal reader for the simple primary-HDU inputs), so it runs on the GPU machine.
-usage: make_mosaic.py OUT.fits [--size WxH] [--from DIR | --synthetic] [--seed N]"""
+--wcs: a TAN sky grid in the header (RA 150, Dec 2.2 at the centre, 0.148"/pixel), so that the
+catalogs have sky positions, as a survey's mosaic would.
+
+usage: make_mosaic.py OUT.fits [--size WxH] [--from DIR | --synthetic] [--seed N] [--wcs]"""
 import argparse
 import pathlib
 import sys
@@ -47,11 +50,23 @@ def read_primary(path):
     return data.astype(np.float64) * float(cards.get("BSCALE", 1)) + float(cards.get("BZERO", 0))
 
 
-def header_bytes(width, height, cards):
+def header_bytes(width, height, cards, numbers=()):
     lines = [("SIMPLE", "T"), ("BITPIX", "-32"), ("NAXIS", "2"), ("NAXIS1", str(width)), ("NAXIS2", str(height))]
+    lines += list(numbers)
     text = "".join(f"{k:<8}= {v:>20}".ljust(80) for k, v in lines)
     text += "".join(f"{k:<8}= '{v}'".ljust(80)[:80] for k, v in cards) + "END".ljust(80)
     return (text + " " * ((-len(text)) % 2880)).encode("ascii")
+
+
+def wcs_cards(width, height):
+    """A TAN sky grid centred on the mosaic at ISAAC's 0.148"/pixel, north up, east left: string
+    cards and numeric cards for header_bytes."""
+    scale = 0.148 / 3600.0
+    strings = [("CTYPE1", "RA---TAN"), ("CTYPE2", "DEC--TAN"), ("RADESYS", "ICRS")]
+    numbers = [("CRPIX1", repr((width + 1) / 2)), ("CRPIX2", repr((height + 1) / 2)), ("CRVAL1", "150.0"),
+               ("CRVAL2", "2.2"), ("CD1_1", repr(-scale).upper()), ("CD1_2", "0.0"), ("CD2_1", "0.0"),
+               ("CD2_2", repr(scale).upper()), ("EQUINOX", "2000.0")]
+    return strings, numbers
 
 
 def load_cells(source):
@@ -107,6 +122,7 @@ def main():
     parser.add_argument("--from", dest="source", default=str(pathlib.Path(__file__).parent / "data" / "astro"))
     parser.add_argument("--synthetic", action="store_true")
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--wcs", action="store_true", help="a TAN sky grid in the header (catalogs get ra, dec)")
     args = parser.parse_args()
     width, height = (int(v) for v in args.size.lower().split("x"))
     origin = ("ORIGIN", "imflow datasets/make_mosaic.py")
@@ -119,7 +135,8 @@ def main():
         except FileNotFoundError as error:
             sys.exit(f"{error.filename}: not found; run datasets/fetch.sh first (or use --synthetic)")
     with open(args.out, "wb") as out:
-        out.write(header_bytes(width, height, [origin, mosaic]))
+        strings, numbers = wcs_cards(width, height) if args.wcs else ([], [])
+        out.write(header_bytes(width, height, [origin, mosaic] + strings, numbers))
         for y0 in range(0, height, CELL):
             rows = min(CELL, height - y0)
             if args.synthetic:

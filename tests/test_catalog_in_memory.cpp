@@ -3,6 +3,7 @@
 // writing the file itself, and each noted as its file's bytes (written_text.hpp) beside the CSV's,
 // so that the manifest's CRCs read memory.
 #include <catch2/catch.hpp>
+#include <zlib.h>
 
 #include <random>
 #include <string>
@@ -52,7 +53,7 @@ void write_catalog_fits_on_disk(const fs::path& path, const Catalog& catalog, co
 }  // namespace
 
 TEST_CASE("a FITS catalog built in memory is the file CFITSIO writes", "[catalog][fits]") {
-  // 12,000: encoded in blocks; 20,000 and 60,000: rows past kMemoryTableMaxBytes, streamed into the file.
+  // 12,000: encoded in blocks; 20,000 and 60,000: rows past kMemoryTableMaxBytes, copied into the file in blocks.
   const size_t rows = GENERATE(size_t{0}, size_t{1}, size_t{3100}, size_t{12000}, size_t{20000}, size_t{60000});
   test::TempDir dir("catalog_in_memory");
   const Catalog catalog = some_sources(rows, 5);
@@ -69,6 +70,11 @@ TEST_CASE("a FITS catalog built in memory is the file CFITSIO writes", "[catalog
     CHECK(test::noted_text(dir / "memory.cat.fits") == bytes);
   } else {
     CHECK(written_text(dir / "memory.cat.fits") == nullptr);  // no thread keeps a buffer of its size
+    // Its rows written in blocks on all threads, the file's CRC joined from theirs.
+    const auto noted = take_written_crc(dir / "memory.cat.fits");
+    REQUIRE(noted.has_value());
+    CHECK(noted->size == bytes.size());
+    CHECK(noted->crc32 == crc32(0, reinterpret_cast<const Bytef*>(bytes.data()), static_cast<uInt>(bytes.size())));
   }
   forget_written_text();
 }
@@ -94,4 +100,33 @@ TEST_CASE("an item's CSV, FITS and LDAC catalogs are each noted as their file's 
   forget_written_text();
   CHECK(written_text(dir / "a.cat.csv") == nullptr);
   CHECK(written_text(dir / "a.ldac") == nullptr);
+}
+
+TEST_CASE("a large FITS_LDAC catalog's rows are copied into the file in blocks: CFITSIO reads every one", "[catalog][ldac]") {
+  test::TempDir dir("catalog_ldac_blocks");
+  const size_t rows = 30000;  // past kMemoryTableMaxBytes: the rows in blocks on all threads
+  const Catalog catalog = some_sources(rows, 12);
+  const std::vector<std::string> image_header = {std::string("SIMPLE  =                    T").append(50, ' '),
+                                                 std::string("END").append(77, ' ')};
+  const fs::path path = dir / "big.ldac";
+  write_catalog_ldac(path, catalog, image_header, {});
+  const std::string bytes = test::read_text(path);
+  CHECK(bytes.size() % 2880 == 0);
+  const auto noted = take_written_crc(path);
+  REQUIRE(noted.has_value());
+  CHECK(noted->crc32 == crc32(0, reinterpret_cast<const Bytef*>(bytes.data()), static_cast<uInt>(bytes.size())));
+  fitsfile* file = nullptr;
+  int status = 0, column = 0;
+  long count = 0;
+  fits_open_table(&file, (path.string() + "[LDAC_OBJECTS]").c_str(), READONLY, &status);
+  fits_get_num_rows(file, &count, &status);
+  fits_get_colnum(file, CASEINSEN, const_cast<char*>("NUMBER"), &column, &status);
+  std::vector<long long> numbers(rows);
+  fits_read_col(file, TLONGLONG, column, 1, 1, static_cast<LONGLONG>(rows), nullptr, numbers.data(), nullptr, &status);
+  fits_close_file(file, &status);
+  REQUIRE(status == 0);
+  CHECK(count == static_cast<long>(rows));
+  size_t wrong = 0;
+  for (size_t i = 0; i < rows; ++i) wrong += numbers[i] == static_cast<long long>(catalog[i].id) ? 0 : 1;
+  CHECK(wrong == 0);
 }

@@ -3,9 +3,6 @@
 // formatted in blocks of rows on all threads and written in order (a mosaic's copied into the file
 // on all threads once their offsets are known): the same bytes as one string.
 // Rows the GPU wrote as text (imflow/catalog_text.hpp) are copied, with ra, dec and errtheta put in.
-#include <libdeflate.h>
-#include <zlib.h>
-
 #include <algorithm>
 #include <charconv>
 #include <cmath>
@@ -14,6 +11,7 @@
 #include <vector>
 
 #include "catalog_output.hpp"
+#include "copied_blocks.hpp"
 #include "imflow/catalog_text.hpp"
 #include "imflow/errors.hpp"
 #include "imflow/io/atomic_file.hpp"
@@ -31,10 +29,6 @@ namespace {
 // thread writing hundreds of megabytes would hold the whole image up. Smaller ones are written in
 // order by one thread, which costs less CPU per byte (ConcurrentFileWriter).
 constexpr size_t kCopiedBlocks = 16;
-
-uint32_t text_crc(uint32_t crc, std::string_view text) {
-  return libdeflate_crc32(crc, text.data(), text.size());
-}
 
 std::string csv_header(const std::vector<detail::OutputColumn>& columns) {
   std::string out;
@@ -143,8 +137,7 @@ void write_catalog_csv(const std::filesystem::path& path, const Catalog& catalog
   const std::string header = csv_header(columns);
   const size_t blocks = (catalog.size() + kCatalogBlockRows - 1) / kCatalogBlockRows;
   const bool whole = blocks <= 1;
-  uint32_t file_crc = 0;
-  uint64_t file_size = 0;
+  detail::CopiedBytes copied;
   if (whole) {
     // One block: formatted into this thread's buffer, kept from catalog to catalog (a fresh one
     // of ~1.5 MB costs its page faults every image), and written at once.
@@ -159,36 +152,12 @@ void write_catalog_csv(const std::filesystem::path& path, const Catalog& catalog
     // block's CRC, taken as it is made, joins the file's in order (the manifest's, noted below).
     output.write(header);
     ConcurrentFileWriter file(output.descriptor());
-    struct Placed {
-      std::string text;
-      uint32_t crc = 0;
-      uint64_t offset = 0;
-    };
-    uint64_t end = header.size();
-    file_crc = text_crc(0, header);
-    detail::for_blocks_placed_in_order<Placed>(
-        blocks,
-        [&](size_t b) {
-          Placed block{format_block(b)};
-          block.crc = text_crc(0, block.text);
-          return block;
-        },
-        [&](Placed& block) {
-          block.offset = end;
-          end += block.text.size();
-          file_crc = static_cast<uint32_t>(crc32_combine(file_crc, block.crc, static_cast<z_off_t>(block.text.size())));
-        },
-        [&](Placed& block) {
-          const std::string_view pieces[] = {block.text};
-          if (const int failure = file.copy_at(block.offset, pieces); failure != 0) {
-            throw write_failed(path, failure);
-          }
-        });
-    file_size = end;
+    copied = detail::copy_blocks_in_order<std::string>(file, path, blocks, {header.size(), detail::crc32_continue(0, header)},
+                                                       format_block);
   }
   output.commit();
   if (whole) note_written_text(path, text);  // the item's manifest CRC and merged rows read it
-  if (blocks >= kCopiedBlocks) note_written_crc(path, {file_size, file_crc});
+  if (blocks >= kCopiedBlocks) note_written_crc(path, {copied.end, copied.crc32});
 }
 
 }  // namespace imflow

@@ -30,19 +30,21 @@ struct MemoryFitsBuffer {
   ~MemoryFitsBuffer();
 };
 
-// The rows of a file's last HDU, a binary table that CFITSIO made with NAXIS2 = 0: encoded by
-// `encode` (count x row_bytes bytes) straight into the bytes written, NAXIS2 set to `count`.
+// The rows of a file's last HDU, a binary table that CFITSIO made with NAXIS2 = 0: rows [first,
+// end) encoded by `encode` ((end - first) x row_bytes bytes) straight into the bytes written,
+// NAXIS2 set to `count`.
 struct LastTableRows {
   size_t count = 0, row_bytes = 0;
-  std::function<void(unsigned char* out)> encode;
+  std::function<void(size_t first, size_t end, unsigned char* out)> encode;
 };
 
-// A FITS file whose HDUs `write_hdus` makes, published only complete. With a `buffer`, CFITSIO
-// builds it there (write_hdus is given a LastTableRows to fill, or not, for its last table) and it
-// is written in one piece (AtomicFileWriter) and noted as the file's bytes (written_text.hpp: the
-// item's manifest CRC then reads memory), which stay in `buffer` until its next file; without,
-// CFITSIO writes it under a temporary name (AtomicOutput) and write_hdus is given nullptr.
-// Throws OutputError.
+// A FITS file whose HDUs `write_hdus` makes, published only complete. CFITSIO builds its HDUs in
+// memory (write_hdus is given a LastTableRows to fill, or not, for its last table). With a
+// `buffer` (a table that fits it) the file is built there, written in one piece (AtomicFileWriter)
+// and noted as the file's bytes (written_text.hpp: the item's manifest CRC then reads memory),
+// which stay in `buffer` until its next file; without, the last table's rows are encoded in blocks
+// on all threads and copied into the file at their offsets, their CRCs joined into the file's
+// (note_written_crc). Throws OutputError.
 void write_fits_file(const std::filesystem::path& path, MemoryFitsBuffer* buffer,
                      const std::function<void(fitsfile*, LastTableRows*)>& write_hdus);
 

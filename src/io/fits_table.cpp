@@ -110,7 +110,7 @@ void write_catalog_table(fitsfile* file, const std::filesystem::path& path, cons
   if (last_rows != nullptr) {
     last_rows->count = catalog.size();
     last_rows->row_bytes = row_bytes;
-    last_rows->encode = [encode_rows, rows = catalog.size()](unsigned char* out) { encode_rows(0, rows, out); };
+    last_rows->encode = encode_rows;
     return;
   }
   const auto write_rows = [&](size_t first, const unsigned char* bytes, size_t size) {

@@ -16,8 +16,10 @@ namespace imflow::detail {
 
 // Catalog tables of up to this many bytes of rows (~14,500 rows of the 36 default columns) are
 // built in memory and written whole (MemoryFitsOutput: CFITSIO makes the headers, the rows are
-// encoded straight after them); larger ones (a mosaic's) stream into the file. Each writing thread keeps a buffer of its largest such table: 4 MiB at most, so a run's
-// memory stays within its budget however many threads it has (docs/pipeline.md).
+// encoded straight after them); larger ones' rows (a mosaic's) are encoded in blocks on all
+// threads and copied into the file after the headers. Each writing thread keeps a buffer of its
+// largest such table: 4 MiB at most, so a run's memory stays within its budget however many
+// threads it has (docs/pipeline.md).
 inline constexpr size_t kMemoryTableMaxBytes = size_t{4} << 20;
 // The bytes of one row of `columns` as the table stores it.
 size_t table_row_bytes(const std::vector<OutputColumn>& columns);

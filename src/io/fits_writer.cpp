@@ -1,5 +1,6 @@
 // FITS writing through CFITSIO: float images and int32 label maps, written under a temporary name
-// and renamed when complete, and catalog binary tables, built in memory and written whole.
+// and renamed when complete, and catalog binary tables, built in memory and written whole (a large
+// table's rows in blocks on all threads).
 #include <fitsio.h>
 #include <malloc.h>
 
@@ -13,12 +14,14 @@
 #include <string_view>
 #include <vector>
 
+#include "copied_blocks.hpp"
 #include "fits_cards.hpp"
 #include "fits_output.hpp"
 #include "fits_status.hpp"
 #include "fits_table.hpp"
 #include "imflow/errors.hpp"
 #include "imflow/io/catalog.hpp"
+#include "imflow/io/concurrent_file_writer.hpp"
 #include "imflow/io/atomic_file.hpp"
 #include "imflow/io/fits.hpp"
 #include "imflow/io/written_text.hpp"
@@ -91,7 +94,9 @@ class MemoryFitsOutput {
   }
   fitsfile* get() const { return file_.get(); }
 
-  void finish(const detail::LastTableRows& rows) {
+  // Closes CFITSIO's file, NAXIS2 of the last table set to rows.count when its rows are given;
+  // returns the size of CFITSIO's bytes in buffer_.data (its last HDU's data padded to 2880).
+  size_t close(const detail::LastTableRows& rows) {
     // CFITSIO's file ends where an HDU after the last would start: its data padded to 2880
     // bytes, the padding written by the close.
     LONGLONG head = 0, data = 0, end = 0;
@@ -104,19 +109,22 @@ class MemoryFitsOutput {
     if (end <= 0 || static_cast<size_t>(end) > buffer_.size || (rows.encode && data != end)) {
       detail::fail_fits_output(path_, "cannot complete the file", FILE_NOT_CREATED);
     }
-    // The last table's rows, then zeros up to a whole 2880-byte block, as CFITSIO pads a table.
-    const size_t cfitsio_bytes = static_cast<size_t>(end);
+    if (rows.encode && !set_naxis2(static_cast<char*>(buffer_.data) + head, static_cast<size_t>(data - head), rows.count)) {
+      detail::fail_fits_output(path_, "cannot complete the file", FILE_NOT_CREATED);
+    }
+    return static_cast<size_t>(end);
+  }
+
+  // The file whole: CFITSIO's bytes, then the last table's rows and their padding.
+  void finish(const detail::LastTableRows& rows) {
+    const size_t cfitsio_bytes = close(rows);
     const size_t row_bytes = rows.encode ? rows.count * rows.row_bytes : 0;
     const size_t total = cfitsio_bytes + (row_bytes + 2879) / 2880 * 2880;
     std::vector<unsigned char>& file = buffer_.file;
     if (file.size() < total) file.resize(total);
     std::memcpy(file.data(), buffer_.data, cfitsio_bytes);
     if (rows.encode) {
-      char* header = reinterpret_cast<char*>(file.data()) + head;
-      if (!set_naxis2(header, static_cast<size_t>(data - head), rows.count)) {
-        detail::fail_fits_output(path_, "cannot complete the file", FILE_NOT_CREATED);
-      }
-      rows.encode(file.data() + cfitsio_bytes);
+      rows.encode(0, rows.count, file.data() + cfitsio_bytes);
       std::memset(file.data() + cfitsio_bytes + row_bytes, 0, total - cfitsio_bytes - row_bytes);
     }
     const std::string_view bytes(reinterpret_cast<const char*>(file.data()), total);
@@ -124,6 +132,29 @@ class MemoryFitsOutput {
     output.write(bytes);
     output.commit();
     note_written_text(path_, bytes);
+  }
+
+  // A large last table: CFITSIO's bytes written, then its rows encoded in blocks on all threads
+  // and copied into the file at their offsets, then the padding; each piece's CRC joins the
+  // file's in order (noted for the item's manifest).
+  void finish_in_blocks(const detail::LastTableRows& rows) {
+    const std::string_view headers(static_cast<const char*>(buffer_.data), close(rows));
+    AtomicFileWriter output(path_);
+    output.write(headers);
+    ConcurrentFileWriter file(output.descriptor());
+    const size_t blocks = rows.encode ? (rows.count + kCatalogBlockRows - 1) / kCatalogBlockRows : 0;
+    detail::CopiedBytes copied = detail::copy_blocks_in_order<std::vector<unsigned char>>(
+        file, path_, blocks, {headers.size(), detail::crc32_continue(0, headers)}, [&](size_t b) {
+          const size_t first = b * kCatalogBlockRows, last = std::min(rows.count, first + kCatalogBlockRows);
+          std::vector<unsigned char> bytes((last - first) * rows.row_bytes);
+          rows.encode(first, last, bytes.data());
+          return bytes;
+        });
+    const std::string padding((2880 - (copied.end - headers.size()) % 2880) % 2880, '\0');
+    const std::string_view pad[] = {padding};
+    if (const int failure = file.write_at(copied.end, pad); failure != 0) throw write_failed(path_, failure);
+    output.commit();
+    note_written_crc(path_, {copied.end + padding.size(), detail::crc32_continue(copied.crc32, padding)});
   }
 
  private:
@@ -135,17 +166,12 @@ class MemoryFitsOutput {
 
 void detail::write_fits_file(const fs::path& path, MemoryFitsBuffer* buffer,
                              const std::function<void(fitsfile*, LastTableRows*)>& write_hdus) {
-  if (buffer != nullptr) {
-    MemoryFitsOutput output(path, *buffer);
-    LastTableRows rows;
-    write_hdus(output.get(), &rows);
-    output.finish(rows);
-    return;
-  }
-  AtomicOutput output(path);
-  FitsFile file = create_output_fits(output);
-  write_hdus(file.get(), nullptr);
-  finish_output_fits(file, output);
+  MemoryFitsBuffer headers;  // CFITSIO's bytes of a file without a buffer: its headers and small tables
+  MemoryFitsOutput output(path, buffer != nullptr ? *buffer : headers);
+  LastTableRows rows;
+  write_hdus(output.get(), &rows);
+  if (buffer != nullptr) output.finish(rows);
+  else output.finish_in_blocks(rows);
 }
 
 namespace {

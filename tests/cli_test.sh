@@ -41,5 +41,10 @@ grep -q "dss_crop.fits: no image HDU with EXTNAME SCI (input.extnames); its imag
 # No input directory: the run cannot start, exit 3 naming it (not 1: the pipeline is fine).
 set +e; err=$("$imflow" run "$src/config/astro.yaml" --input "$work/absent" --output "$work/out3" --device cpu 2>&1); code=$?; set -e
 [ $code -eq 3 ] || fail "exit code without the input directory: $code"
-grep -q "absent: input directory does not exist" <<< "$err" || fail "missing input message: $err"
+grep -q "absent: no such input file or directory" <<< "$err" || fail "missing input message: $err"
+# No file matching the patterns (a typo in a pattern): exit 3 too, nothing written.
+mkdir -p "$work/empty"
+set +e; err=$("$imflow" run "$src/config/astro.yaml" --input "$work/empty" --output "$work/out5" --device cpu 2>&1); code=$?; set -e
+[ $code -eq 3 ] || fail "exit code without a matching input: $code"
+grep -q "empty: no input file matches the patterns" <<< "$err" || fail "no matching input message: $err"
 echo "cli tests passed"

@@ -8,6 +8,7 @@
 #include <set>
 
 #include "imflow/engine.hpp"
+#include "imflow/errors.hpp"
 #include "imflow/io/fits.hpp"
 #include "imflow/kernels/background.hpp"
 #include "imflow/kernels/background_mesh.hpp"
@@ -173,13 +174,25 @@ TEST_CASE("fail_fast stops taking new items after the first failure", "[engine]"
   CHECK(summary.items() < 21);
 }
 
-TEST_CASE("a missing input directory or device cuda without CUDA stop the run", "[engine]") {
+TEST_CASE("a missing or empty input directory or device cuda without CUDA stop the run", "[engine]") {
   test::TempDir dir("engine_missing");
   Pipeline pipeline = make_pipeline(dir / "nope", dir / "out", 1, 1);
-  CHECK_THROWS_WITH(run_pipeline(pipeline, {}), Catch::Contains("does not exist"));
+  CHECK_THROWS_AS(run_pipeline(pipeline, {}), InputError);  // exit 3: the run cannot start
+  CHECK_THROWS_WITH(run_pipeline(pipeline, {}), Catch::Contains("no such input file or directory"));
+  std::filesystem::create_directories(dir / "empty");
+  pipeline.input.dir = dir / "empty";
+  CHECK_THROWS_WITH(run_pipeline(pipeline, {}), Catch::Contains("no input file matches the patterns"));
 #ifndef IMFLOW_HAVE_CUDA
   pipeline.engine.device = "cuda";
   CHECK_THROWS_WITH(run_pipeline(pipeline, {}), Catch::Contains("without CUDA"));
+  bool config_error = false;  // a valid pipeline the machine cannot run: exit 3, not 1
+  try {
+    run_pipeline(pipeline, {});
+  } catch (const ConfigError&) {
+    config_error = true;
+  } catch (const std::runtime_error&) {
+  }
+  CHECK_FALSE(config_error);
 #endif
 }
 

@@ -86,7 +86,7 @@ nlohmann::json measure_input_ceiling(const Pipeline& pipeline, int threads, int 
                            {"device", pipeline.engine.device},
                            {"threads", threads}};
   const std::vector<std::filesystem::path> files = list_input_files(pipeline.input);
-  if (files.empty()) throw ConfigError(pipeline.input.dir.string() + ": no input file matches the patterns");
+  if (files.empty()) throw InputError(pipeline.input.dir.string() + ": no input file matches the patterns (input.patterns)");
   ItemSource source(files, pipeline.input.dir);
   source.set_max_file_bytes(pipeline.input.max_file_bytes);
   std::vector<ItemRef> items;

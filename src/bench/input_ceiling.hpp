@@ -14,7 +14,7 @@ namespace imflow::bench {
 // as the CUDA engine reads them), else converted as the CPU engine reads them. Returns {what,
 // device, threads, items, failed, megabytes, images_per_second and seconds {median, min, max},
 // megabytes_per_second (median)}; {skipped: why} when an item is tiled or larger than 1 GiB (read
-// in tiles or strips by the engine). Throws ConfigError when no input file matches.
+// in tiles or strips by the engine). Throws InputError when no input file matches.
 nlohmann::json measure_input_ceiling(const Pipeline& pipeline, int threads, int repeats);
 
 }  // namespace imflow::bench

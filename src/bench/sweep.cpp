@@ -92,7 +92,7 @@ nlohmann::json run_sweep(Pipeline& pipeline, const BenchOptions& options, const 
   fs::create_directories(options.out_dir);
   const fs::path original_input = pipeline.input.dir;
   const std::vector<fs::path> files = list_input_files(pipeline.input);
-  if (files.empty()) throw ConfigError(original_input.string() + ": no input file matches the patterns");
+  if (files.empty()) throw InputError(original_input.string() + ": no input file matches the patterns (input.patterns)");
   const int64_t base = options.images > 0 ? options.images : static_cast<int64_t>(files.size());
   std::optional<ScratchDir> inputs;
   auto use_inputs = [&](int64_t count) {

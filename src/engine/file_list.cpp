@@ -24,7 +24,7 @@ std::vector<fs::path> list_input_files(const InputConfig& input) {
   std::error_code error;
   const fs::file_status status = fs::status(input.dir, error);
   // The pipeline is valid, the input is not there: the run cannot start (exit 3, not 1).
-  if (error || !fs::exists(status)) throw InputError(input.dir.string() + ": input directory does not exist");
+  if (error || !fs::exists(status)) throw InputError(input.dir.string() + ": no such input file or directory");
   if (fs::is_regular_file(status)) return {input.dir};
   if (!fs::is_directory(status)) throw InputError(input.dir.string() + ": not a directory or a file");
 

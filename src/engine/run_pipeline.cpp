@@ -104,11 +104,12 @@ std::string resolve_device(const std::string& requested) {
   if (requested == "cpu") return "cpu";
   const int gpus = cuda_device_count();
   if (requested == "cuda") {
+    // A valid pipeline this machine cannot run: the run cannot start (exit 3, not 1).
     if (gpus == 0) {
 #ifdef IMFLOW_HAVE_CUDA
-      throw ConfigError("device: cuda was requested but no CUDA device is available");
+      throw std::runtime_error("device: cuda was requested but no CUDA device is available");
 #else
-      throw ConfigError("device: cuda was requested but this imflow was built without CUDA (IMFLOW_CUDA=OFF)");
+      throw std::runtime_error("device: cuda was requested but this imflow was built without CUDA (IMFLOW_CUDA=OFF)");
 #endif
     }
     return "cuda";
@@ -140,7 +141,7 @@ RunSummary run_pipeline(const Pipeline& pipeline, const RunOptions& options) {
                                                                      pipeline.input.companions());
   spdlog::debug("listed {} input files in {:.3f} s", files.size(),
                 std::chrono::duration<double>(std::chrono::steady_clock::now() - listing).count());
-  if (files.empty()) spdlog::warn("{}: no input file matches the patterns", pipeline.input.dir.string());
+  if (files.empty()) throw InputError(pipeline.input.dir.string() + ": no input file matches the patterns (input.patterns)");
   // The CPU path's work items in flight (the CUDA graph chooses its pinned ones: gpu_graph.cpp).
   const ItemsInFlight cpu_buffers = cpu_buffers_for_run(
       pipeline.engine, threads, device == "cpu" ? first_plane_bytes(files, &tiling) : 0);

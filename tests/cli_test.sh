@@ -47,4 +47,13 @@ mkdir -p "$work/empty"
 set +e; err=$("$imflow" run "$src/config/astro.yaml" --input "$work/empty" --output "$work/out5" --device cpu 2>&1); code=$?; set -e
 [ $code -eq 3 ] || fail "exit code without a matching input: $code"
 grep -q "empty: no input file matches the patterns" <<< "$err" || fail "no matching input message: $err"
+# A --summary path that cannot be made fails before any item (exit 3, naming the option); an empty
+# --output (an unset variable) is an error, not the pipeline's own output.dir.
+touch "$work/afile"
+set +e; err=$("$imflow" run "$src/config/astro.yaml" --input "$work/in" --output "$work/out6" --device cpu --summary "$work/afile/s.json" 2>&1); code=$?; set -e
+[ $code -eq 3 ] || fail "exit code with an unusable --summary: $code"
+grep -q -- "--summary $work/afile/s.json: cannot create its directory" <<< "$err" || fail "--summary message: $err"
+[ ! -e "$work/out6" ] || fail "outputs written before the --summary path was checked"
+set +e; err=$("$imflow" run "$src/config/astro.yaml" --input "$work/in" --output "" --device cpu 2>&1); code=$?; set -e
+[ $code -eq 1 ] || fail "exit code with --output '': $code"
 echo "cli tests passed"

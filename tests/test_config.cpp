@@ -64,6 +64,19 @@ TEST_CASE("unknown steps and steps out of order are errors", "[config]") {
   CHECK_THAT(config_error_of("steps: [convolve: {mode: full}]\n"), Contains("apply_to: image"));
 }
 
+TEST_CASE("settings that could only fail every image, or mean nothing, are errors", "[config]") {
+  // The RMS map comes from the mesh background only.
+  CHECK_THAT(config_error_of("steps: [background, {segment: {relative_to: rms_map}}, label, measure]\n"),
+             Contains("steps[1].segment") && Contains("rms_map needs the mesh background"));
+  CHECK(config_error_of("steps: [{background: {method: mesh}}, {segment: {relative_to: rms_map}}, label]\n") == "no error");
+  CHECK_THAT(config_error_of("steps: [background, {segment: {nsigma: -5}}]\n"), Contains("test.yaml:1:") && Contains("nsigma") && Contains("must be > 0"));
+  CHECK_THAT(config_error_of("steps: [background, {segment: {nsigma: 0}}]\n"), Contains("nsigma"));
+  // A key given twice: YAML forbids it, yaml-cpp would keep the first silently.
+  CHECK_THAT(config_error_of("device: cpu\ndevice: cuda\nsteps: [background]\n"),
+             Contains("test.yaml:2:1") && Contains("device: given twice"));
+  CHECK_THAT(config_error_of("steps:\n  - background: {kappa: 3, kappa: 1}\n"), Contains("test.yaml:2:28") && Contains("kappa: given twice"));
+}
+
 TEST_CASE("YAML syntax errors carry a position", "[config]") {
   CHECK_THAT(config_error_of("steps: [background\n"), Contains("test.yaml:") && Contains("YAML syntax error"));
 }

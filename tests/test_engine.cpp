@@ -196,6 +196,15 @@ TEST_CASE("a missing or empty input directory or device cuda without CUDA stop t
 #endif
 }
 
+TEST_CASE("an output directory inside the input is refused before anything is created there", "[engine]") {
+  test::TempDir dir("engine_output_inside");
+  std::filesystem::create_directories(dir / "in");
+  test::write_fits(dir / "in" / "a.fits", -32, {40, 30}, test::star_field(40, 30, 3));
+  Pipeline pipeline = make_pipeline(dir / "in", dir / "in" / "x" / "out", 1, 1);
+  CHECK_THROWS_WITH(run_pipeline(pipeline, {}), Catch::Contains("is (or is inside) the input directory"));
+  CHECK_FALSE(std::filesystem::exists(dir / "in" / "x"));
+}
+
 TEST_CASE("input.extnames keeps the SCI HDUs only; their outputs record the EXTNAME", "[engine]") {
   test::TempDir dir("engine_extnames");
   std::filesystem::create_directories(dir / "in");

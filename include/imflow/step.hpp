@@ -63,6 +63,8 @@ class Step {
   const std::string& name() const { return name_; }
   // The parameters with every default filled in, as `imflow validate` prints them.
   const YAML::Node& params() const { return params_; }
+  // One of them as text (a scalar's), else `fallback`.
+  std::string param_text(const char* key, const std::string& fallback) const;
 
  private:
   friend std::unique_ptr<Step> make_step(const std::string&, ParamReader&);

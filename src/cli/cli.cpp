@@ -8,6 +8,7 @@
 
 #include <atomic>
 #include <csignal>
+#include <filesystem>
 #include <iostream>
 
 #include "imflow/engine.hpp"
@@ -83,10 +84,23 @@ void apply_overrides(Pipeline& pipeline, const RunArgs& args) {
   validate_engine(pipeline.engine);
 }
 
+// A path option given as "" (an unset shell variable) is an error, not the pipeline's own path.
+const CLI::Validator kNotEmpty([](std::string& value) { return value.empty() ? std::string("an empty path") : std::string(); },
+                               "", "NOT_EMPTY");
+
+// The directory of a --summary or --trace file, made (or found unusable) before any item is read.
+void prepare_report_directory(const char* option, const std::string& path) {
+  if (path.empty()) return;
+  const std::filesystem::path parent = std::filesystem::path(path).parent_path();
+  std::error_code error;
+  if (!parent.empty()) std::filesystem::create_directories(parent, error);
+  if (error) throw OutputError(std::string(option) + " " + path + ": cannot create its directory: " + error.message());
+}
+
 void add_engine_options(CLI::App* command, RunArgs& args) {
   command->add_option("pipeline", args.pipeline, "pipeline YAML file")->required()->check(CLI::ExistingFile);
-  command->add_option("--input,-i", args.input, "input directory (or one file); overrides input.dir");
-  command->add_option("--output,-o", args.output, "output directory; overrides output.dir");
+  command->add_option("--input,-i", args.input, "input directory (or one file); overrides input.dir")->check(kNotEmpty);
+  command->add_option("--output,-o", args.output, "output directory; overrides output.dir")->check(kNotEmpty);
   command->add_option("--extname", args.extnames, "FITS: only image HDUs with this EXTNAME (repeat or comma-separate, e.g. SCI); overrides input.extnames")
       ->delimiter(',');
   command->add_option("--detect", args.detect,
@@ -111,6 +125,8 @@ void add_engine_options(CLI::App* command, RunArgs& args) {
 int command_run(const RunArgs& args, bool progress) {
   Pipeline pipeline = load_pipeline(args.pipeline);
   apply_overrides(pipeline, args);
+  prepare_report_directory("--summary", args.summary);
+  prepare_report_directory("--trace", args.trace);
   RunOptions options;
   options.progress = progress;
   options.trace_path = args.trace;

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <fstream>
+#include <set>
 #include <sstream>
 
 #include "imflow/errors.hpp"
@@ -119,6 +120,22 @@ void check_step_order(const std::vector<std::unique_ptr<Step>>& steps, const YAM
     }
   }
 }
+// YAML forbids a key twice in one map; yaml-cpp would keep the first silently (PyYAML the last).
+void check_unique_keys(const YAML::Node& node, const std::string& source_name) {
+  if (node.IsSequence()) {
+    for (const YAML::Node& element : node) check_unique_keys(element, source_name);
+    return;
+  }
+  if (!node.IsMap()) return;
+  std::set<std::string> keys;
+  for (const auto& entry : node) {
+    if (entry.first.IsScalar() && !keys.insert(entry.first.Scalar()).second) {
+      throw ConfigError(yaml_location(source_name, entry.first) + entry.first.Scalar() + ": given twice in the same map");
+    }
+    check_unique_keys(entry.second, source_name);
+  }
+}
+
 }  // namespace
 
 bool OutputConfig::wants(const std::string& format) const {
@@ -166,6 +183,7 @@ Pipeline parse_pipeline(const std::string& yaml_text, const std::string& source_
                       std::to_string(error.mark.column + 1) + ": YAML syntax error: " + error.msg);
   }
   if (!root.IsMap()) throw ConfigError(source_name + ": the pipeline must be a YAML map (input, output, steps, ...)");
+  check_unique_keys(root, source_name);
   Pipeline pipeline;
   pipeline.source = source_name;
   ParamReader top(root, "", source_name);

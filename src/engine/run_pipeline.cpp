@@ -52,10 +52,7 @@ void prepare_output_dir(const Pipeline& pipeline) {
   namespace fs = std::filesystem;
   const fs::path& out = pipeline.output.dir;
   std::error_code error;
-  fs::create_directories(out, error);
-  if (error) throw OutputError(out.string() + ": cannot create the output directory: " + error.message());
-  if (!fs::is_directory(out, error)) throw OutputError(out.string() + ": the output path is not a directory");
-  if (fs::is_directory(pipeline.input.dir, error)) {
+  if (fs::is_directory(pipeline.input.dir, error)) {  // checked before anything is created there
     const fs::path input = fs::weakly_canonical(pipeline.input.dir, error);
     const fs::path output = fs::weakly_canonical(out, error);
     const fs::path inside = output.lexically_relative(input);
@@ -64,6 +61,10 @@ void prepare_output_dir(const Pipeline& pipeline) {
                         pipeline.input.dir.string() + " (following symlinks); choose another --output");
     }
   }
+  error.clear();
+  fs::create_directories(out, error);
+  if (error) throw OutputError(out.string() + ": cannot create the output directory: " + error.message());
+  if (!fs::is_directory(out, error)) throw OutputError(out.string() + ": the output path is not a directory");
   std::string probe = (out / ".imflow-write-test-XXXXXX").string();
   const int fd = ::mkstemp(probe.data());
   if (fd < 0 || ::write(fd, "x", 1) != 1) {

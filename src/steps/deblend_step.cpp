@@ -24,11 +24,6 @@
 namespace imflow {
 
 namespace {
-std::string param_text(const Step& step, const char* key, const std::string& fallback) {
-  const YAML::Node value = step.params()[key];
-  return value.IsDefined() && value.IsScalar() ? value.Scalar() : fallback;
-}
-
 class DeblendStep final : public Step {
  public:
   explicit DeblendStep(ParamReader& params) {
@@ -58,10 +53,10 @@ class DeblendStep final : public Step {
       if (step->name() == "segment") segment = step;
     }
     if (label == nullptr || segment == nullptr) return "needs segment and label before it";
-    if (param_text(*label, "connectivity", "4") != "8")
+    if (label->param_text("connectivity", "4") != "8")
       return "needs 8-connected segments, as SExtractor and SEP find them: the label step before it has connectivity " +
-             param_text(*label, "connectivity", "4") + " (set label: {connectivity: 8})";
-    if (param_text(*segment, "compare", "float64") != "float32")
+             label->param_text("connectivity", "4") + " (set label: {connectivity: 8})";
+    if (segment->param_text("compare", "float64") != "float32")
       return "needs the segments thresholded as SEP does, in float32 (set segment: {compare: float32}; "
              "docs/astronomy.md, Deblending)";
     return "";

@@ -61,6 +61,11 @@ void Step::run_cuda_batch(WorkItem* const*, int, GpuBatch&) const {
 
 std::string Step::link(const std::vector<const Step*>&) { return ""; }
 
+std::string Step::param_text(const char* key, const std::string& fallback) const {
+  const YAML::Node value = params_[key];
+  return value.IsDefined() && value.IsScalar() ? value.Scalar() : fallback;
+}
+
 nlohmann::json Step::choose_on_device(WorkItem&, GpuContext&, std::unique_ptr<GpuBatch>&, int, int) const {
   return nullptr;
 }

@@ -34,7 +34,21 @@ class SegmentStep final : public Step {
   explicit SegmentStep(ParamReader& params)
       : nsigma_(params.number("nsigma", 5.0, -1e6, 1e6)),
         relative_to_(relative_to_of(params.choice("relative_to", "background", {"background", "zero", "rms_map"}))),
-        float32_(params.choice("compare", "float64", {"float64", "float32"}) == "float32") {}
+        float32_(params.choice("compare", "float64", {"float64", "float32"}) == "float32") {
+    if (!(nsigma_ > 0.0)) params.fail(params.child("nsigma"), "nsigma", "must be > 0 (the threshold in noise sigmas)");
+  }
+
+  // relative_to: rms_map thresholds against the mesh background's RMS map.
+  std::string link(const std::vector<const Step*>& earlier) override {
+    if (relative_to_ != RelativeTo::rms_map) return "";
+    const Step* background = nullptr;
+    for (const Step* step : earlier) {
+      if (step->name() == "background") background = step;
+    }
+    if (background == nullptr || background->param_text("method", "global") != "mesh")
+      return "relative_to: rms_map needs the mesh background before it (background: {method: mesh})";
+    return "";
+  }
 
   void run_cpu(WorkItem& item) const override {
     const BackgroundStats& stats = item.background.value();

@@ -91,11 +91,6 @@ def _sum(kind, data, columns, err, var, gain, mask, maskthresh, seg_id, segmap, 
     rows = np.ascontiguousarray(rows[:, :len(columns)])
     sums = _imflow.sum_apertures(kind, data, rows, noise_map, noise_value, noise_kind, mask, float(maskthresh),
                                  float(gain or 0.0), int(subpix), segmap, seg_ids)
-    if kind.endswith("bkgann"):
-        bad = np.flatnonzero(np.isnan(sums[0]) & np.isfinite(rows).all(axis=1))
-        if bad.size:
-            raise ValueError("The background annulus does not contain any valid pixels, "
-                             f"for the object at index {bad[0]}.")
     return _shaped(shape, *sums)
 
 

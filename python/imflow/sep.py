@@ -15,6 +15,7 @@ from ._apertures import (APER_ALLMASKED, APER_HASMASKED, APER_NONPOSITIVE, APER_
                          ellipse_coeffs, flux_radius, kron_radius, mask_ellipse, sum_circann, sum_circle,
                          sum_ellipann, sum_ellipse, winpos)
 
+__version__ = "1.4.1"  # the SEP API this module implements (sep.__version__ checks)
 __all__ = ["Background", "extract", "set_extract_pixstack", "set_sub_object_limit", "get_extract_pixstack",
            "get_sub_object_limit", "OBJ_MERGED", "OBJ_TRUNC", "OBJ_DOVERFLOW", "OBJ_SINGU", "default_kernel",
            "sum_circle", "sum_circann", "sum_ellipse", "sum_ellipann", "kron_radius", "flux_radius", "winpos",
@@ -49,18 +50,34 @@ def _mask_of(mask, maskthresh, shape):
 
 
 def _masked(data, mask, maskthresh):
-    """data (float32) with NaN where mask > maskthresh (SEP compares the mask as float32 values)."""
+    """data (float32) with NaN where the mask is not <= maskthresh (SEP's background compares both
+    as float32: a NaN mask value or threshold masks)."""
     if mask is None:
         return data
     mask = np.asarray(mask)
     if mask.shape != data.shape:
         raise ValueError(f"mask: shape {mask.shape} differs from data's {data.shape}")
-    masked = mask.astype(np.float32).astype(np.float64) > float(maskthresh)
+    masked = ~(mask.astype(np.float32) <= np.float32(maskthresh))
     if not masked.any():
         return data
     data = data.copy()
     data[masked] = np.nan
     return data
+
+
+def _converted(values, dtype, what):
+    """A float32 map in `dtype`: floats as they are, integers rounded as SEP writes them ((int)(v + 0.5))."""
+    dtype = np.dtype(dtype).newbyteorder("=")
+    if dtype.kind == "f":
+        return values.astype(dtype)
+    if dtype.kind not in "iu":
+        raise ValueError(f"{what}: dtype not supported: {dtype}")
+    rounded = np.trunc(values.astype(np.float64) + 0.5)
+    limits = np.iinfo(dtype)
+    finite = rounded[np.isfinite(rounded)]
+    if not np.isfinite(rounded).all() or (finite.size and (finite.min() < limits.min or finite.max() > limits.max)):
+        raise ValueError(f"{what}: the map's values do not fit dtype {dtype}")
+    return rounded.astype(dtype)
 
 
 class Background:
@@ -69,8 +86,6 @@ class Background:
     Background(data, mask=None, maskthresh=0.0, bw=64, bh=64, fw=3, fh=3, fthresh=0.0, device=None)
     device: "cpu" or "cuda" (None: imflow.get_device()); the maps are the same on both.
     """
-
-    __array_ufunc__ = None  # `data - bkg` calls __rsub__, as with SEP's Background
 
     def __init__(self, data, mask=None, maskthresh=0.0, bw=64, bh=64, fw=3, fh=3, fthresh=0.0, device=None):
         original = np.asarray(data)
@@ -91,24 +106,24 @@ class Background:
             self._maps[name] = getattr(self._device_maps, name)()
         return self._maps[name]
 
-    def back(self, dtype=None):
+    def back(self, dtype=None, copy=None):
         """The background map (dtype: that of the data by default, as SEP)."""
-        return self._map("back").astype(dtype or self._dtype)
+        return _converted(self._map("back"), dtype or self._dtype, "back")
 
     def rms(self, dtype=None):
         """The background RMS map (dtype: that of the data by default, as SEP)."""
-        return self._map("rms").astype(dtype or self._dtype)
+        return _converted(self._map("rms"), dtype or self._dtype, "rms")
 
     def subfrom(self, data):
-        """Subtract the background from `data` (float32 or float64, the original shape) in place."""
-        if not isinstance(data, np.ndarray) or data.dtype.kind != "f" or data.itemsize not in (4, 8):
-            raise ValueError("subfrom: data must be a float32 or float64 array")
+        """Subtract the background from `data` (float or integer, the original shape) in place;
+        integers lose the map rounded as SEP rounds it."""
+        if not isinstance(data, np.ndarray) or data.dtype.kind not in "fiu":
+            raise ValueError("subfrom: data must be a float or integer array")
         if data.shape != self._shape:
             raise ValueError(f"subfrom: data's shape {data.shape} differs from the background's {self._shape}")
-        back = self._map("back")
-        data -= back if back.dtype == data.dtype else back.astype(data.dtype)
+        data -= _converted(self._map("back"), data.dtype, "subfrom")
 
-    def __array__(self, dtype=None, copy=None):
+    def __array__(self, dtype=None, copy=None):  # numpy's view of it (`data - bkg`, np.sqrt(bkg)): the map
         return self.back(dtype)
 
     def __rsub__(self, data):

@@ -6,6 +6,8 @@
 #include <nanobind/stl/optional.h>
 #include <nanobind/stl/string.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <optional>
 #include <span>
@@ -76,7 +78,9 @@ void check_columns(const Params& params, size_t columns) {
 
 // kind: circle (x, y, r), circann (x, y, rin, rout), ellipse (x, y, a, b, theta, r), ellipann
 // (x, y, a, b, theta, rin, rout), circle_bkgann (x, y, r, rin, rout), ellipse_bkgann
-// (x, y, a, b, theta, r, rin, rout). Returns (sum, sumerr, flag).
+// (x, y, a, b, theta, r, rin, rout). Returns (sum, sumerr, flag); with bkgann, raises SEP's
+// ValueError when an object's annulus has no valid pixel (an aperture's own NaN or masked pixels
+// give that object NaN, as in SEP).
 nb::tuple sum_apertures(const std::string& kind, const Image& data, const Params& params,
                         std::optional<Image> noise, double noise_value, const std::string& noise_kind,
                         std::optional<Image> mask, double maskthresh, double gain, int subpix, std::optional<Image> segmap,
@@ -93,6 +97,7 @@ nb::tuple sum_apertures(const std::string& kind, const Image& data, const Params
   const size_t n = params.shape(0);
   std::vector<double> sums(n), errors(n);
   std::vector<int16_t> flags(n);
+  std::optional<size_t> empty_annulus;  // the first object whose background annulus has no valid pixel (SEP raises)
   {
     nb::gil_scoped_release unlocked;
     for (size_t i = 0; i < n; ++i) {
@@ -110,7 +115,19 @@ nb::tuple sum_apertures(const std::string& kind, const Image& data, const Params
       sums[i] = s.sum;
       errors[i] = s.error;
       flags[i] = static_cast<int16_t>(s.flag);
+      if (which >= 4 && std::isnan(s.sum) && !empty_annulus &&
+          std::all_of(p, p + columns[which], [](double v) { return std::isfinite(v); })) {  // the annulus, as the bkgann sum takes it
+        const kernels::ApertureSum annulus =
+            which == 4 ? kernels::sum_circann(image, p[0], p[1], p[3], p[4], 1, kernels::MaskMode::ignore)
+                       : kernels::sum_ellipann(image, p[0], p[1], p[2], p[3], p[4], p[6], p[7], subpix);
+        if (!(annulus.area > 0.0)) empty_annulus = i;
+      }
     }
+  }
+  if (empty_annulus) {
+    throw nb::value_error(("The background annulus does not contain any valid pixels, for the object at index " +
+                           std::to_string(*empty_annulus) + ".")
+                              .c_str());
   }
   return nb::make_tuple(to_numpy(std::move(sums), {n}), to_numpy(std::move(errors), {n}),
                         to_numpy(std::move(flags), {n}));

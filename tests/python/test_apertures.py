@@ -126,6 +126,19 @@ def test_errors_and_constants(field):
         isep.sum_circle(f["sub"], f["x"], f["y"], -1.0)
     with pytest.raises(ValueError, match="background annulus"):
         isep.sum_circle(f["sub"], f["x"], f["y"], 3.0, bkgann=(6.0, 9.0), mask=np.ones(f["sub"].shape, bool))
+    # An aperture of its own NaN or masked pixels (its annulus valid) is that object's NaN, as in SEP,
+    # not an error for all of them.
+    x, y = f["x"][:3], f["y"][:3]
+    holed = f["sub"].copy()
+    holed[int(round(y[0])), int(round(x[0]))] = np.nan
+    same(isep.sum_circle(holed, x, y, 3.0, bkgann=(6.0, 9.0)), sep.sum_circle(holed, x, y, 3.0, bkgann=(6.0, 9.0)), 1e-9)
+    covered = np.zeros(f["sub"].shape, bool)
+    covered[int(round(y[1])) - 4:int(round(y[1])) + 5, int(round(x[1])) - 4:int(round(x[1])) + 5] = True
+    for name, args in (("sum_circle", (x, y, 3.0)), ("sum_ellipse", (x, y, f["a"][:3], f["b"][:3], f["theta"][:3], 1.0))):
+        ours = getattr(isep, name)(f["sub"], *args, mask=covered, bkgann=(6.0, 9.0) if name == "sum_circle" else (5.0, 7.0))
+        theirs = getattr(sep, name)(f["sub"], *args, mask=covered, bkgann=(6.0, 9.0) if name == "sum_circle" else (5.0, 7.0))
+        same(ours, theirs, 1e-9)
+        assert np.isnan(ours[0][1]) and np.isfinite(ours[0][0])
     # a big-endian image is taken as it is
     big = f["sub"].astype(">f4")
     assert big.dtype.byteorder == ">"

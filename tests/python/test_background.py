@@ -67,3 +67,33 @@ def test_dtypes_layouts_and_subtraction(images):
                     sep.Background(integers).back(np.float32)) <= 1e-6
     with pytest.raises(ValueError, match="2-d"):
         isep.Background(np.zeros(10))
+
+
+def test_integer_data_masks_and_numpy_arithmetic_as_seps(images):
+    # int32 data (SEP's integer type): maps, `data - bkg` and subfrom in int32, rounded as SEP rounds.
+    integers = native(images["dss_crop"]).astype(np.int32)
+    ours, theirs = isep.Background(integers), sep.Background(integers)
+    for name in ("back", "rms"):
+        assert getattr(ours, name)().dtype == np.int32
+        np.testing.assert_array_equal(getattr(ours, name)(), getattr(theirs, name)())
+    np.testing.assert_array_equal(integers - ours, integers - theirs)
+    mine, seps = integers.copy(), integers.copy()
+    ours.subfrom(mine)
+    theirs.subfrom(seps)
+    np.testing.assert_array_equal(mine, seps)
+    with pytest.raises(ValueError, match="uint8"):
+        isep.Background(integers * 5).back(dtype=np.uint8)  # would wrap: SEP refuses the dtype
+    # numpy takes the background map where it needs an array, as with SEP's Background.
+    data = native(images["isaac_crop"]).astype(np.float32)
+    ours, theirs = isep.Background(data), sep.Background(data)
+    for ours_result, seps_result in ((ours - data, theirs - data), (data / ours, data / theirs),
+                                     (np.sqrt(ours), np.sqrt(theirs)), (data + ours, data + theirs)):
+        assert ours_result.dtype == seps_result.dtype
+        assert relative(ours_result, seps_result) <= 1e-6
+    # A NaN mask value, or a NaN maskthresh, masks (SEP's background keeps pixels whose mask <= maskthresh).
+    mask = np.zeros(data.shape, np.float32)
+    mask[:40, :50] = np.nan
+    ours, theirs = isep.Background(data, mask=mask), sep.Background(data, mask=mask)
+    assert ours.globalback == pytest.approx(theirs.globalback, rel=1e-6)
+    assert relative(ours.back(), theirs.back()) <= 1e-6
+    assert isep.__version__ == sep.__version__ == "1.4.1"

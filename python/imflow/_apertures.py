@@ -12,11 +12,14 @@ APER_NONPOSITIVE = np.short(0x0080)  # the Kron moments were <= 0 (kron_radius)
 
 
 def _image(data, name="data"):
-    """A C-contiguous float32 copy-or-view of a 2-d numeric array, as SEP converts it (any byte order)."""
+    """A C-contiguous float32 copy-or-view of a 2-d real array, as SEP converts it (any byte order).
+    A NumPy masked array is refused, as SEP refuses it: its mask would be silently dropped."""
+    if isinstance(data, np.ma.MaskedArray):
+        raise ValueError(f"{name}: a masked array; pass its .data and its mask as mask= (np.ma.getmaskarray)")
     array = np.asarray(data)
     if array.ndim != 2:
         raise ValueError(f"{name}: must be a 2-d array, got {array.ndim}-d")
-    if not (np.issubdtype(array.dtype, np.number) or array.dtype == np.bool_):
+    if not ((np.issubdtype(array.dtype, np.number) and array.dtype.kind != "c") or array.dtype == np.bool_):
         raise ValueError(f"{name}: array dtype not supported: {array.dtype}")
     return np.ascontiguousarray(array, dtype=np.float32)
 

@@ -88,8 +88,8 @@ class Background:
     """
 
     def __init__(self, data, mask=None, maskthresh=0.0, bw=64, bh=64, fw=3, fh=3, fthresh=0.0, device=None):
+        pixels = _masked(_image(data), mask, maskthresh)
         original = np.asarray(data)
-        pixels = _masked(_image(original), mask, maskthresh)
         self._dtype = original.dtype.newbyteorder("=")
         self._shape = pixels.shape
         arguments = (pixels, int(bw), int(bh), int(fw), int(fh), float(fthresh))

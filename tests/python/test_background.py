@@ -67,6 +67,10 @@ def test_dtypes_layouts_and_subtraction(images):
                     sep.Background(integers).back(np.float32)) <= 1e-6
     with pytest.raises(ValueError, match="2-d"):
         isep.Background(np.zeros(10))
+    with pytest.raises(ValueError, match="masked array"):  # SEP refuses one too; its mask must not be lost
+        isep.Background(np.ma.masked_greater(data, 1e3))
+    with pytest.raises(ValueError, match="complex"):
+        isep.extract(data.astype(np.complex64), 3.0)
 
 
 def test_integer_data_masks_and_numpy_arithmetic_as_seps(images):

@@ -172,6 +172,11 @@ TEST_CASE("fail_fast stops taking new items after the first failure", "[engine]"
   const RunSummary summary = run_pipeline(pipeline, {});
   CHECK(summary.failed() == 1);
   CHECK(summary.items() < 21);
+  // The summary says why the rest was not processed (the exit code stays 2: an item failed).
+  const nlohmann::json json = summary.to_json();
+  REQUIRE(json.contains("fail_fast"));
+  CHECK(json["fail_fast"]["stopped_after"].get<std::string>().find("a_bad.fits") != std::string::npos);
+  CHECK(summary.stop_reason().empty());
 }
 
 TEST_CASE("a missing or empty input directory or device cuda without CUDA stop the run", "[engine]") {

@@ -144,9 +144,11 @@ int command_run(const RunArgs& args, bool progress) {
   }
 #endif
   const RunSummary summary = run_pipeline(pipeline, options);
-  spdlog::info("{} items: {} succeeded, {} failed in {:.3f} s ({:.1f} images/s, {:.1f} MB/s); summary in {}",
-               summary.items(), summary.succeeded(), summary.failed(), summary.wall_seconds(),
-               summary.succeeded() / std::max(summary.wall_seconds(), 1e-9),
+  // Items a resumed run skipped count as succeeded but not in images/s (as in summary.json).
+  const std::string skipped = summary.skipped() > 0 ? fmt::format(" ({} skipped: done before)", summary.skipped()) : "";
+  spdlog::info("{} items: {} succeeded{}, {} failed in {:.3f} s ({:.1f} images/s, {:.1f} MB/s); summary in {}",
+               summary.items(), summary.succeeded(), skipped, summary.failed(), summary.wall_seconds(),
+               static_cast<double>(summary.succeeded() - summary.skipped()) / std::max(summary.wall_seconds(), 1e-9),
                summary.input_bytes() / 1e6 / std::max(summary.wall_seconds(), 1e-9),
                (args.summary.empty() ? (pipeline.output.dir / "summary.json").string() : args.summary));
   if (g_stop_requested) return kExitInterrupted;

@@ -1,6 +1,8 @@
 // Pipeline YAML parsing and validation.
 #include "imflow/pipeline.hpp"
 
+#include <spdlog/spdlog.h>
+
 #include <algorithm>
 #include <fstream>
 #include <set>
@@ -9,6 +11,7 @@
 #include "imflow/errors.hpp"
 #include "imflow/io/input_format.hpp"
 #include "imflow/params.hpp"
+#include "imflow/step.hpp"
 #include "imflow/tiling.hpp"
 #include "input_companions.hpp"
 
@@ -136,6 +139,24 @@ void check_unique_keys(const YAML::Node& node, const std::string& source_name) {
   }
 }
 
+// Catalog formats asked for with no step that makes a catalog, or no format at all: only the
+// summary and the manifest would be written. A warning: the pipeline runs.
+void warn_about_formats(const Pipeline& pipeline, const YAML::Node& formats, const std::string& source_name) {
+  if (!formats.IsDefined()) return;
+  if (pipeline.output.formats.empty()) {
+    spdlog::warn("{}output.formats: none given; only summary.json and manifest.jsonl are written",
+                 yaml_location(source_name, formats));
+    return;
+  }
+  if (!pipeline.output.wants_catalog_files()) return;
+  for (const auto& step : pipeline.steps) {
+    const StepInfo* info = find_step(step->name());
+    if (info != nullptr && std::find(info->provides.begin(), info->provides.end(), "catalog") != info->provides.end()) return;
+  }
+  spdlog::warn("{}output.formats: catalogs (csv, fits, ldac) asked for, but no step makes one (measure): none is written",
+               yaml_location(source_name, formats));
+}
+
 }  // namespace
 
 bool OutputConfig::wants(const std::string& format) const {
@@ -200,6 +221,7 @@ Pipeline parse_pipeline(const std::string& yaml_text, const std::string& source_
   }
   for (size_t i = 0; i < steps.size(); ++i) pipeline.steps.push_back(parse_step(steps[i], i, source_name));
   check_step_order(pipeline.steps, steps, source_name);
+  warn_about_formats(pipeline, root["output"]["formats"], source_name);
   check_companions(pipeline, root);
   try {
     plan_tiling(pipeline);

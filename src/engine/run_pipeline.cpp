@@ -151,6 +151,11 @@ RunSummary run_pipeline(const Pipeline& pipeline, const RunOptions& options) {
   set_nifti_slice_axis(pipeline.input.nifti_axis);
   set_nifti_cache_bytes(static_cast<uint64_t>(pipeline.input.nifti_cache_mb) << 20);
   prepare_output_dir(pipeline);
+  if (!options.resume && std::filesystem::exists(pipeline.output.dir / options.manifest_name)) {
+    spdlog::warn("{}: an earlier run's outputs are here; this run replaces its manifest and the outputs of its own "
+                 "inputs, and leaves the others as they are (--resume continues that run instead)",
+                 pipeline.output.dir.string());
+  }
   set_output_fsync(pipeline.output.fsync);
   Manifest manifest(pipeline.output.dir, config_key(pipeline), options.resume, pipeline.output.manifest_sync,
                     options.manifest_name, pipeline.input.companions());
@@ -232,6 +237,10 @@ RunSummary run_pipeline(const Pipeline& pipeline, const RunOptions& options) {
     summary.set_stop_reason(reason);
   } else if (stop != nullptr && stop->load()) {
     summary.set_stop_reason("interrupted by a signal; items in flight were finished");
+  }
+  if (const std::string failed = run.first_failure(); !failed.empty()) {
+    spdlog::warn("fail_fast: stopped after {} failed; the inputs after it were not processed", failed);
+    summary.set("fail_fast", {{"stopped_after", failed}, {"note", "the inputs after it were not processed"}});
   }
   if (!options.write_summary) {
     if (!options.trace_path.empty()) trace.write(options.trace_path);

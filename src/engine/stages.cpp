@@ -147,7 +147,7 @@ void finish_stage(RunContext& run, WorkItem& item) {
   }
   if (item.status == ItemStatus::failed) {
     spdlog::error("{}", item.error);
-    if (run.pipeline.engine.fail_fast) run.halt = true;
+    if (run.pipeline.engine.fail_fast) run.halt_after_failure(item_name(item.ref));
   }
   if (run.merged_catalog != nullptr) {  // its rows of OUT/catalog.csv
     try {

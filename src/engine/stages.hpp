@@ -38,19 +38,25 @@ struct RunContext {
 
   bool stopping() const { return halt.load() || (stop != nullptr && stop->load()); }
   // Stop taking new items because of a fatal error; the first reason given is kept.
-  void halt_with(const std::string& reason) {
-    std::lock_guard lock(fatal_mutex);
-    if (fatal_error.empty()) fatal_error = reason;
-    halt = true;
-  }
-  std::string fatal_reason() const {
-    std::lock_guard lock(fatal_mutex);
-    return fatal_error;
-  }
+  void halt_with(const std::string& reason) { halt_keeping_first(fatal_error, reason); }
+  std::string fatal_reason() const { return kept(fatal_error); }
+  // fail_fast: stop taking new items after `item` failed (the first such item is kept).
+  void halt_after_failure(const std::string& item) { halt_keeping_first(failed_first, item); }
+  std::string first_failure() const { return kept(failed_first); }
 
  private:
+  void halt_keeping_first(std::string& slot, const std::string& value) {
+    std::lock_guard lock(fatal_mutex);
+    if (slot.empty()) slot = value;
+    halt = true;
+  }
+  std::string kept(const std::string& slot) const {
+    std::lock_guard lock(fatal_mutex);
+    return slot;
+  }
   mutable std::mutex fatal_mutex;
-  std::string fatal_error;  // why the run halted (device errors, ...)
+  std::string fatal_error;   // why the run halted (device errors, ...)
+  std::string failed_first;  // fail_fast: the item whose failure stopped the run
 };
 
 // Measures one stage of one item: adds its time to the item and (if tracing) to the trace.

@@ -71,6 +71,10 @@ TEST_CASE("settings that could only fail every image, or mean nothing, are error
   CHECK(config_error_of("steps: [{background: {method: mesh}}, {segment: {relative_to: rms_map}}, label]\n") == "no error");
   CHECK_THAT(config_error_of("steps: [background, {segment: {nsigma: -5}}]\n"), Contains("test.yaml:1:") && Contains("nsigma") && Contains("must be > 0"));
   CHECK_THAT(config_error_of("steps: [background, {segment: {nsigma: 0}}]\n"), Contains("nsigma"));
+  for (const char* arithmetic : {"imflow", "sep"}) {  // a kernel of zeros blanks the image
+    CHECK_THAT(config_error_of(std::string("steps: [{convolve: {kernel: [[0, 0], [0, 0]], arithmetic: ") + arithmetic + "}}]\n"),
+               Contains("test.yaml:1:") && Contains("steps[0].convolve.kernel") && Contains("every entry is 0"));
+  }
   // A key given twice: YAML forbids it, yaml-cpp would keep the first silently.
   CHECK_THAT(config_error_of("device: cpu\ndevice: cuda\nsteps: [background]\n"),
              Contains("test.yaml:2:1") && Contains("device: given twice"));

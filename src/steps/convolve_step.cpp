@@ -2,6 +2,7 @@
 // kernel, or an explicit kernel; `apply_to: detection` filters the image segmentation uses,
 // `apply_to: image` replaces the pixels (the only choice for mode full, which grows the image);
 // `arithmetic: sep` filters as sep.extract does (kernels::sep_convolve, cuda::convolve_sep).
+#include <algorithm>
 #include <cmath>
 
 #include "imflow/kernels/convolve.hpp"
@@ -97,6 +98,11 @@ class ConvolveStep final : public Step {
         }
         kernel_.view()(static_cast<int64_t>(x), static_cast<int64_t>(y)) = static_cast<float>(value);
       }
+    }
+    // All zeros (in float32) would blank the image, and SEP's arithmetic divides by the sum of magnitudes.
+    const float* values = kernel_.data();
+    if (std::all_of(values, values + kernel_.size(), [](float v) { return v == 0.0f; })) {
+      params.fail(rows, "kernel", "every entry is 0: the filtered image would be all zeros");
     }
   }
 

@@ -1,11 +1,9 @@
-// crc32_update and crc32_of_file (file_crc32.hpp).
+// crc32_of_file (file_crc32.hpp).
 #include "file_crc32.hpp"
 
-#include <libdeflate.h>
 #include <tbb/parallel_for.h>
 #include <tbb/task_arena.h>
 #include <unistd.h>
-#include <zlib.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -16,8 +14,6 @@
 #include <vector>
 
 namespace imflow {
-
-uint32_t crc32_update(uint32_t crc, const unsigned char* data, size_t size) { return libdeflate_crc32(crc, data, size); }
 
 namespace {
 constexpr size_t kPiece = size_t{1} << 17;            // 128 KiB reads stay in cache for the CRC
@@ -51,12 +47,12 @@ FileCrc crc32_of_file(int fd, uint64_t size, const std::filesystem::path& path) 
       crcs[c] = crc32_of_range(fd, c * kChunk, std::min<uint64_t>(size, (c + 1) * kChunk), path);
     });
   });
-  uLong crc = crcs[0];
+  uint32_t crc = crcs[0];
   for (size_t c = 1; c < chunks; ++c) {
     const uint64_t length = std::min<uint64_t>(size, (c + 1) * kChunk) - c * kChunk;
-    crc = crc32_combine64(crc, crcs[c], static_cast<z_off64_t>(length));
+    crc = crc32_join(crc, crcs[c], length);
   }
-  return {size, static_cast<uint32_t>(crc)};
+  return {size, crc};
 }
 
 }  // namespace imflow

@@ -1,15 +1,14 @@
-// CRC-32 (zlib's) of bytes in memory (libdeflate's, PCLMUL-folded where the CPU has it), and of
-// a whole open file: read in cache-sized pieces; a large file (a mosaic's catalog or label map) in
-// chunks on all the arena's threads, their CRCs combined.
+// CRC-32 (zlib's, imflow/crc32.hpp) of a whole open file: read in cache-sized pieces; a large file
+// (a mosaic's label map) in chunks on all the arena's threads, their CRCs joined.
 #pragma once
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
 
+#include "imflow/crc32.hpp"
+
 namespace imflow {
 
-// crc32_update(crc32_update(0, a), b) == zlib crc32(crc32(0, a), b), for any split.
-uint32_t crc32_update(uint32_t crc, const unsigned char* data, size_t size);
 
 struct FileCrc {
   uint64_t size = 0;

@@ -112,19 +112,16 @@ namespace {
 // An output's fingerprint without its mtime: from the text this thread just wrote to it, or the
 // CRC its writer computed, when noted (written_text.hpp), else from the file.
 Fingerprint output_fingerprint(const fs::path& path) {
-  const std::string_view* text = written_text(path);
-  if (text == nullptr) {
-    const std::optional<WrittenCrc> noted = take_written_crc(path);
-    if (!noted) return fingerprint_file(path);
-    Fingerprint f;
+  Fingerprint f;
+  if (const std::string_view* text = written_text(path)) {
+    f.size = text->size();
+    f.crc32 = crc32_update(0, *text);
+  } else if (const std::optional<WrittenCrc> noted = take_written_crc(path)) {
     f.size = noted->size;
     f.crc32 = noted->crc32;
-    f.has_crc = true;
-    return f;
+  } else {
+    return fingerprint_file(path);
   }
-  Fingerprint f;
-  f.size = text->size();
-  f.crc32 = crc32_update(0, reinterpret_cast<const unsigned char*>(text->data()), text->size());
   f.has_crc = true;
   return f;
 }

@@ -152,7 +152,7 @@ void write_catalog_csv(const std::filesystem::path& path, const Catalog& catalog
     // block's CRC, taken as it is made, joins the file's in order (the manifest's, noted below).
     output.write(header);
     ConcurrentFileWriter file(output.descriptor());
-    copied = detail::copy_blocks_in_order<std::string>(file, path, blocks, {header.size(), detail::crc32_continue(0, header)},
+    copied = detail::copy_blocks_in_order<std::string>(file, path, blocks, {header.size(), crc32_update(0, header)},
                                                        format_block);
   }
   output.commit();

@@ -3,22 +3,17 @@
 // the blocks' as they are placed: the same CRC as zlib's over those bytes, without reading them
 // again (the manifest's; written_text.hpp).
 #pragma once
-#include <libdeflate.h>
-#include <zlib.h>
-
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
 #include <string_view>
 
+#include "imflow/crc32.hpp"
 #include "imflow/errors.hpp"
 #include "imflow/io/concurrent_file_writer.hpp"
 #include "ordered_blocks.hpp"
 
 namespace imflow::detail {
-
-// zlib's crc32 continued over `bytes`.
-inline uint32_t crc32_continue(uint32_t crc, std::string_view bytes) { return libdeflate_crc32(crc, bytes.data(), bytes.size()); }
 
 // Where a file's bytes end and their CRC-32, from its start.
 struct CopiedBytes {
@@ -43,13 +38,13 @@ CopiedBytes copy_blocks_in_order(const ConcurrentFileWriter& file, const std::fi
       blocks,
       [&](size_t b) {
         Placed block{make(b)};
-        block.crc32 = crc32_continue(0, block.view());
+        block.crc32 = crc32_update(0, block.view());
         return block;
       },
       [&](Placed& block) {
         block.offset = copied.end;
         copied.end += block.bytes.size();
-        copied.crc32 = static_cast<uint32_t>(crc32_combine(copied.crc32, block.crc32, static_cast<z_off_t>(block.bytes.size())));
+        copied.crc32 = crc32_join(copied.crc32, block.crc32, block.bytes.size());
       },
       [&](Placed& block) {
         const std::string_view pieces[] = {block.view()};

@@ -144,7 +144,7 @@ class MemoryFitsOutput {
     ConcurrentFileWriter file(output.descriptor());
     const size_t blocks = rows.encode ? (rows.count + kCatalogBlockRows - 1) / kCatalogBlockRows : 0;
     detail::CopiedBytes copied = detail::copy_blocks_in_order<std::vector<unsigned char>>(
-        file, path_, blocks, {headers.size(), detail::crc32_continue(0, headers)}, [&](size_t b) {
+        file, path_, blocks, {headers.size(), crc32_update(0, headers)}, [&](size_t b) {
           const size_t first = b * kCatalogBlockRows, last = std::min(rows.count, first + kCatalogBlockRows);
           std::vector<unsigned char> bytes((last - first) * rows.row_bytes);
           rows.encode(first, last, bytes.data());
@@ -154,7 +154,7 @@ class MemoryFitsOutput {
     const std::string_view pad[] = {padding};
     if (const int failure = file.write_at(copied.end, pad); failure != 0) throw write_failed(path_, failure);
     output.commit();
-    note_written_crc(path_, {copied.end + padding.size(), detail::crc32_continue(copied.crc32, padding)});
+    note_written_crc(path_, {copied.end + padding.size(), crc32_update(copied.crc32, padding)});
   }
 
  private:

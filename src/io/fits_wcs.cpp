@@ -140,7 +140,7 @@ std::vector<std::string> ImageWcs::image_records() const {
   return records;
 }
 
-ImageWcs ImageWcs::from_header(const std::string& header, const std::vector<int64_t>& naxes, int64_t plane) {
+ImageWcs ImageWcs::from_header(std::string header, const std::vector<int64_t>& naxes, int64_t plane) {
   ImageWcs result;
   std::unique_ptr<Parsed> parsed = parse_header(detail::without_lookup_distortions(header, result.note_), result.problem_);
   wcsprm* primary = parsed ? primary_of(*parsed) : nullptr;
@@ -161,7 +161,7 @@ ImageWcs ImageWcs::from_header(const std::string& header, const std::vector<int6
   }
   result.parsed_ = std::move(parsed);
   result.wcs_ = primary;
-  result.header_ = header;
+  result.header_ = std::move(header);  // kept for the copies other threads convert with
   result.naxes_ = naxes;
   result.plane_ = plane;
   const wcsprm& wcs = *primary;
@@ -214,7 +214,7 @@ ImageWcs ImageWcs::from_records(std::vector<std::string> records, int64_t plane)
       if (axis < naxes.size()) naxes[axis] = std::atoll(record.c_str() + 10);
     }
   }
-  ImageWcs result = from_header(text, naxes, plane);
+  ImageWcs result = from_header(std::move(text), naxes, plane);
   result.header_records_ = std::move(records);
   return result;
 }

@@ -31,7 +31,7 @@ class ImageWcs {
   static ImageWcs read_fits(const std::filesystem::path& path, int hdu, int64_t plane);
   // The same from a header text (80-character records, as fits_hdr2str makes) of an image with
   // axis lengths `naxes`.
-  static ImageWcs from_header(const std::string& header, const std::vector<int64_t>& naxes, int64_t plane);
+  static ImageWcs from_header(std::string header, const std::vector<int64_t>& naxes, int64_t plane);
   // The same from the HDU's header records (read_fits_header_records').
   static ImageWcs from_records(std::vector<std::string> records, int64_t plane);
   // read_fits for a FITS item, an empty ImageWcs for other formats.

@@ -56,4 +56,9 @@ grep -q -- "--summary $work/afile/s.json: cannot create its directory" <<< "$err
 [ ! -e "$work/out6" ] || fail "outputs written before the --summary path was checked"
 set +e; err=$("$imflow" run "$src/config/astro.yaml" --input "$work/in" --output "" --device cpu 2>&1); code=$?; set -e
 [ $code -eq 1 ] || fail "exit code with --output '': $code"
+# What `validate` prints loads again, for every shipped pipeline.
+for config in "$src"/config/*.yaml; do
+  "$imflow" validate "$config" > "$work/validated.yaml" 2>/dev/null || fail "validate $config"
+  "$imflow" validate "$work/validated.yaml" > /dev/null 2>&1 || fail "validate's output of $config does not load again"
+done
 echo "cli tests passed"

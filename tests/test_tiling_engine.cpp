@@ -184,6 +184,8 @@ TEST_CASE("tiling settings: defaults, what cannot be tiled, halo", "[tiling][con
   CHECK(plan.size == 0);
   CHECK_FALSE(plan.off_reason.empty());
   CHECK(plan_tiling(test::pipeline_from("tiling: {size: 0}\nsteps: [normalize]\n")).size == 0);
+  // Only a size given asks for tiles: the other tiling keys leave such a pipeline whole.
+  CHECK_FALSE(plan_tiling(test::pipeline_from("tiling: {resident: off}\nsteps: [{background: {method: mesh}}]\n")).off_reason.empty());
 }
 
 TEST_CASE("tiling.resident: auto only with catalog outputs; strips of about a tile", "[tiling][config]") {

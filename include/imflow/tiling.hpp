@@ -12,8 +12,8 @@ namespace imflow {
 
 class ParamReader;
 
-// `tiling: {size: N, halo: auto|N}`; `present` says whether the section was in the file.
-TilingConfig parse_tiling(ParamReader& reader, bool present);
+// `tiling: {size: N, halo: auto|N, resident: auto|off}`; a size given makes explicit_size.
+TilingConfig parse_tiling(ParamReader& reader);
 
 // What a run does with large images.
 struct TilingPlan {

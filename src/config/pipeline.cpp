@@ -213,7 +213,7 @@ Pipeline parse_pipeline(const std::string& yaml_text, const std::string& source_
   pipeline.engine = parse_engine(top);
   {
     ParamReader tiling(top.child("tiling"), "tiling", source_name);
-    pipeline.tiling = parse_tiling(tiling, root["tiling"].IsDefined());
+    pipeline.tiling = parse_tiling(tiling);
   }
   const YAML::Node steps = top.child("steps");
   if (!steps.IsDefined() || !steps.IsSequence() || steps.size() == 0) {
@@ -270,7 +270,9 @@ YAML::Node Pipeline::resolved() const {
   root["memory_mb"] = engine.memory_mb;
   root["batch"] = engine.batch;
   root["fail_fast"] = engine.fail_fast;
-  root["tiling"]["size"] = tiling.size;
+  // A pipeline that cannot run on tiles keeps its default size, which it refuses when given:
+  // left out, so that what `imflow validate` prints loads again.
+  if (tiling.explicit_size || plan_tiling(*this).off_reason.empty()) root["tiling"]["size"] = tiling.size;
   if (tiling.halo < 0) {
     root["tiling"]["halo"] = "auto";
   } else {

@@ -57,9 +57,9 @@ std::string untileable_step(const Step& step) {
 }
 }  // namespace
 
-TilingConfig parse_tiling(ParamReader& reader, bool present) {
+TilingConfig parse_tiling(ParamReader& reader) {
   TilingConfig tiling;
-  tiling.explicit_size = present;
+  tiling.explicit_size = reader.has("size");
   tiling.size = reader.integer("size", tiling.size, 0, int64_t{1} << 30);
   if (tiling.size != 0 && tiling.size < 8) reader.fail(reader.child("size"), "size", "must be 0 (no tiling) or at least 8");
   const YAML::Node halo = reader.child("halo");

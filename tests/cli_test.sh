@@ -56,6 +56,10 @@ grep -q -- "--summary $work/afile/s.json: cannot create its directory" <<< "$err
 [ ! -e "$work/out6" ] || fail "outputs written before the --summary path was checked"
 set +e; err=$("$imflow" run "$src/config/astro.yaml" --input "$work/in" --output "" --device cpu 2>&1); code=$?; set -e
 [ $code -eq 1 ] || fail "exit code with --output '': $code"
+# -q (and -v) also after the subcommand's name: a clean run then prints nothing.
+mkdir -p "$work/in7"; cp "$src"/datasets/samples/*.fits "$work/in7/"
+err=$("$imflow" run "$src/config/astro.yaml" --input "$work/in7" --output "$work/out7" --device cpu -q 2>&1) || fail "run ... -q"
+[ -z "$err" ] || fail "run ... -q printed: $err"
 # What `validate` prints loads again, for every shipped pipeline.
 for config in "$src"/config/*.yaml; do
   "$imflow" validate "$config" > "$work/validated.yaml" 2>/dev/null || fail "validate $config"

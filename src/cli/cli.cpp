@@ -204,6 +204,7 @@ int run_cli(int argc, char** argv) {
   bool quiet = false;
   app.add_flag("-v,--verbose", verbosity, "more log output (debug)");
   app.add_flag("-q,--quiet", quiet, "errors only, no progress");
+  app.fallthrough();  // the subcommands made below take these after their own name too (`imflow run -q ...`)
 
   RunArgs run_args;
   CLI::App* run = app.add_subcommand("run", "run a pipeline over a directory of images");

@@ -31,11 +31,6 @@ const char* flag_type_name(kernels::FlagType type) {
   return "";
 }
 
-std::string step_param(const Step& step, const char* key, const char* fallback) {
-  const YAML::Node value = step.params()[key];
-  return value.IsDefined() && value.IsScalar() ? value.Scalar() : fallback;
-}
-
 // The map under `key` of the input section (nullopt when absent), its `image` read into `spec`:
 // the reader of its other keys, to be finished by the caller.
 std::optional<ParamReader> companion_section(ParamReader& input, const char* key, CompanionSpec& spec, const char* example) {
@@ -106,8 +101,8 @@ void check_companions(const Pipeline& pipeline, const YAML::Node& root) {
   const std::string where = yaml_location(pipeline.source, root["input"]["weight"]) + "input.weight: ";
   bool mesh = false, rms_map = false;
   for (const auto& step : pipeline.steps) {
-    if (step->name() == "background") mesh = step_param(*step, "method", "global") == "mesh";
-    if (step->name() == "segment") rms_map = step_param(*step, "relative_to", "background") == "rms_map";
+    if (step->name() == "background") mesh = step->param_text("method", "global") == "mesh";
+    if (step->name() == "segment") rms_map = step->param_text("relative_to", "background") == "rms_map";
   }
   if (!mesh) throw ConfigError(where + "a weight map is scaled against the mesh background: it needs the background step with method: mesh");
   if (!rms_map) throw ConfigError(where + "a weight map sets the threshold per pixel: it needs the segment step with relative_to: rms_map");
@@ -119,7 +114,7 @@ void check_dual_image(const Pipeline& pipeline) {
     throw ConfigError("input.detect: dual-image mode with a weight map (input.weight) is not supported yet");
   }
   for (const auto& step : pipeline.steps) {
-    if (step->name() == "convolve" && step_param(*step, "apply_to", "detection") == "image") {
+    if (step->name() == "convolve" && step->param_text("apply_to", "detection") == "image") {
       throw ConfigError("input.detect: convolve with apply_to: image would replace the measurement image by the filtered "
                         "detection image (use apply_to: detection)");
     }

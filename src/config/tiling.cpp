@@ -10,11 +10,6 @@
 namespace imflow {
 
 namespace {
-std::string param_text(const YAML::Node& params, const char* key, const std::string& fallback) {
-  const YAML::Node value = params[key];
-  return value.IsDefined() && value.IsScalar() ? value.Scalar() : fallback;
-}
-
 // Kernel width and height of a convolve step, from its resolved parameters.
 std::pair<int64_t, int64_t> convolve_kernel_size(const YAML::Node& params) {
   const YAML::Node kernel = params["kernel"];
@@ -32,21 +27,21 @@ std::string untileable_step(const Step& step) {
   const std::string& name = step.name();
   const YAML::Node& params = step.params();
   if (name == "convolve") {
-    return param_text(params, "mode", "same") == "same" ? "" : "convolve with mode: full changes the image size";
+    return step.param_text("mode", "same") == "same" ? "" : "convolve with mode: full changes the image size";
   }
   if (name == "background") {
-    const std::string method = param_text(params, "method", "global");
+    const std::string method = step.param_text("method", "global");
     return method == "global" ? "" : "background method: " + method + " is not supported on tiles yet (use method: global)";
   }
   if (name == "segment") {
-    const std::string relative = param_text(params, "relative_to", "background");
+    const std::string relative = step.param_text("relative_to", "background");
     return relative == "background" || relative == "zero" ? "" : "segment relative_to: " + relative + " needs per-pixel maps";
   }
   if (name == "measure" && PhotometrySetting::requested(params)) {  // apertures reach past a tile's halo
     return "measure's photometry (auto, apertures, flux_radius, windowed, zeropoint) reads pixels around each "
            "source, which may lie in other tiles";
   }
-  if (name == "label" && std::stoll(param_text(params, "minarea", "1")) > 1) {
+  if (name == "label" && std::stoll(step.param_text("minarea", "1")) > 1) {
     return "label's minarea counts a segment's pixels, which may lie in other tiles";
   }
   if (name == "label" || name == "measure") return "";
@@ -125,7 +120,7 @@ void plan_resident(const Pipeline& pipeline, TilingPlan& plan) {
   }
   for (const auto& step : pipeline.steps) {
     if (step->name() == "deblend") plan.resident_bytes_per_pixel += 64;
-    if (step->name() == "background" && param_text(step->params(), "method", "global") == "mesh")
+    if (step->name() == "background" && step->param_text("method", "global") == "mesh")
       plan.resident_bytes_per_pixel += 16;
     if (step->name() == "measure" && PhotometrySetting::requested(step->params())) plan.resident_bytes_per_pixel += 8;
   }
@@ -138,11 +133,11 @@ TilingPlan plan_tiling(const Pipeline& pipeline) {
   std::string reason;
   for (const auto& step : pipeline.steps) {
     if (std::string why = untileable_step(*step); !why.empty() && reason.empty()) reason = why;
-    if (step->name() == "label") plan.connectivity = std::stoi(param_text(step->params(), "connectivity", "4"));
+    if (step->name() == "label") plan.connectivity = std::stoi(step->param_text("connectivity", "4"));
     if (step->name() == "background") {
       plan.has_background = true;
-      plan.kappa = std::stod(param_text(step->params(), "kappa", "3"));
-      plan.max_iters = std::stoi(param_text(step->params(), "max_iters", "100"));
+      plan.kappa = std::stod(step->param_text("kappa", "3"));
+      plan.max_iters = std::stoi(step->param_text("max_iters", "100"));
     }
   }
   if (pipeline.input.has_companions() && reason.empty()) reason = "a weight map, mask, flag map or detection image (input.weight, input.mask, input.flags, input.detect) is read for whole images only";

@@ -60,6 +60,12 @@ set +e; err=$("$imflow" run "$src/config/astro.yaml" --input "$work/in" --output
 mkdir -p "$work/in7"; cp "$src"/datasets/samples/*.fits "$work/in7/"
 err=$("$imflow" run "$src/config/astro.yaml" --input "$work/in7" --output "$work/out7" --device cpu -q 2>&1) || fail "run ... -q"
 [ -z "$err" ] || fail "run ... -q printed: $err"
+# An unknown subcommand is named; a value that is not a number is said not to be one.
+set +e; err=$("$imflow" rnu "$src/config/astro.yaml" 2>&1); code=$?; set -e
+[ $code -eq 1 ] && grep -q "unknown subcommand 'rnu'" <<< "$err" || fail "unknown subcommand ($code): $err"
+set +e; err=$("$imflow" run "$src/config/astro.yaml" -j abc 2>&1); code=$?; set -e
+[ $code -eq 1 ] && grep -q "Value abc is not a whole number" <<< "$err" || fail "-j abc ($code): $err"
+"$imflow" bench --help | grep -q -- "-o,--out,--output" || fail "bench takes --output as run does"
 # What `validate` prints loads again, for every shipped pipeline.
 for config in "$src"/config/*.yaml; do
   "$imflow" validate "$config" > "$work/validated.yaml" 2>/dev/null || fail "validate $config"

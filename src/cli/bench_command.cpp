@@ -9,6 +9,7 @@
 #include "bench/machine.hpp"
 #include "bench/report.hpp"
 #include "bench/sweep.hpp"
+#include "cli/option_checks.hpp"
 #include "imflow/cli.hpp"
 #include "imflow/engine.hpp"
 #include "imflow/io/atomic_file.hpp"
@@ -37,21 +38,22 @@ BenchCommand::BenchCommand(CLI::App& app, int argc, char** argv) : args_(std::ma
                                             "repeatable, every combination runs")
       ->allow_extra_args(false);  // one value per --sweep, so a following positional is not taken
   command_->add_option("--repeat,-r", a.options.repeat, "timed repeats per point (median, min, max)")
-      ->check(CLI::Range(1, 1000))->capture_default_str();
+      ->check(cli::whole_number_in(1, 1000))->capture_default_str();
   command_->add_option("--warmup", a.options.warmup, "untimed warm-up runs per point")
-      ->check(CLI::Range(0, 100))->capture_default_str();
+      ->check(cli::whole_number_in(0, 100))->capture_default_str();
   command_->add_option("--images,-n", a.options.images, "run on N input files made by cycling the input's files (hard links)")
-      ->check(CLI::Range(int64_t{1}, int64_t{100000000}));
+      ->check(cli::whole_number_in(int64_t{1}, int64_t{100000000}));
   command_->add_flag("--gustafson", a.options.gustafson,
                      "scaled size: N = base x workers input files (base: --images or the input's file count)");
-  command_->add_option("--out,-o", a.options.out_dir, "where bench.json, bench.csv and traces go")->capture_default_str();
-  command_->add_option("--input,-i", a.input, "input directory (or one file); overrides input.dir");
+  command_->add_option("--out,--output,-o", a.options.out_dir, "where bench.json, bench.csv and traces go")
+      ->check(cli::kNotEmpty)->capture_default_str();
+  command_->add_option("--input,-i", a.input, "input directory (or one file); overrides input.dir")->check(cli::kNotEmpty);
   command_->add_option("--device", a.device, "auto | cpu | cuda; overrides device")->check(CLI::IsMember({"auto", "cpu", "cuda"}));
-  command_->add_option("--threads,-j", a.threads, "threads when not swept (0: all cores)")->check(CLI::Range(0, 4096));
-  command_->add_option("--buffers", a.buffers, "CPU buffers when not swept")->check(CLI::Range(0, 4096));
-  command_->add_option("--streams", a.streams, "CUDA streams when not swept")->check(CLI::Range(1, 64));
+  command_->add_option("--threads,-j", a.threads, "threads when not swept (0: all cores)")->check(cli::whole_number_in(0, 4096));
+  command_->add_option("--buffers", a.buffers, "CPU buffers when not swept")->check(cli::whole_number_in(0, 4096));
+  command_->add_option("--streams", a.streams, "CUDA streams when not swept")->check(cli::whole_number_in(1, 64));
   command_->add_option("--buffers-per-stream", a.buffers_per_stream, "CUDA buffers per stream when not swept (0: chosen per run)")
-      ->check(CLI::Range(0, kMaxBuffersPerStream));
+      ->check(cli::whole_number_in(0, kMaxBuffersPerStream));
   command_->add_flag("--trace", a.options.trace, "write OUT/traces/point-K.trace.json from each point's last warm-up");
   command_->add_flag("--ceiling", a.options.ceiling,
                      "after the points, time reading the inputs (and copying them to the GPU) with no steps, and "

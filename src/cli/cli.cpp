@@ -20,6 +20,7 @@
 #include "mpi/mpi_run.hpp"
 #endif
 #include "cli/bench_command.hpp"
+#include "cli/option_checks.hpp"
 #include "config/input_companions.hpp"
 
 #ifdef IMFLOW_HAVE_CUDA
@@ -84,10 +85,6 @@ void apply_overrides(Pipeline& pipeline, const RunArgs& args) {
   validate_engine(pipeline.engine);
 }
 
-// A path option given as "" (an unset shell variable) is an error, not the pipeline's own path.
-const CLI::Validator kNotEmpty([](std::string& value) { return value.empty() ? std::string("an empty path") : std::string(); },
-                               "", "NOT_EMPTY");
-
 // The directory of a --summary or --trace file, made (or found unusable) before any item is read.
 void prepare_report_directory(const char* option, const std::string& path) {
   if (path.empty()) return;
@@ -99,8 +96,8 @@ void prepare_report_directory(const char* option, const std::string& path) {
 
 void add_engine_options(CLI::App* command, RunArgs& args) {
   command->add_option("pipeline", args.pipeline, "pipeline YAML file")->required()->check(CLI::ExistingFile);
-  command->add_option("--input,-i", args.input, "input directory (or one file); overrides input.dir")->check(kNotEmpty);
-  command->add_option("--output,-o", args.output, "output directory; overrides output.dir")->check(kNotEmpty);
+  command->add_option("--input,-i", args.input, "input directory (or one file); overrides input.dir")->check(cli::kNotEmpty);
+  command->add_option("--output,-o", args.output, "output directory; overrides output.dir")->check(cli::kNotEmpty);
   command->add_option("--extname", args.extnames, "FITS: only image HDUs with this EXTNAME (repeat or comma-separate, e.g. SCI); overrides input.extnames")
       ->delimiter(',');
   command->add_option("--detect", args.detect,
@@ -108,18 +105,18 @@ void add_engine_options(CLI::App* command, RunArgs& args) {
                       "overrides input.detect");
   command->add_option("--device", args.device, "auto | cpu | cuda; overrides device")
       ->check(CLI::IsMember({"auto", "cpu", "cuda"}));
-  command->add_option("--threads,-j", args.threads, "worker threads (0: all cores)")->check(CLI::Range(0, 4096));
-  command->add_option("--buffers", args.buffers, "CPU work buffers in flight (0: 2 x threads within --memory-mb)")->check(CLI::Range(0, 4096));
+  command->add_option("--threads,-j", args.threads, "worker threads (0: all cores)")->check(cli::whole_number_in(0, 4096));
+  command->add_option("--buffers", args.buffers, "CPU work buffers in flight (0: 2 x threads within --memory-mb)")->check(cli::whole_number_in(0, 4096));
   command->add_option("--memory-mb", args.memory_mb, "CPU path: memory for the work items in flight when --buffers is 0")
-      ->check(CLI::Range(int64_t{16}, int64_t{1} << 30));
+      ->check(cli::whole_number_in(int64_t{16}, int64_t{1} << 30));
   command->add_option("--devices", args.devices, "CUDA devices: all (default) or a list such as 0,1; overrides devices");
-  command->add_option("--streams", args.streams, "CUDA streams per GPU")->check(CLI::Range(1, 64));
+  command->add_option("--streams", args.streams, "CUDA streams per GPU")->check(cli::whole_number_in(1, 64));
   command->add_option("--buffers-per-stream", args.buffers_per_stream, "pinned buffers per stream (0: chosen from the host's threads, the streams and the image size)")
-      ->check(CLI::Range(0, kMaxBuffersPerStream));
+      ->check(cli::whole_number_in(0, kMaxBuffersPerStream));
   command->add_option("--batch", args.batch, "same-shape items per GPU launch for batchable pipelines (1: per item; 0: chosen from the item size)")
-      ->check(CLI::Range(0, 4096));
+      ->check(cli::whole_number_in(0, 4096));
   command->add_option("--tile", args.tile, "tile edge in pixels for large FITS images (0: never tile); overrides tiling.size")
-      ->check(CLI::Range(int64_t{0}, int64_t{1} << 30));
+      ->check(cli::whole_number_in(int64_t{0}, int64_t{1} << 30));
 }
 
 int command_run(const RunArgs& args, bool progress) {
@@ -194,6 +191,20 @@ struct ReleasePinnedCacheAtExit {
 };
 }  // namespace
 
+namespace {
+// The first word that is not an option (imflow's own take no value) when it names no subcommand:
+// CLI11 would only say that a subcommand is required.
+std::string unknown_subcommand(CLI::App& app, int argc, char** argv) {
+  for (int i = 1; i < argc; ++i) {
+    const std::string word = argv[i];
+    if (word.starts_with('-')) continue;
+    const auto named = app.get_subcommands([&](const CLI::App* command) { return command->check_name(word); });
+    return named.empty() ? word : std::string();
+  }
+  return {};
+}
+}  // namespace
+
 int run_cli(int argc, char** argv) {
   const ReleasePinnedCacheAtExit release_pinned_cache;
   CLI::App app{"imflow: streaming batch processor for scientific images (FITS, PNG, NIfTI) on CPU and CUDA"};
@@ -224,6 +235,10 @@ int run_cli(int argc, char** argv) {
   CLI::App* steps = app.add_subcommand("steps", "list the available steps");
   BenchCommand bench(app, argc, argv);
 
+  if (const std::string unknown = unknown_subcommand(app, argc, argv); !unknown.empty()) {
+    std::cerr << "imflow: unknown subcommand '" << unknown << "' (run, validate, bench or steps; see --help)\n";
+    return kExitUsage;
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& error) {

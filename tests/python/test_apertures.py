@@ -97,6 +97,16 @@ def test_kron_flux_radius_winpos(field, masked):
              sep.winpos(f["sub"], x, y, sig, subpix=subpix, **kw), 1e-6)
 
 
+def test_kron_radius_of_degenerate_ellipses(field):
+    # b = 0 (a line) and a = b = 0: SEP finds no pixel inside (radius 0, APER_ALLMASKED).
+    f = field
+    x, y = f["x"][:3], f["y"][:3]
+    a, b, t = np.array([3.0, 0.0, 2.0]), np.array([0.0, 0.0, 1.0]), np.array([0.3, 0.0, 0.0])
+    kron = sep.kron_radius(f["sub"], x, y, a, b, t, 6.0)
+    assert list(kron[1][:2]) == [isep.APER_ALLMASKED] * 2 and np.all(kron[0][:2] == 0)
+    same(isep.kron_radius(f["sub"], x, y, a, b, t, 6.0), kron, 1e-6)
+
+
 def test_ellipse_helpers(field):
     f = field
     coeffs = sep.ellipse_coeffs(f["a"], f["b"], f["theta"])

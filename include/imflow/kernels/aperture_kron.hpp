@@ -22,7 +22,7 @@ IMFLOW_HOST_DEVICE inline KronRadius kron_radius(const ApertureImage& image, dou
   for_box_pixels<Team>(box, [&](int64_t ix, int64_t iy) {
     const double dx = static_cast<double>(ix) - x, dy = static_cast<double>(iy) - y;
     const double q = cxx * dx * dx + cyy * dy * dy + cxy * dx * dy;
-    if (q > r2) return;
+    if (!(q <= r2)) return;  // NaN (a degenerate ellipse's infinite coefficients) is outside, as in SEP
     const int64_t at = iy * image.data.width + ix;
     ++out.pixels;
     if (aperture_detail::other_object(image, at)) {

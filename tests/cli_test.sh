@@ -60,6 +60,8 @@ set +e; err=$("$imflow" run "$src/config/astro.yaml" --input "$work/in" --output
 mkdir -p "$work/in7"; cp "$src"/datasets/samples/*.fits "$work/in7/"
 err=$("$imflow" run "$src/config/astro.yaml" --input "$work/in7" --output "$work/out7" --device cpu -q 2>&1) || fail "run ... -q"
 [ -z "$err" ] || fail "run ... -q printed: $err"
+err=$("$imflow" run "$src/config/astro.yaml" --input "$work/in7" --output "$work/out8" --device cpu --streams 2 2>&1) || fail "run --streams"
+grep -q -- "--streams: no effect on the CPU backend" <<< "$err" || fail "--streams with --device cpu not said to do nothing: $err"
 # An unknown subcommand is named; a value that is not a number is said not to be one.
 set +e; err=$("$imflow" rnu "$src/config/astro.yaml" 2>&1); code=$?; set -e
 [ $code -eq 1 ] && grep -q "unknown subcommand 'rnu'" <<< "$err" || fail "unknown subcommand ($code): $err"

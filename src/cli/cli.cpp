@@ -10,6 +10,8 @@
 #include <csignal>
 #include <filesystem>
 #include <iostream>
+#include <string>
+#include <utility>
 
 #include "imflow/engine.hpp"
 #include "imflow/errors.hpp"
@@ -119,9 +121,21 @@ void add_engine_options(CLI::App* command, RunArgs& args) {
       ->check(cli::whole_number_in(int64_t{0}, int64_t{1} << 30));
 }
 
+// CUDA options given for a CPU run are said to do nothing (`bench` says so of its sweeps).
+void warn_unused_cuda_options(const Pipeline& pipeline, const RunArgs& args) {
+  if (pipeline.engine.device != "cpu") return;
+  std::string given;
+  for (const auto& [name, set] : {std::pair{"--streams", args.streams >= 0}, {"--buffers-per-stream", args.buffers_per_stream >= 0},
+                                  {"--batch", args.batch >= 0}, {"--devices", !args.devices.empty()}}) {
+    if (set) given += (given.empty() ? "" : ", ") + std::string(name);
+  }
+  if (!given.empty()) spdlog::warn("{}: no effect on the CPU backend (device cpu); ignored", given);
+}
+
 int command_run(const RunArgs& args, bool progress) {
   Pipeline pipeline = load_pipeline(args.pipeline);
   apply_overrides(pipeline, args);
+  warn_unused_cuda_options(pipeline, args);
   prepare_report_directory("--summary", args.summary);
   prepare_report_directory("--trace", args.trace);
   RunOptions options;

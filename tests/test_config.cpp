@@ -62,6 +62,13 @@ TEST_CASE("unknown steps and steps out of order are errors", "[config]") {
   CHECK_THAT(config_error_of("steps: [background, label]\n"), Contains("steps[1].label") && Contains("needs 'mask'"));
   CHECK_THAT(config_error_of("steps: []\n"), Contains("steps"));
   CHECK_THAT(config_error_of("steps: [convolve: {mode: full}]\n"), Contains("apply_to: image"));
+  // A product is made once; deblend refines the labels; image steps repeat.
+  CHECK_THAT(config_error_of("steps: [background, background, segment, label, measure]\n"),
+             Contains("steps[1].background") && Contains("already made by steps[0].background"));
+  CHECK_THAT(config_error_of("steps: [background, segment, label, measure, measure]\n"),
+             Contains("steps[4].measure: the catalog is already made by steps[3].measure"));
+  CHECK(config_error_of("steps: [background, {segment: {compare: float32}}, {label: {connectivity: 8}}, deblend, measure]\n") == "no error");
+  CHECK(config_error_of("steps: [convolve, convolve, map: {expression: x}, map: {expression: x}]\n") == "no error");
 }
 
 TEST_CASE("settings that could only fail every image, or mean nothing, are errors", "[config]") {

@@ -105,17 +105,28 @@ std::unique_ptr<Step> parse_step(const YAML::Node& entry, size_t index, const st
 }
 
 // Each step's needs must be provided by an earlier step, and its link() accept the steps before it.
+// A product is made once: a second background, label or measure would replace the first's (a
+// step that needs what it provides, deblend's labels, refines it).
 void check_step_order(const std::vector<std::unique_ptr<Step>>& steps, const YAML::Node& list, const std::string& file) {
-  std::vector<std::string> provided;
+  std::vector<std::pair<std::string, size_t>> provided;  // product, the step that made it
+  const auto maker = [&](const std::string& product) {
+    return std::find_if(provided.begin(), provided.end(), [&](const auto& made) { return made.first == product; });
+  };
   for (size_t i = 0; i < steps.size(); ++i) {
     const StepInfo* info = find_step(steps[i]->name());
+    const std::string where = yaml_location(file, list[i]) + "steps[" + std::to_string(i) + "]." + steps[i]->name();
     for (const auto& need : info->needs) {
-      if (std::find(provided.begin(), provided.end(), need) == provided.end()) {
-        throw ConfigError(yaml_location(file, list[i]) + "steps[" + std::to_string(i) + "]." + steps[i]->name() +
-                          ": needs '" + need + "', which no earlier step provides");
+      if (maker(need) == provided.end()) throw ConfigError(where + ": needs '" + need + "', which no earlier step provides");
+    }
+    for (const auto& product : info->provides) {
+      const auto made = maker(product);
+      if (made == provided.end()) {
+        provided.emplace_back(product, i);
+      } else if (std::find(info->needs.begin(), info->needs.end(), product) == info->needs.end()) {
+        throw ConfigError(where + ": the " + product + " is already made by steps[" + std::to_string(made->second) + "]." +
+                          steps[made->second]->name() + " (a step that makes it is given once)");
       }
     }
-    provided.insert(provided.end(), info->provides.begin(), info->provides.end());
     std::vector<const Step*> earlier;
     for (size_t j = 0; j < i; ++j) earlier.push_back(steps[j].get());
     if (const std::string why = steps[i]->link(earlier); !why.empty()) {

@@ -61,6 +61,9 @@ TEST_CASE("unknown steps and steps out of order are errors", "[config]") {
   CHECK_THAT(config_error_of("steps: [backgrund]\n"), Contains("unknown step 'backgrund'") && Contains("known:"));
   CHECK_THAT(config_error_of("steps: [background, label]\n"), Contains("steps[1].label") && Contains("needs 'mask'"));
   CHECK_THAT(config_error_of("steps: []\n"), Contains("steps"));
+  // Without a value of their own, errors point at the key, or at the step given by name only.
+  CHECK_THAT(config_error_of("input: {dir: x}\nsteps:\n"), Contains("test.yaml:2:1: steps: expected a non-empty list"));
+  CHECK_THAT(config_error_of("steps:\n  - map\n"), Contains("test.yaml:2:5: steps[0].map.expression: required"));
   CHECK_THAT(config_error_of("steps: [convolve: {mode: full}]\n"), Contains("apply_to: image"));
   // A product is made once; deblend refines the labels; image steps repeat.
   CHECK_THAT(config_error_of("steps: [background, background, segment, label, measure]\n"),

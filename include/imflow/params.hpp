@@ -13,8 +13,9 @@ namespace imflow {
 
 class ParamReader {
  public:
-  // `where` is the context for messages, e.g. "steps[2].background"; `file` the YAML file name.
-  ParamReader(YAML::Node node, std::string where, std::string file);
+  // `where` is the context for messages, e.g. "steps[2].background"; `file` the YAML file name;
+  // `located_at` the node messages point to when `node` has no position (a step given by name only).
+  ParamReader(YAML::Node node, std::string where, std::string file, YAML::Node located_at = {});
 
   double number(const std::string& key, double fallback,
                 double min = -std::numeric_limits<double>::infinity(),
@@ -35,7 +36,8 @@ class ParamReader {
   // Throws ConfigError for any key that was present but never read.
   void finish() const;
 
-  // Throws ConfigError located at `node` (or at this section when null).
+  // Throws ConfigError located at `node` (or, when it has no position, such as a key with no value,
+  // at the key, else at this section).
   [[noreturn]] void fail(const YAML::Node& node, const std::string& key, const std::string& why) const;
 
   // Every parameter read so far with its value or default: what `imflow validate` prints.
@@ -47,6 +49,7 @@ class ParamReader {
  private:
   YAML::Node lookup(const std::string& key);
   YAML::Node node_;
+  YAML::Node located_at_;
   std::string where_;
   std::string file_;
   std::set<std::string> used_;

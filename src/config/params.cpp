@@ -18,15 +18,21 @@ std::string yaml_location(const std::string& file, const YAML::Node& node) {
   return out.str();
 }
 
-ParamReader::ParamReader(YAML::Node node, std::string where, std::string file)
-    : node_(std::move(node)), where_(std::move(where)), file_(std::move(file)) {
+ParamReader::ParamReader(YAML::Node node, std::string where, std::string file, YAML::Node located_at)
+    : node_(std::move(node)), located_at_(std::move(located_at)), where_(std::move(where)), file_(std::move(file)) {
   if (node_.IsDefined() && !node_.IsNull() && !node_.IsMap()) {
     fail(node_, "", "expected a map of parameters");
   }
 }
 
 void ParamReader::fail(const YAML::Node& node, const std::string& key, const std::string& why) const {
-  const YAML::Node& at = (node.IsDefined() && node.Mark().line >= 0) ? node : node_;
+  const auto positioned = [](const YAML::Node& candidate) { return candidate.IsDefined() && candidate.Mark().line >= 0; };
+  YAML::Node at = positioned(node) ? node : positioned(node_) ? node_ : located_at_;
+  if (!positioned(node) && !key.empty() && node_.IsMap()) {
+    for (const auto& entry : node_) {
+      if (entry.first.IsScalar() && entry.first.Scalar() == key && positioned(entry.first)) at = entry.first;
+    }
+  }
   std::string name = where_;
   if (!key.empty()) name += (name.empty() ? "" : ".") + key;
   throw ConfigError(yaml_location(file_, at) + name + ": " + why);

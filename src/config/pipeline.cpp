@@ -100,13 +100,14 @@ std::unique_ptr<Step> parse_step(const YAML::Node& entry, size_t index, const st
     for (const auto& info : step_registry()) known += (known.empty() ? "" : ", ") + std::string(info.name);
     throw ConfigError(yaml_location(file, entry) + where + ": unknown step '" + name + "' (known: " + known + ")");
   }
-  ParamReader reader(params.IsDefined() ? params : YAML::Node(YAML::NodeType::Map), where + "." + name, file);
+  ParamReader reader(params.IsDefined() ? params : YAML::Node(YAML::NodeType::Map), where + "." + name, file, entry);
   return make_step(name, reader);
 }
 
 // Each step's needs must be provided by an earlier step, and its link() accept the steps before it.
-// A product is made once: a second background, label or measure would replace the first's (a
-// step that needs what it provides, deblend's labels, refines it).
+// The detection's products are made once: a second background, segment, label or measure would
+// replace the first's (deblend, which needs the labels it provides, refines them). Image steps
+// (normalize composes) may repeat.
 void check_step_order(const std::vector<std::unique_ptr<Step>>& steps, const YAML::Node& list, const std::string& file) {
   std::vector<std::pair<std::string, size_t>> provided;  // product, the step that made it
   const auto maker = [&](const std::string& product) {
@@ -120,9 +121,10 @@ void check_step_order(const std::vector<std::unique_ptr<Step>>& steps, const YAM
     }
     for (const auto& product : info->provides) {
       const auto made = maker(product);
+      const bool made_once = product == "background" || product == "mask" || product == "labels" || product == "catalog";
       if (made == provided.end()) {
         provided.emplace_back(product, i);
-      } else if (std::find(info->needs.begin(), info->needs.end(), product) == info->needs.end()) {
+      } else if (made_once && std::find(info->needs.begin(), info->needs.end(), product) == info->needs.end()) {
         throw ConfigError(where + ": the " + product + " is already made by steps[" + std::to_string(made->second) + "]." +
                           steps[made->second]->name() + " (a step that makes it is given once)");
       }

@@ -228,6 +228,21 @@ TEST_CASE("written images and catalogs read back", "[fits]") {
   CHECK(flux[1] == 99.5);
   fits_close_file(file, &status);
   CHECK(status == 0);
+  // A path past one card's 68 characters is continued (CONTINUE), not cut; an HDU number is an integer.
+  const std::string long_path = "survey/night-2026-11-29/chip-07/" + std::string(60, 'x') + ".fits";
+  write_catalog_fits(dir / "long.fits", catalog,
+                     {{"SRCFILE", long_path, "input file", false}, {"SRCHDU", "3", "input HDU", true, false, true}});
+  fits_open_table(&file, (dir / "long.fits").c_str(), READONLY, &status);
+  char* text = nullptr;
+  fits_read_key_longstr(file, "SRCFILE", &text, nullptr, &status);
+  REQUIRE(status == 0);
+  CHECK(std::string(text) == long_path);
+  fits_free_memory(text, &status);
+  char value[FLEN_VALUE] = {0};
+  fits_read_keyword(file, "SRCHDU", value, nullptr, &status);
+  CHECK(std::string(value) == "3");  // not 3. (a real): astropy indexes HDUs with it
+  fits_close_file(file, &status);
+  CHECK(status == 0);
   // No temporary files are left behind.
   for (const auto& entry : std::filesystem::directory_iterator(dir.path())) {
     CHECK(entry.path().filename().string().find(".tmp-") == std::string::npos);

@@ -38,8 +38,8 @@ std::vector<FitsCard> provenance_cards(const WorkItem& item) {
   std::vector<FitsCard> cards = {
       {"ORIGIN", std::string("imflow ") + kVersion, "software that wrote this file", false},
       {"SRCFILE", item.ref.relative.string(), "input file, relative to the input directory", false},
-      {"SRCHDU", std::to_string(item.ref.hdu), "input HDU, 0-based (0 = primary)", true},
-      {"SRCPLANE", std::to_string(item.ref.plane), "input plane of a cube, 0-based", true},
+      {"SRCHDU", std::to_string(item.ref.hdu), "input HDU, 0-based (0 = primary)", true, false, true},
+      {"SRCPLANE", std::to_string(item.ref.plane), "input plane of a cube, 0-based", true, false, true},
   };
   if (!item.ref.extname.empty()) cards.push_back({"SRCEXT", item.ref.extname, "EXTNAME of the input HDU", false});
   // FITS has no NaN numeric value (an all-NaN image has a NaN background): write those as text.

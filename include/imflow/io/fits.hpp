@@ -87,7 +87,8 @@ struct FitsCard {
   std::string value;  // written as a string, or as a number when `numeric`; a whole record when `record`
   std::string comment;
   bool numeric = false;
-  bool record = false;  // `value` is an 80-character header record written as it is (e.g. WCS keywords)
+  bool record = false;   // `value` is an 80-character header record written as it is (e.g. WCS keywords)
+  bool integer = false;  // with `numeric`: written as an integer (an HDU number), not a real
 };
 
 void write_fits_image(const std::filesystem::path& path, ConstImageView image, const std::vector<FitsCard>& cards = {});

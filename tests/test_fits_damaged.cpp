@@ -1,6 +1,7 @@
 // FITS files as transfers and tools damage them, and compressed ones as surveys ship them: NaNs of
 // a quantized tile-compressed float image; an extension whose header or data is damaged fails
-// alone; a corrupt tile says why; a gzip of several members or cut short says what it is.
+// alone; a corrupt tile says why; GZIP tiles of 64-bit integers are refused; a gzip of several
+// members or cut short says what it is.
 #include <catch2/catch.hpp>
 #include <zlib.h>
 
@@ -132,6 +133,28 @@ TEST_CASE("a corrupt compressed tile fails with CFITSIO's account of it", "[fits
   write_bytes(dir / "corrupt.fits.fz", bytes);
   CHECK_THAT(read_error(dir / "corrupt.fits.fz", 1),
              Catch::Contains("corrupt.fits.fz: HDU 1 plane 0: cannot read pixels") && Catch::Contains("decompression error"));
+}
+
+TEST_CASE("64-bit integer tiles compressed with GZIP are refused, not read as arbitrary values", "[fits][damaged]") {
+  // CFITSIO's pixel reads of such tiles (astropy writes them) return no error and arbitrary values.
+  test::TempDir dir("fits_gzip_int64");
+  const std::vector<double> values = test::star_field(kSide, kSide, 3);
+  std::vector<double> whole(values.size());
+  for (size_t i = 0; i < values.size(); ++i) whole[i] = std::round(values[i]);
+  test::write_fits(dir / "plain.fits", 32, {kSide, kSide}, whole);
+  test::write_tile_compressed(dir / "plain.fits", dir / "int32.fits.fz", GZIP_2);
+  ImageBuffer image;
+  read_fits_plane(dir / "int32.fits.fz", 1, 0, image);  // 32-bit GZIP_2 tiles read
+  CHECK(image.data()[7 * kSide + 9] == static_cast<float>(whole[7 * kSide + 9]));
+  // The same header saying its tiles hold 64-bit integers: refused before any tile is read.
+  std::string bytes = file_bytes(dir / "int32.fits.fz");
+  const std::string zbitpix = "ZBITPIX =                   32";
+  const size_t at = bytes.find(zbitpix);
+  REQUIRE(at != std::string::npos);
+  bytes.replace(at + zbitpix.size() - 2, 2, "64");
+  write_bytes(dir / "int64.fits.fz", bytes);
+  CHECK_THAT(read_error(dir / "int64.fits.fz", 1),
+             Catch::Contains("int64.fits.fz: HDU 1: 64-bit integer tiles compressed with GZIP_2, which CFITSIO cannot decompress"));
 }
 
 TEST_CASE("a gzip of several members, or cut short, is named as such when it reads short", "[fits][damaged]") {

@@ -181,6 +181,23 @@ struct OpenPlane {
   long long first[kMaxAxes] = {1, 1, 1, 1, 1, 1, 1, 1, 1};  // first pixel of the plane (axes 3+ set)
 };
 
+// CFITSIO cannot decompress GZIP tiles of 64-bit integers (its imcopy and funpack stop with status
+// 410), yet its pixel reads of them return no error and arbitrary values: refused here.
+void check_decompressible(fitsfile* file, const fs::path& path, int hdu) {
+  int status = 0;
+  if (fits_is_compressed_image(file, &status) == 0) return;
+  int zbitpix = 0;
+  char method[FLEN_VALUE] = {0};
+  if (fits_read_key(file, TINT, "ZBITPIX", &zbitpix, nullptr, &status) != 0 ||
+      fits_read_key(file, TSTRING, "ZCMPTYPE", method, nullptr, &status) != 0) {
+    return;  // the read reports what is missing
+  }
+  if (zbitpix == 64 && std::string(method).starts_with("GZIP")) {
+    throw InputError(path.string() + ": HDU " + std::to_string(hdu) + ": 64-bit integer tiles compressed with " + method +
+                     ", which CFITSIO cannot decompress (RICE_1, PLIO_1, HCOMPRESS_1 or no compression can be read)");
+  }
+}
+
 OpenPlane open_plane(const fs::path& path, int hdu, int64_t plane) {
   OpenPlane open;
   open.file = open_fits(path);
@@ -197,6 +214,7 @@ OpenPlane open_plane(const fs::path& path, int hdu, int64_t plane) {
     throw InputError(path.string() + ": HDU " + std::to_string(hdu) + " has no plane " + std::to_string(plane));
   }
   check_data_fits_in_file(open.file.get(), path, info, fs::file_size(path));
+  check_decompressible(open.file.get(), path, hdu);
   // The plane index spread over axes 3+.
   int64_t rest = plane;
   for (size_t axis = 2; axis < info.naxes.size(); ++axis) {

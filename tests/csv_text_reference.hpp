@@ -16,7 +16,7 @@ inline imflow::CatalogCsvText csv_text_as_device_writes(const imflow::Catalog& c
   imflow::CatalogCsvText out;
   std::string text;
   const uint64_t* powers = k::shortest_decimal_powers();
-  char cell[k::kShortestTextChars];
+  char cell[k::kCsvNumberChars];
   for (const imflow::Source& source : catalog) {
     const uint64_t start = text.size();
     uint64_t ra_at = 0, errtheta_at = 0;

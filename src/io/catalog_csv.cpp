@@ -1,7 +1,7 @@
-// Catalogs as CSV (header row of column names; full float64 precision; NaN and +-Infinity spelled
-// so that Python and Java readers both parse them). Large catalogs are
-// formatted in blocks of rows on all threads and written in order (a mosaic's copied into the file
-// on all threads once their offsets are known): the same bytes as one string.
+// Catalogs as CSV (header row of column names; full float64 precision, float columns' whole
+// numbers with ".0"; NaN and +-Infinity spelled so that Python and Java readers both parse them).
+// Large catalogs are formatted in blocks of rows on all threads and written in order (a mosaic's
+// copied into the file on all threads once their offsets are known): the same bytes as one string.
 // Rows the GPU wrote as text (imflow/catalog_text.hpp) are copied, with ra, dec and errtheta put in.
 #include <algorithm>
 #include <charconv>
@@ -41,9 +41,15 @@ std::string csv_header(const std::vector<detail::OutputColumn>& columns) {
 }
 
 // The shortest text that reads back to the same double (detail::write_shortest, the same text
-// as std::to_chars), or the CSV's spelling of NaN and +-Infinity.
+// as std::to_chars), ".0" after a whole number's digits (kernels::csv_whole_number), or the CSV's
+// spelling of NaN and +-Infinity.
 char* write_double(char* at, double value) {
-  if (std::isfinite(value)) return detail::write_shortest(at, value);
+  if (std::isfinite(value)) {
+    char* const end = detail::write_shortest(at, value);
+    if (std::trunc(value) != value || std::find(at, end, 'e') != end) return end;
+    std::memcpy(end, ".0", 2);
+    return end + 2;
+  }
   const char* text = kernels::csv_non_finite_text(value);
   return std::copy(text, text + std::strlen(text), at);
 }

@@ -14,8 +14,9 @@ namespace imflow::kernels {
 
 inline constexpr int kCsvRowCells = 36;
 inline constexpr int kCsvRaCell = 5, kCsvDecCell = 6, kCsvErrthetaCell = 26;
-// A cell's text is at most kShortestTextChars (24) characters: a row at most 36 x 25 bytes.
-inline constexpr int kCsvRowMaxChars = kCsvRowCells * (kShortestTextChars + 1);
+// A cell's text is at most kShortestTextChars (24) characters and ".0": a row at most 36 x 27 bytes.
+inline constexpr int kCsvNumberChars = kShortestTextChars + 2;
+inline constexpr int kCsvRowMaxChars = kCsvRowCells * (kCsvNumberChars + 1);
 
 IMFLOW_HOST_DEVICE inline bool csv_cell_from_host(int cell) {
   return cell == kCsvRaCell || cell == kCsvDecCell || cell == kCsvErrthetaCell;
@@ -73,11 +74,24 @@ IMFLOW_HOST_DEVICE inline const char* csv_non_finite_text(double value) {
   return value != value ? "NaN" : value > 0 ? "Infinity" : "-Infinity";
 }
 
+// A float column's whole number written without a point ("690438", "0") gets ".0": CSV readers
+// (pandas, astropy, TOPCAT) type a column by its text, and would read one of whole numbers as
+// integers (and divide them as integers).
+IMFLOW_HOST_DEVICE inline bool csv_whole_number(const ShortestLayout& t) { return t.fixed && t.decimal.exponent >= 0; }
+
 // A number as the CSV writes it: integers as integers, NaN and +-Infinity as above, else the
-// shortest text (std::to_chars's).
+// shortest text (std::to_chars's), ".0" after a whole number's digits.
 IMFLOW_HOST_DEVICE inline char* write_csv_number(char* out, double value, bool integer, const uint64_t* powers) {
   if (integer) return write_integer_text(out, static_cast<long long>(value));
-  if (value - value == 0.0) return write_shortest_text(out, value, powers);
+  if (value - value == 0.0) {
+    const ShortestLayout layout = shortest_layout(value, powers);
+    out = write_shortest_text(out, value, layout);
+    if (csv_whole_number(layout)) {
+      *out++ = '.';
+      *out++ = '0';
+    }
+    return out;
+  }
   for (const char* text = csv_non_finite_text(value); *text != '\0'; ++text) *out++ = *text;
   return out;
 }
@@ -85,7 +99,10 @@ IMFLOW_HOST_DEVICE inline char* write_csv_number(char* out, double value, bool i
 // The length of write_csv_number's text, without writing it.
 IMFLOW_HOST_DEVICE inline int csv_number_length(double value, bool integer, const uint64_t* powers) {
   if (integer) return integer_text_length(static_cast<long long>(value));
-  if (value - value == 0.0) return shortest_layout(value, powers).length;
+  if (value - value == 0.0) {
+    const ShortestLayout layout = shortest_layout(value, powers);
+    return layout.length + (csv_whole_number(layout) ? 2 : 0);
+  }
   int length = 0;
   for (const char* text = csv_non_finite_text(value); *text != '\0'; ++text) ++length;
   return length;

@@ -170,6 +170,19 @@ TEST_CASE("bad PNG files and size limits give errors naming the file", "[png]") 
   ReadLimits limits;
   limits.max_pixels = 64 * 63;
   CHECK_THROWS_WITH(read_png(dir / "full.png", image, limits), Catch::Contains("exceeds the limit"));
+  // A header of 2^31 - 1 rows in a 57-byte file (under max_pixels): refused before anything is
+  // allocated, when listed and when read.
+  std::string huge = bytes.substr(0, 33);
+  const unsigned char size[8] = {0, 0, 0, 1, 0x7f, 0xff, 0xff, 0xff};  // 1 x 2^31 - 1
+  huge.replace(16, 8, reinterpret_cast<const char*>(size), 8);
+  const uLong crc = crc32(0, reinterpret_cast<const Bytef*>(huge.data() + 12), 17);
+  for (int i = 0; i < 4; ++i) huge[29 + i] = static_cast<char>((crc >> (24 - 8 * i)) & 0xff);
+  huge += bytes.substr(bytes.size() - 12);  // IEND
+  huge.insert(33, std::string("\0\0\0\0IDAT\x35\xaf\x06\x1e", 12));  // an empty IDAT
+  std::ofstream(dir / "huge.png", std::ios::binary) << huge;
+  CHECK_THROWS_WITH(scan_png(dir / "huge.png"), Catch::Contains("huge.png") && Catch::Contains("cannot be held by a file of 57 bytes"));
+  CHECK_THROWS_WITH(read_png(dir / "huge.png", image), Catch::Contains("1x2147483647 pixels cannot be held"));
+  CHECK(image.capacity_bytes() < size_t{1} << 20);
 }
 
 TEST_CASE("the committed real MRI PNG slices read with their bit depth", "[png]") {

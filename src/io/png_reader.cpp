@@ -143,14 +143,14 @@ void read_prefix(const detail::ReadOnlyFile& file, const std::filesystem::path& 
 
 // Files up to this size are decoded from memory (one read); larger ones as libpng reads them.
 constexpr int64_t kMemoryDecodeBytes = int64_t{256} << 20;
-}  // namespace
 
-PngInfo scan_png(const std::filesystem::path& path) {
-  // The signature and the IHDR chunk (33 bytes), checked as libpng would: CRC, sizes, depths.
-  const detail::ReadOnlyFile file(path);
-  bool whole = false;
-  std::vector<unsigned char> head;
-  read_prefix(file, path, 33, whole, head);
+// Deflate writes at most 1032 bytes for every byte it stores (a 258-byte match in 2 bits).
+constexpr int64_t kDeflateMaxRatio = 1032;
+
+// The signature and the IHDR chunk (the first 33 of `head`), checked as libpng would (CRC, sizes,
+// depths), and the image's filtered rows against what a file of `file_size` bytes can inflate to:
+// a damaged header's 2^31 rows would otherwise take gigabytes before the data is found short.
+PngInfo header_info(const std::filesystem::path& path, const std::vector<unsigned char>& head, int64_t file_size) {
   if (head.size() < 8 || std::memcmp(head.data(), detail::kPngSignature, 8) != 0) not_png(path, "no PNG signature");
   if (head.size() < 33) not_png(path, "truncated file (it ends inside the IHDR chunk)");
   if (detail::png_be32(&head[8]) != 13 || std::memcmp(&head[12], "IHDR", 4) != 0) not_png(path, "the first chunk is not a 13-byte IHDR");
@@ -168,7 +168,22 @@ PngInfo scan_png(const std::filesystem::path& path) {
   info.height = height;
   info.bit_depth = depth == 16 ? 16 : 8;
   info.channels = colour == 0 ? 1 : colour == 4 ? 2 : colour == 6 ? 4 : 3;
+  const int64_t samples = colour == 3 ? 1 : info.channels;
+  const int64_t filtered = static_cast<int64_t>(height) * (1 + (static_cast<int64_t>(width) * samples * depth + 7) / 8);
+  if (filtered / kDeflateMaxRatio > file_size) {
+    not_png(path, "IHDR: " + std::to_string(width) + "x" + std::to_string(height) + " pixels cannot be held by a file of " +
+                      std::to_string(file_size) + " bytes (a damaged header?)");
+  }
   return info;
+}
+}  // namespace
+
+PngInfo scan_png(const std::filesystem::path& path) {
+  const detail::ReadOnlyFile file(path);
+  bool whole = false;
+  std::vector<unsigned char> head;
+  read_prefix(file, path, 33, whole, head);
+  return header_info(path, head, file.size());
 }
 
 int64_t read_png(const std::filesystem::path& path, ImageBuffer& out, const ReadLimits& limits, int* bit_depth) {
@@ -177,7 +192,7 @@ int64_t read_png(const std::filesystem::path& path, ImageBuffer& out, const Read
   bool whole = false;
   std::vector<unsigned char>& bytes = buffers.file;
   read_prefix(file, path, kMemoryDecodeBytes, whole, bytes);
-  if (bytes.size() < 8 || std::memcmp(bytes.data(), detail::kPngSignature, 8) != 0) not_png(path, "no PNG signature");
+  header_info(path, bytes, file.size());
   if (whole) {
     if (const auto gray = detail::decode_gray_png(bytes, limits.max_pixels, out, buffers.pixels)) {
       if (bit_depth != nullptr) *bit_depth = gray->depth;

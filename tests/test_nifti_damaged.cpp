@@ -1,5 +1,5 @@
 // NIfTI files damaged in ways nifticlib alone would misread or misname: a vox_offset inside the
-// header, a zero dim, a gzip stream whose trailer is wrong.
+// header, a zero dim, a single file without NIfTI's magic, a gzip stream whose trailer is wrong.
 #include <catch2/catch.hpp>
 #include <zlib.h>
 
@@ -36,6 +36,11 @@ TEST_CASE("damaged NIfTI headers and gzip streams are named by what is wrong", "
   std::string flat = bytes;
   flat[42] = flat[43] = 0;
   CHECK_THROWS_WITH(scan_nifti(write("flat.nii", flat)), Catch::Contains("flat.nii") && Catch::Contains("dim[1] = 0"));
+  // The magic (byte 344) zeroed: nifticlib would read it as Analyze 7.5, without its scaling.
+  std::string unmarked = bytes;
+  std::memset(unmarked.data() + 344, 0, 4);
+  CHECK_THROWS_WITH(scan_nifti(write("unmarked.nii", unmarked)),
+                    Catch::Contains("unmarked.nii: NIfTI-1 header without its magic \"n+1\" at byte 344") && Catch::Contains("damaged"));
   // A gzip whose CRC-32 trailer is wrong: the stream, not the header, is named.
   const uLong crc = crc32(0L, reinterpret_cast<const Bytef*>(bytes.data()), static_cast<uInt>(bytes.size()));
   gzFile packed = gzopen((dir / "crc.nii.gz").c_str(), "wb");

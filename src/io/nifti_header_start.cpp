@@ -1,19 +1,23 @@
-// check_nifti_header_start: the header's first 80 bytes through zlib (plain files read as they are).
+// check_nifti_header_start: the header's first 348 bytes through zlib (plain files read as they are).
 #include "nifti_header_start.hpp"
 
 #include <zlib.h>
 
 #include <cstdint>
+#include <cstring>
 #include <string>
 
 #include "imflow/errors.hpp"
+#include "imflow/io/input_format.hpp"
 
 namespace imflow::detail {
 
 namespace fs = std::filesystem;
 
 void check_nifti_header_start(const fs::path& path) {
-  unsigned char head[80] = {};  // sizeof_hdr, and dim[8] (int16 at 40 in NIfTI-1, int64 at 16 in NIfTI-2)
+  // sizeof_hdr, dim[8] (int16 at 40 in NIfTI-1, int64 at 16 in NIfTI-2) and the magic (at 344 in
+  // NIfTI-1, at 4 in NIfTI-2).
+  unsigned char head[348] = {};
   int got = -1;
   std::string gzip_error;
   if (gzFile file = gzopen(path.c_str(), "rb"); file != nullptr) {
@@ -51,6 +55,14 @@ void check_nifti_header_start(const fs::path& path) {
         throw InputError(path.string() + ": " + kind + " header with dim[" + std::to_string(d) + "] = " +
                          std::to_string(length) + " (must be >= 1)");
       }
+    }
+    // nifticlib reads a single file without NIfTI's magic as Analyze 7.5, dropping its scaling;
+    // Analyze comes as a .hdr/.img pair, so such a file is a damaged NIfTI one.
+    const size_t magic_at = nifti2 ? 4 : 344;
+    const bool pair = name_ends_with(path, ".hdr") || name_ends_with(path, ".hdr.gz");
+    if (!pair && have >= magic_at + 4 && std::memcmp(head + magic_at, nifti2 ? "n+2" : "n+1", 4) != 0) {
+      throw InputError(path.string() + ": " + (nifti2 ? "NIfTI-2" : "NIfTI-1") + " header without its magic \"" + (nifti2 ? "n+2" : "n+1") +
+                       "\" at byte " + std::to_string(magic_at) + ": a damaged file (Analyze 7.5 comes as a .hdr/.img pair)");
     }
     return;
   }

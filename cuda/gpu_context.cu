@@ -225,7 +225,8 @@ Catalog host_catalog(GpuContext& gpu, const WorkItem& item, int32_t nlabels, con
     copy_now(gpu, map_copy, gpu.mesh_background->back_map.data(), n);
     copy_now(gpu, rms_copy, gpu.mesh_background->rms_map.data(), n);
     background.map = map_copy.data();
-    background.rms_map = rms_copy.data();
+    background.rms_map = gpu.global_noise ? nullptr : rms_copy.data();
+    background.rms = results.std;  // measure's noise: global
     if (gpu.weight_gain && gpu.has_weight_noise) background.weight_gain_rms = results.std;
   } else if (gpu.has_background) {
     background.level = results.median;

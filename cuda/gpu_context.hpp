@@ -158,6 +158,7 @@ struct GpuContext {
   bool has_weight_noise = false;  // background's rms_map came from a weight map (input.weight)
   bool weight_rescale = false;    // ... rescaled to the image's noise (results.weight_scale)
   bool weight_gain = false;  // input.weight.gain (set by measure): SExtractor's WEIGHT_GAIN against results.std
+  bool global_noise = false;  // measure's noise: global: the error columns take results.std, not the RMS map
   std::shared_ptr<cuda::WeightNoiseState> weight_noise;  // created by the first weighted item
   // Dual-image mode (input.detect): gpu.detection holds the detection image as uploaded (then
   // filtered by convolve), gpu.image the measured one, whose own background and measure pass

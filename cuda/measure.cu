@@ -45,10 +45,11 @@ struct Segments {
 struct Background {
   const float* map;     // null: none
   bool level;           // subtract stats->median for w
-  const float* rms_map; // null: the global std (stats->std) when `level`, else no noise estimate
+  const float* rms_map; // null: the global std (stats->std) when `std_noise`, else no noise estimate
   double gain;          // e-/ADU, 0: no Poisson term
   const DeviceResults* stats;
   bool weight_gain;     // the weight map's WEIGHT_GAIN: the Poisson term x rms^2 / stats->std^2
+  bool std_noise;       // the noise is stats->std (a global background, or measure's noise: global)
 };
 
 __global__ void reset_kernel(Accumulators a, const DeviceResults* results, Segments segments) {
@@ -160,7 +161,7 @@ struct PixelSums {
   __device__ PixelSums(const float* image, const int32_t* labels, int64_t width, int64_t n, const Accumulators& a,
                        const Background& b)
       : image(image), labels(labels), width(width), height(n / width), a(a), background(b),
-        level(b.level ? b.stats->median : 0.0), global_rms(b.level ? b.stats->std : NAN),
+        level(b.level ? b.stats->median : 0.0), global_rms(b.std_noise ? b.stats->std : NAN),
         backnoise2(b.weight_gain ? b.stats->std * b.stats->std : 0.0) {}
 
   __device__ void start(Run& r, int32_t l) {
@@ -302,7 +303,7 @@ void measure_pass(GpuContext& gpu, const float* image, const Accumulators& a, co
 }
 
 Background background_for(const MeasurementBackground& b, double gain, bool weight_gain = false) {
-  return Background{b.map, b.level, b.rms_map, gain, b.stats, weight_gain && b.rms_map != nullptr};
+  return Background{b.map, b.level, b.rms_map, gain, b.stats, weight_gain && b.rms_map != nullptr, b.std_noise};
 }
 
 }  // namespace

@@ -27,7 +27,16 @@ struct MeasurementBackground {
   const DeviceResults* stats = nullptr;  // device results holding median and std
   bool level = false;                    // subtract stats->median (a global background)
   bool any = false;                      // a background step ran
+  bool std_noise = false;                // the noise is stats->std (level, or measure's noise: global)
 };
+
+// measure's noise: global (SExtractor's WEIGHT_TYPE NONE): the mesh map is still subtracted, the
+// noise is the global RMS.
+inline MeasurementBackground with_noise_of(const GpuContext& gpu, MeasurementBackground b) {
+  if (gpu.global_noise && b.any) b.rms_map = nullptr;
+  b.std_noise = b.any && b.rms_map == nullptr;
+  return b;
+}
 
 // The detection image's background (the only one outside dual-image mode).
 inline MeasurementBackground detection_background(const GpuContext& gpu) {
@@ -37,7 +46,7 @@ inline MeasurementBackground detection_background(const GpuContext& gpu) {
   b.stats = gpu.results.data();
   b.level = gpu.has_background && !gpu.has_background_maps;
   b.any = gpu.has_background;
-  return b;
+  return with_noise_of(gpu, b);
 }
 
 inline MeasurementBackground measurement_background(const GpuContext& gpu) {
@@ -49,7 +58,7 @@ inline MeasurementBackground measurement_background(const GpuContext& gpu) {
   b.stats = m.results.data();
   b.level = m.has_background && !m.has_maps;
   b.any = m.has_background;
-  return b;
+  return with_noise_of(gpu, b);
 }
 
 // The host copy of the stats measurement_background points at (after enqueue_download).

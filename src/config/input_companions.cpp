@@ -99,6 +99,12 @@ void check_companions(const Pipeline& pipeline, const YAML::Node& root) {
   }
   if (!pipeline.input.weight.present()) return;
   const std::string where = yaml_location(pipeline.source, root["input"]["weight"]) + "input.weight: ";
+  for (const auto& step : pipeline.steps) {
+    if (step->name() == "measure" && step->param_text("noise", "map") == "global") {
+      throw ConfigError(where + "a weight map gives each pixel its noise: measure's noise: global (SExtractor's "
+                                "WEIGHT_TYPE NONE) does not apply");
+    }
+  }
   bool mesh = false, rms_map = false;
   for (const auto& step : pipeline.steps) {
     if (step->name() == "background") mesh = step->param_text("method", "global") == "mesh";

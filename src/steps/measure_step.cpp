@@ -1,7 +1,8 @@
 // Step `measure`: per-source centroid, flux, npix, peak, bounding box, flux_iso and its error,
 // second moments, centroid errors, ellipse and flags on the (unfiltered) image,
 // background-subtracted as kernels::MeasureBackground says; the errors use the background's RMS
-// (the mesh map, or the global std) and, with a gain (measure_gain.hpp), the sources' Poisson noise.
+// (the mesh map, or with noise: global or the global background its global RMS) and, with a gain
+// (measure_gain.hpp), the sources' Poisson noise.
 // After `deblend`, the children of a blend are measured as SEP's analyse does: x, y are SEP's
 // centre of the object (its branch's barycentre) and the moments and their errors are taken
 // about it (kernels::SourceSums::finish_about), flagged kFlagDeblended. With photometry
@@ -31,17 +32,19 @@ namespace {
 class MeasureStep final : public Step {
  public:
   explicit MeasureStep(ParamReader& params)
-      : gain_(GainSetting::from_params(params)), photometry_(PhotometrySetting::from_params(params)) {}
+      : gain_(GainSetting::from_params(params)),
+        global_noise_(params.choice("noise", "map", {"map", "global"}) == "global"),
+        photometry_(PhotometrySetting::from_params(params)) {}
 
   void run_cpu(WorkItem& item) const override {
     const double gain = gain_.for_item(item.ref);
     item.gain = gain;
-    const kernels::MeasureBackground background = background_of(item, gain, item.dual_image);
+    const kernels::MeasureBackground background = background_of(item, gain, item.dual_image, global_noise_);
     item.catalog = catalog_of(item, item.pixels.view(), background);
     if (item.dual_image) {
       // SExtractor's dual-image mode: positions, moments, shapes and their errors come from the
       // detection image (less its background), fluxes and peaks from the measured image.
-      Catalog shapes = catalog_of(item, item.detection.view(), background_of(item, gain, false));
+      Catalog shapes = catalog_of(item, item.detection.view(), background_of(item, gain, false, global_noise_));
       for (size_t i = 0; i < shapes.size(); ++i) kernels::take_measured_fluxes(shapes[i], (*item.catalog)[i]);
       item.catalog = std::move(shapes);
     }
@@ -56,6 +59,7 @@ class MeasureStep final : public Step {
   void run_cuda(WorkItem& item, GpuContext& gpu) const override {
     item.gain = gain_.for_item(item.ref);  // a header read on this host thread when gain_keyword is set
     gpu.weight_gain = item.weight_gain;
+    gpu.global_noise = global_noise_;
     cuda::measure(gpu, *item.gain);
     if (!photometry_.spec.any() && !photometry_.magnitudes()) return;
     item.photometry = photometry_.table_for(item.ref);
@@ -66,8 +70,10 @@ class MeasureStep final : public Step {
  private:
   // The background measurements subtract and their noise: the item's background (the detection
   // image's: its map, its RMS map or a weight map's, or its global level), or in dual-image mode
-  // with `measured_image` the measured image's own (input.detect).
-  static kernels::MeasureBackground background_of(const WorkItem& item, double gain, bool measured_image) {
+  // with `measured_image` the measured image's own (input.detect). With `global_noise` (noise:
+  // global, SExtractor's WEIGHT_TYPE NONE) the mesh map is subtracted and the noise is its global RMS.
+  static kernels::MeasureBackground background_of(const WorkItem& item, double gain, bool measured_image,
+                                                  bool global_noise) {
     kernels::MeasureBackground background;
     background.gain = gain;
     const bool own = measured_image && item.measure_background;
@@ -86,6 +92,11 @@ class MeasureStep final : public Step {
       background.level = stats->median;
       background.rms = stats->std;
     }
+    if (global_noise && stats) {
+      background.rms_map = nullptr;
+      background.rms_grid = nullptr;
+      background.rms = stats->std;
+    }
     return background;
   }
 
@@ -96,6 +107,7 @@ class MeasureStep final : public Step {
   }
 
   GainSetting gain_;
+  bool global_noise_;
   PhotometrySetting photometry_;
 };
 }  // namespace

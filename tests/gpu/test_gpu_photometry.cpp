@@ -97,12 +97,14 @@ imflow::Catalog check_photometry(Slot& slot, const WorkItem& input, const std::s
   cpu_item.labels = gpu_item.labels;
   imflow::kernels::MeasureBackground background;  // what measure_step.cpp's background_of gives the CPU
   background.gain = gpu_item.gain.value_or(0.0);
+  const bool global_noise = measure.find("noise: global") != std::string::npos;
   std::vector<float> map, rms;
   if (slot.gpu.has_background_maps) {
     map = from_device(slot.gpu.mesh_background->back_map.data(), n);
     rms = from_device(slot.gpu.mesh_background->rms_map.data(), n);
     background.map = map.data();
-    background.rms_map = rms.data();
+    background.rms_map = global_noise ? nullptr : rms.data();
+    background.rms = gpu_item.background->std;
   } else if (gpu_item.background) {
     background.level = gpu_item.background->median;
     background.rms = gpu_item.background->std;
@@ -113,6 +115,11 @@ imflow::Catalog check_photometry(Slot& slot, const WorkItem& input, const std::s
   REQUIRE(cpu_item.photometry.has_value());
   std::printf("photometry: %zu sources, %s\n", gpu_item.catalog->size(), measure.c_str());
   check_tables(*gpu_item.photometry, *cpu_item.photometry, gpu_item.catalog->size());
+  if (global_noise && background.gain == 0.0) {  // the catalog's isophotal errors from the global RMS too
+    for (const imflow::Source& s : *gpu_item.catalog) {
+      CHECK(s.flux_iso_err == Approx(std::sqrt(static_cast<double>(s.npix)) * gpu_item.background->std).epsilon(1e-12));
+    }
+  }
   return *gpu_item.catalog;
 }
 
@@ -144,6 +151,17 @@ TEST_CASE("GPU photometry equals the CPU's: mesh background and RMS map, deblend
                    "{label: {connectivity: 8}}, deblend, ",
                    kEverything);
   check_photometry(slot, item, mesh + "label, ", "{apertures: [4], aperture_subpix: 11, mask_neighbours: false}");
+  // noise: global (SExtractor's WEIGHT_TYPE NONE): the map subtracted, the errors from the global RMS.
+  check_photometry(slot, item, mesh + "label, ", "{noise: global, auto: true, apertures: [3, 6], windowed: true}");
+}
+
+TEST_CASE("GPU photometry with noise: global when the catalog overflows the device capacity", "[gpu][photometry]") {
+  Slot slot;
+  imflow::cuda::set_catalog_capacity(slot.gpu, 4);  // collect_results measures the catalog on the host
+  WorkItem item;
+  fill_sky(item, 256, 192, fresh_seed("photometry global noise overflow"), 60, 0.001);
+  check_photometry(slot, item, "{background: {method: mesh, size: 32}}, segment, label, ",
+                   "{noise: global, apertures: [6], windowed: true}");
 }
 
 // A bright extended source (a ~ 19 px) among small ones: its row is measured by a cluster of

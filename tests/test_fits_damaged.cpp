@@ -135,6 +135,22 @@ TEST_CASE("a corrupt compressed tile fails with CFITSIO's account of it", "[fits
              Catch::Contains("corrupt.fits.fz: HDU 1 plane 0: cannot read pixels") && Catch::Contains("decompression error"));
 }
 
+TEST_CASE("a primary header without its END card is named as such", "[fits][damaged]") {
+  // CFITSIO reads the pixels as more cards and says "illegal character in keyword".
+  test::TempDir dir("fits_no_end");
+  test::write_fits(dir / "plain.fits", -32, {kSide, kSide}, test::star_field(kSide, kSide, 2));
+  std::string bytes = file_bytes(dir / "plain.fits");
+  const size_t end = bytes.find("END" + std::string(77, ' '));
+  REQUIRE(end != std::string::npos);
+  bytes.replace(end, 80, std::string(80, ' '));  // blank: the header runs on into the pixels
+  write_bytes(dir / "no_end.fits", bytes);
+  CHECK_THAT(read_error(dir / "no_end.fits", 0),
+             Catch::Contains("no_end.fits: not a readable FITS file: its primary header has bytes that are not header "
+                             "text at byte 2880, before any END card"));
+  write_bytes(dir / "cut.fits", bytes.substr(0, 2880));  // and a header cut before its END
+  CHECK_THAT(read_error(dir / "cut.fits", 0), Catch::Contains("its primary header has no END card (the file ends at byte 2880)"));
+}
+
 TEST_CASE("64-bit integer tiles compressed with GZIP are refused, not read as arbitrary values", "[fits][damaged]") {
   // CFITSIO's pixel reads of such tiles (astropy writes them) return no error and arbitrary values.
   test::TempDir dir("fits_gzip_int64");

@@ -4,6 +4,9 @@
 #include <fitsio.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
 #include <string>
 #include <string_view>
@@ -41,6 +44,37 @@ int open_fits_readonly(FitsFile& file, const fs::path& path, int* status) {
     if (dir >= 0) return open_via_descriptor(file, dir, "/" + name, status);
   }
   return fits_open_diskfile(file.out(), path.c_str(), READONLY, status);  // also reports a failed open
+}
+
+std::string why_fits_not_opened(const fs::path& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return std::strerror(errno);
+  constexpr size_t kCard = 80, kBlock = 2880, kMaxHeaderBytes = size_t{64} << 20;
+  std::string reason;
+  char block[kBlock];
+  for (size_t at = 0; at < kMaxHeaderBytes; at += kBlock) {
+    const ssize_t got = ::pread(fd, block, kBlock, static_cast<off_t>(at));
+    if (got < static_cast<ssize_t>(kBlock)) {
+      if (at > 0) reason = "its primary header has no END card (the file ends at byte " + std::to_string(at + std::max<ssize_t>(got, 0)) + ")";
+      break;
+    }
+    if (at == 0 && std::string_view(block, 6) != "SIMPLE") break;  // compressed, or not FITS: CFITSIO's to say
+    bool ended = false;
+    for (size_t card = 0; card < kBlock && reason.empty() && !ended; card += kCard) {
+      const std::string_view text(block + card, kCard);
+      ended = text.starts_with("END") && text.find_first_not_of(' ', 3) == std::string_view::npos;
+      for (const char c : text) {
+        if (c < 0x20 || c > 0x7e) {
+          reason = "its primary header has bytes that are not header text at byte " + std::to_string(at + card) +
+                   ", before any END card (a damaged or cut header)";
+          break;
+        }
+      }
+    }
+    if (ended || !reason.empty()) break;
+  }
+  ::close(fd);
+  return reason;
 }
 
 void FitsFile::release_descriptor() {

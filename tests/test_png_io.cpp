@@ -11,6 +11,7 @@
 #include "imflow/errors.hpp"
 #include "imflow/io/png.hpp"
 #include "imflow/io/written_text.hpp"
+#include "engine/mri_outputs.hpp"
 #include "io/mri_formats.hpp"
 #include "test_helpers.hpp"
 
@@ -81,6 +82,20 @@ TEST_CASE("PNG output rounds to nearest and clamps; NaN becomes 0", "[png]") {
   read_png(dir / "c16.png", image);
   CHECK(std::vector<float>(image.begin(), image.end()) == std::vector<float>{0, 3, 2, 255, 300, 0, 65535, 1});
   CHECK_THROWS_AS(write_png_gray(dir / "bad.png", ConstImageView{values.data(), 4, 2}, 12), OutputError);
+}
+
+TEST_CASE("a float slice's PNG stretches its finite range; infinities go to the ends, NaN to 0", "[png]") {
+  test::TempDir dir("png_stretch");
+  WorkItem item;  // ref.bit_depth 0: float input (a float NIfTI, a FITS image)
+  const std::vector<float> values = {10.0f, 20.0f, INFINITY, NAN, -INFINITY, 15.0f};
+  item.pixels.resize(3, 2);
+  std::copy(values.begin(), values.end(), item.pixels.begin());
+  write_png_output(item, dir / "slice.png");
+  ImageBuffer image;
+  int depth = 0;
+  read_png(dir / "slice.png", image, {}, &depth);
+  CHECK(depth == 16);
+  CHECK(std::vector<float>(image.begin(), image.end()) == std::vector<float>{0, 65535, 65535, 0, 0, 32768});
 }
 
 TEST_CASE("PNG output with a sample map is the file of the mapped values", "[png]") {

@@ -36,8 +36,12 @@ void write_png_output(const WorkItem& item, const std::filesystem::path& path, i
   for (float v : values) {
     if (std::isfinite(v)) lo = std::min<double>(lo, v), hi = std::max<double>(hi, v);
   }
+  // NaN -> 0; +-Infinity (a saturated voxel) -> 65535 and 0, as the integer depths clamp them.
   const double range = hi > lo ? hi - lo : 0.0;
-  for (float& v : values) v = range > 0.0 && std::isfinite(v) ? static_cast<float>((v - lo) / range * 65535.0) : 0.0f;
+  for (float& v : values) {
+    if (std::isinf(v)) v = v > 0.0f ? 65535.0f : 0.0f;
+    else v = range > 0.0 && std::isfinite(v) ? static_cast<float>((v - lo) / range * 65535.0) : 0.0f;
+  }
   write_png_gray(path, ConstImageView{values.data(), item.pixels.width(), item.pixels.height()}, 16, compression);
 }
 

@@ -1,5 +1,5 @@
-// NIfTI-1 and NIfTI-2 input: datatypes, scl_slope/scl_inter, both byte orders, .nii.gz, slice axes, 4-D,
-// bad headers (datatype, absurd dims, truncation), the whole-data cache, the committed real volume.
+// NIfTI-1 and NIfTI-2 input: datatypes, scl_slope/scl_inter, both byte orders, .nii.gz, pairs, slice
+// axes, 4-D, bad headers (datatype, absurd dims, truncation), the cache, the committed real volumes.
 #include <catch2/catch.hpp>
 
 #include <atomic>
@@ -351,6 +351,13 @@ TEST_CASE("NIfTI-1 pairs and Analyze 7.5 (.hdr + .img) read like single files", 
       for (int axis = 0; axis < 3; ++axis) CHECK(slice(header, axis, 1) == slice(dir / ("one" + tag + ".nii"), axis, 1));
     }
   }
+  // The data gzipped (X.img.gz, where nifticlib names X.img) reads the same.
+  const std::string data = test::read_text(dir / "pairle.img");
+  gzFile packed = gzopen((dir / "packed.img.gz").c_str(), "wb");
+  gzwrite(packed, data.data(), static_cast<unsigned>(data.size()));
+  gzclose(packed);
+  std::filesystem::copy_file(dir / "pairle.hdr", dir / "packed.hdr");
+  CHECK(slice(dir / "packed.hdr", 2, 1) == slice(dir / "onele.nii", 2, 1));
   // The header alone, and a data file too short for the header: errors naming the file.
   std::filesystem::copy_file(dir / "pairle.hdr", dir / "lonely.hdr");
   CHECK_THROWS_WITH(scan_nifti(dir / "lonely.hdr"), Catch::Contains("lonely.hdr") && Catch::Contains(".img"));

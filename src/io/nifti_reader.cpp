@@ -140,13 +140,20 @@ bool reads_whole(const NiftiHeader& header, int axis) {
   return is_gzip(header.data_file) || !contiguous;
 }
 
+// The file holding the voxels: `path` itself, or the .img or .img.gz of a .hdr/.img pair (which
+// nifticlib names .img for a plain .hdr, whichever exists).
+fs::path data_file_of(const nifti_image& image, const fs::path& path) {
+  if (const std::optional<fs::path> pair = nifti_pair_image(path)) return *pair;
+  return image.iname;
+}
+
 // What a slice read needs from the header of `path`, parsed once per file version (the cache).
 std::shared_ptr<const NiftiHeader> header_of(const fs::path& path) {
   return cached_nifti_header(path, [&] {
     const NiftiPtr image = open_header(path);
     NiftiHeader header;
     header.info = info_of(*image, path);
-    header.data_file = image->iname;  // `path` itself, or the .img of a .hdr/.img pair
+    header.data_file = data_file_of(*image, path);
     header.data_offset = image->iname_offset;
     header.swap = image->byteorder != nifti_short_order();
     header.swapsize = image->swapsize;
@@ -233,7 +240,7 @@ NiftiInfo scan_nifti(const fs::path& path) {
                      ", inside the header (at least " + (nifti2 ? "544" : "352") + " in a single file): corrupt header");
   }
   const double needed = data_bytes(info) + static_cast<double>(std::max<int64_t>(image->iname_offset, 0));
-  const fs::path data_file = image->iname;  // `path` itself, or the .img of a .hdr/.img pair
+  const fs::path data_file = data_file_of(*image, path);
   std::error_code error;
   const uint64_t file_size = fs::file_size(data_file, error);
   if (error) throw InputError(data_file.string() + ": cannot stat: " + error.message());

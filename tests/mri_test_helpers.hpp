@@ -94,4 +94,17 @@ void write_nifti(const std::filesystem::path& path, const NiftiSpec& spec, const
   }
 }
 
+// Splits the single file `nii` (352-byte prefix: header + extension flag) into STEM.hdr and
+// STEM.img with `magic` ("ni1" for a NIfTI-1 pair, "" for Analyze 7.5), vox_offset 0.
+inline void split_nifti_pair(const std::filesystem::path& nii, const std::filesystem::path& stem, const std::string& magic) {
+  std::ifstream in(nii, std::ios::binary);
+  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::string header = bytes.substr(0, 348);
+  header.replace(108, 4, std::string(4, '\0'));  // vox_offset 0.0f (either byte order)
+  header.replace(344, 4, std::string(4, '\0'));
+  header.replace(344, magic.size(), magic);
+  std::ofstream(stem.string() + ".hdr", std::ios::binary) << header;
+  std::ofstream(stem.string() + ".img", std::ios::binary) << bytes.substr(352);
+}
+
 }  // namespace test

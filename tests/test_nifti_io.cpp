@@ -318,29 +318,14 @@ TEST_CASE("threads reading slices of gzipped volumes share the cache, also while
   CHECK(wrong == 0);
 }
 
-namespace {
-// Splits the single file `nii` (352-byte prefix: header + extension flag) into STEM.hdr and
-// STEM.img with `magic` ("ni1" for a NIfTI-1 pair, "" for Analyze 7.5), vox_offset 0.
-void split_pair(const std::filesystem::path& nii, const std::filesystem::path& stem, const std::string& magic) {
-  std::ifstream in(nii, std::ios::binary);
-  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  std::string header = bytes.substr(0, 348);
-  header.replace(108, 4, std::string(4, '\0'));  // vox_offset 0.0f (either byte order)
-  header.replace(344, 4, std::string(4, '\0'));
-  header.replace(344, magic.size(), magic);
-  std::ofstream(stem.string() + ".hdr", std::ios::binary) << header;
-  std::ofstream(stem.string() + ".img", std::ios::binary) << bytes.substr(352);
-}
-}  // namespace
-
 TEST_CASE("NIfTI-1 pairs and Analyze 7.5 (.hdr + .img) read like single files", "[nifti]") {
   test::TempDir dir("nifti_pairs");
   const int nx = 5, ny = 4, nz = 3;
   for (bool big : {false, true}) {
     const std::string tag = big ? "be" : "le";
     test::write_nifti<int16_t>(dir / ("one" + tag + ".nii"), {{nx, ny, nz}, 4, 16, 0, 0, big}, ramp(nx, ny, nz));
-    split_pair(dir / ("one" + tag + ".nii"), dir / ("pair" + tag), "ni1");
-    split_pair(dir / ("one" + tag + ".nii"), dir / ("analyze" + tag), "");
+    test::split_nifti_pair(dir / ("one" + tag + ".nii"), dir / ("pair" + tag), "ni1");
+    test::split_nifti_pair(dir / ("one" + tag + ".nii"), dir / ("analyze" + tag), "");
     for (const std::string name : {"pair", "analyze"}) {
       const auto header = dir / (name + tag + ".hdr");
       INFO(header);
@@ -358,6 +343,12 @@ TEST_CASE("NIfTI-1 pairs and Analyze 7.5 (.hdr + .img) read like single files", 
   gzclose(packed);
   std::filesystem::copy_file(dir / "pairle.hdr", dir / "packed.hdr");
   CHECK(slice(dir / "packed.hdr", 2, 1) == slice(dir / "onele.nii", 2, 1));
+  // SPM's Analyze scaling (funused1, funused2: scl_slope's and scl_inter's places), as nibabel reads it.
+  test::write_nifti<int16_t>(dir / "scaled.nii", {{nx, ny, nz}, 4, 16, 2.5f, -1.0f}, ramp(nx, ny, nz));
+  test::split_nifti_pair(dir / "scaled.nii", dir / "spm", "");
+  std::vector<float> expected = slice(dir / "onele.nii", 2, 1);
+  for (float& v : expected) v = v * 2.5f - 1.0f;
+  CHECK(slice(dir / "spm.hdr", 2, 1) == expected);
   // The header alone, and a data file too short for the header: errors naming the file.
   std::filesystem::copy_file(dir / "pairle.hdr", dir / "lonely.hdr");
   CHECK_THROWS_WITH(scan_nifti(dir / "lonely.hdr"), Catch::Contains("lonely.hdr") && Catch::Contains(".img"));

@@ -71,6 +71,20 @@ bool is_colour(int datatype) { return datatype == DT_RGB24 || datatype == DT_RGB
 // its intent codes 3000-3099 (NIFTI_INTENT_CONNECTIVITY_*): millions of 1 x 1 "slices", not images.
 bool is_cifti(const nifti_image& image) { return image.intent_code >= 3000 && image.intent_code < 3100; }
 
+// SPM's Analyze 7.5 scaling, which nifticlib leaves out: funused1 (where NIfTI-1 keeps scl_slope)
+// scales the stored values when finite and non-zero, plus funused2 (scl_inter's place) when finite;
+// nibabel (Spm2AnalyzeImage), SPM and MRIcron read these files so.
+void spm_scaling(const fs::path& path, NiftiInfo& info) {
+  int swapped = 0;
+  nifti_1_header* header = nifti_read_n1_hdr(path.c_str(), &swapped, 0);
+  if (header == nullptr) return;
+  const float slope = header->scl_slope, inter = header->scl_inter;
+  std::free(header);
+  if (!std::isfinite(slope) || slope == 0.0f) return;
+  info.slope = slope;
+  info.inter = std::isfinite(inter) ? inter : 0.0;
+}
+
 NiftiInfo info_of(const nifti_image& image, const fs::path& path) {
   NiftiInfo info;
   if (is_cifti(image)) {
@@ -97,6 +111,7 @@ NiftiInfo info_of(const nifti_image& image, const fs::path& path) {
   info.bytes_per_voxel = image.nbyper;
   info.slope = image.scl_slope;
   info.inter = image.scl_inter;
+  if (image.nifti_type == NIFTI_FTYPE_ANALYZE) spm_scaling(path, info);
   return info;
 }
 

@@ -32,10 +32,18 @@ TEST_CASE("damaged NIfTI headers and gzip streams are named by what is wrong", "
   std::memcpy(moved.data() + 108, &zero, sizeof zero);
   CHECK_THROWS_WITH(scan_nifti(write("moved.nii", moved)),
                     Catch::Contains("moved.nii") && Catch::Contains("vox_offset") && Catch::Contains("inside the header"));
+  // vox_offset 1e12: past the end of the file, not "inside the header".
+  const float far = 1e12f;
+  std::memcpy(moved.data() + 108, &far, sizeof far);
+  CHECK_THROWS_WITH(scan_nifti(write("far.nii", moved)), Catch::Contains("far.nii: NIfTI vox_offset 1e+12 is past the end of the file"));
   // dim[1] (int16 at byte 42) 0: said by imflow, not printed by nifticlib.
   std::string flat = bytes;
   flat[42] = flat[43] = 0;
   CHECK_THROWS_WITH(scan_nifti(write("flat.nii", flat)), Catch::Contains("flat.nii") && Catch::Contains("dim[1] = 0"));
+  // datatype (int16 at byte 70) 77: no NIfTI code.
+  std::string typo = bytes;
+  typo[70] = 77, typo[71] = 0;
+  CHECK_THROWS_WITH(scan_nifti(write("typo.nii", typo)), Catch::Contains("typo.nii") && Catch::Contains("datatype 77, which is no NIfTI"));
   // The magic (byte 344) zeroed: nifticlib would read it as Analyze 7.5, without its scaling.
   std::string unmarked = bytes;
   std::memset(unmarked.data() + 344, 0, 4);

@@ -142,8 +142,8 @@ std::vector<nlohmann::json> Manifest::load(const fs::path& file) {
     }
     if (entry.contains("imflow_manifest")) {
       if (entry.value("config", "") != config_key_) {
-        throw std::runtime_error(file.string() + ": written by a different pipeline (steps or output formats "
-                                 "changed); run without --resume to start over");
+        throw std::runtime_error(file.string() + ": written by a different pipeline (its steps, output formats, "
+                                 "input.nifti_axis or companion images changed); run without --resume to start over");
       }
       continue;
     }

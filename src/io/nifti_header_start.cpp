@@ -3,7 +3,12 @@
 
 #include <zlib.h>
 
+#include <algorithm>
+#include <bit>
+#include <cmath>
+#include <cstdio>
 #include <cstdint>
+#include <iterator>
 #include <cstring>
 #include <string>
 
@@ -56,6 +61,13 @@ void check_nifti_header_start(const fs::path& path) {
                          std::to_string(length) + " (must be >= 1)");
       }
     }
+    // A code that is no NIfTI datatype (nifticlib would print a bare "bad datatype" line).
+    const int64_t datatype = number(nifti2 ? 12 : 70, 2, big);
+    constexpr int64_t kCodes[] = {0, 1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 768, 1024, 1280, 1536, 1792, 2048, 2304};
+    if (std::find(std::begin(kCodes), std::end(kCodes), datatype) == std::end(kCodes)) {
+      throw InputError(path.string() + ": " + kind + " header with datatype " + std::to_string(datatype) +
+                       ", which is no NIfTI datatype code: a damaged header");
+    }
     // nifticlib reads a single file without NIfTI's magic as Analyze 7.5, dropping its scaling;
     // Analyze comes as a .hdr/.img pair, so such a file is a damaged NIfTI one.
     const size_t magic_at = nifti2 ? 4 : 344;
@@ -63,6 +75,25 @@ void check_nifti_header_start(const fs::path& path) {
     if (!pair && have >= magic_at + 4 && std::memcmp(head + magic_at, nifti2 ? "n+2" : "n+1", 4) != 0) {
       throw InputError(path.string() + ": " + (nifti2 ? "NIfTI-2" : "NIfTI-1") + " header without its magic \"" + (nifti2 ? "n+2" : "n+1") +
                        "\" at byte " + std::to_string(magic_at) + ": a damaged file (Analyze 7.5 comes as a .hdr/.img pair)");
+    }
+    // A single file's voxels start after its header (vox_offset float32 at 108, NIfTI-2 int64 at 168).
+    if (!pair && have >= (nifti2 ? 176u : 112u)) {
+      const double offset = nifti2 ? static_cast<double>(number(168, 8, big))
+                                   : std::bit_cast<float>(static_cast<uint32_t>(number(108, 4, big)));
+      const double least = nifti2 ? 544 : 352;
+      char text[32];
+      std::snprintf(text, sizeof text, "%g", offset);
+      if (std::isnan(offset)) throw InputError(path.string() + ": NIfTI vox_offset NaN is not a byte offset: corrupt header");
+      if (offset < least) {
+        throw InputError(path.string() + ": NIfTI vox_offset " + text + " puts the voxels inside the header (at least " +
+                         (nifti2 ? "544" : "352") + " in a single file): corrupt header");
+      }
+      std::error_code error;
+      const auto bytes = fs::file_size(path, error);
+      if (!error && !name_ends_with(path, ".gz") && offset > static_cast<double>(bytes)) {
+        throw InputError(path.string() + ": NIfTI vox_offset " + text + " is past the end of the file (" +
+                         std::to_string(bytes) + " bytes): corrupt header");
+      }
     }
     return;
   }

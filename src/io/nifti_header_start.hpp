@@ -8,8 +8,8 @@ namespace imflow::detail {
 
 // Throws InputError naming the file when it cannot be read (a corrupt gzip stream: zlib's reason),
 // when sizeof_hdr is neither 348 (NIfTI-1, Analyze 7.5) nor 540 (NIfTI-2) in either byte order,
-// when dim[0] is not 1..7 or one of dim[1..dim[0]] is below 1, or when a single file (not a .hdr
-// of a pair) lacks NIfTI's magic.
+// when dim[0] is not 1..7 or one of dim[1..dim[0]] is below 1, when the datatype is no NIfTI
+// code, or when a single file (not a .hdr of a pair) lacks NIfTI's magic.
 void check_nifti_header_start(const std::filesystem::path& path);
 
 }  // namespace imflow::detail

@@ -210,8 +210,18 @@ TEST_CASE("LDAC FLAGS: SExtractor's 1 is FLUX_AUTO's crowding where FLUX_AUTO is
 TEST_CASE("read_fits_header_records: the HDU's cards without END, a bad file named", "[ldac]") {
   test::TempDir dir("ldac_header_read");
   test::write_fits(dir / "image.fits", -32, {4, 3}, std::vector<double>(12, 1.0));
+  fitsfile* file = nullptr;
+  int status = 0;
+  fits_open_file(&file, (dir / "image.fits").c_str(), READWRITE, &status);
+  fits_write_comment(file, "reduced by the pipeline", &status);
+  fits_write_history(file, "flat-fielded", &status);
+  fits_close_file(file, &status);
+  REQUIRE(status == 0);
   const auto records = read_fits_header_records(dir / "image.fits", 0);
-  REQUIRE(records.size() >= 5);
+  REQUIRE(records.size() >= 7);
+  // COMMENT and HISTORY too (SExtractor's LDAC_IMHEAD keeps them).
+  CHECK(std::count_if(records.begin(), records.end(), [](const std::string& r) { return r.starts_with("COMMENT reduced"); }) == 1);
+  CHECK(std::count_if(records.begin(), records.end(), [](const std::string& r) { return r.starts_with("HISTORY flat"); }) == 1);
   CHECK(records[0].starts_with("SIMPLE  ="));
   CHECK(records[3].starts_with("NAXIS1  =                    4"));
   for (const std::string& record : records) {

@@ -96,8 +96,8 @@ std::vector<std::string> header_records_of(fitsfile* file, const fs::path& path,
   const FitsMessages messages;
   const bool compressed = fits_is_compressed_image(file, &status) != 0;
   // A tile-compressed image's header as the image's (ZNAXISn as NAXISn, ...).
-  if (compressed) fits_convert_hdr2str(file, 1, nullptr, 0, &header, &keys, &status);
-  else fits_hdr2str(file, 1, nullptr, 0, &header, &keys, &status);
+  if (compressed) fits_convert_hdr2str(file, 0, nullptr, 0, &header, &keys, &status);
+  else fits_hdr2str(file, 0, nullptr, 0, &header, &keys, &status);
   if (compressed && status != 0) {
     // CFITSIO 4.2's conversion fails on some valid files (one without ZTENSION: it then reads its
     // own result as an extension that does not start with XTENSION, status 252): the table's
@@ -108,7 +108,7 @@ std::vector<std::string> header_records_of(fitsfile* file, const fs::path& path,
     status = 0;
     messages.discard();
     if (fits_movabs_hdu(file, hdu + 1, &type, &status) == 0 &&
-        fits_hdr2str(file, 1, nullptr, 0, &header, &keys, &status) == 0 && header != nullptr) {
+        fits_hdr2str(file, 0, nullptr, 0, &header, &keys, &status) == 0 && header != nullptr) {
       std::vector<std::string> records = image_header_of_compressed(split_records(header, keys));
       fits_free_memory(header, &status);
       return records;

@@ -69,8 +69,9 @@ int64_t read_fits_region(const std::filesystem::path& path, int hdu, int64_t pla
 // value is not a number.
 std::optional<double> read_fits_number_keyword(const std::filesystem::path& path, int hdu, const std::string& keyword);
 
-// The header of image HDU `hdu` as 80-character records, END left out (a tile-compressed image's
-// as the image's). Throws InputError naming the file when it cannot be read.
+// The header of image HDU `hdu` as 80-character records, COMMENT, HISTORY and blank ones
+// included, END left out (a tile-compressed image's as the image's). Throws InputError naming the
+// file when it cannot be read.
 std::vector<std::string> read_fits_header_records(const std::filesystem::path& path, int hdu);
 
 namespace detail {

@@ -332,9 +332,14 @@ TEST_CASE("a plane whose background noise is 0 is processed with a warning namin
   test::write_fits(dir / "in" / "sky.fits", -32, {64, 48}, test::star_field(64, 48, 5));
   Pipeline pipeline = make_pipeline(dir / "in", dir / "out", 2, 4);
   pipeline.output.formats = {"csv"};
+  const bool tiled = GENERATE(false, true);  // in 32-pixel tiles the image's record says it too
+  pipeline.tiling.size = tiled ? 32 : 0;
+  pipeline.tiling.explicit_size = tiled;
   REQUIRE(run_pipeline(pipeline, {}).failed() == 0);
   const nlohmann::json json = nlohmann::json::parse(test::read_text(dir / "out" / "summary.json"));
   for (const auto& item : json["items"]) {
+    INFO("tiled " << tiled);
+    CHECK(item.contains("tiles") == tiled);
     const bool dq = item["file"].get<std::string>().find("dq.fits") != std::string::npos;
     CHECK(item.contains("warnings") == dq);
     if (!dq) continue;

@@ -15,6 +15,7 @@
 #include "imflow/io/catalog.hpp"
 #include "manifest.hpp"
 #include "stages.hpp"
+#include "item_warnings.hpp"
 #include "tiled_image.hpp"
 #include "writer.hpp"
 
@@ -125,6 +126,7 @@ void finalize_tiled_image(RunContext& run, TiledImage& image) {
   record_item.ref = image.image;
   record_item.background = image.background;
   record_item.threshold = image.threshold;
+  add_result_warnings(record_item);  // what an untiled item's would say (a noise of 0)
   std::vector<fs::path> outputs;
   std::string error;
   {

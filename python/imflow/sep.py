@@ -92,7 +92,8 @@ class Background:
         original = np.asarray(data)
         self._dtype = original.dtype.newbyteorder("=")
         self._shape = pixels.shape
-        arguments = (pixels, int(bw), int(bh), int(fw), int(fh), float(fthresh))
+        # A filter size of 0 filters nothing, as 1 (SEP takes it so).
+        arguments = (pixels, int(bw), int(bh), int(fw) or 1, int(fh) or 1, float(fthresh))
         if _device_name(device) == "cuda":  # the maps stay on the GPU until asked for
             self._device_maps, self.globalback, self.globalrms = _imflow.mesh_background_gpu(*arguments)
             self._maps = {}

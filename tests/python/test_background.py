@@ -16,7 +16,7 @@ def relative(ours, theirs):
 
 
 @pytest.mark.parametrize("name", NAMES)
-@pytest.mark.parametrize("mesh", [(64, 64, 3, 3), (32, 48, 5, 3)])
+@pytest.mark.parametrize("mesh", [(64, 64, 3, 3), (32, 48, 5, 3), (64, 64, 0, 0)])  # fw = fh = 0: no filter, as SEP
 def test_maps_equal_seps(images, name, mesh):
     bw, bh, fw, fh = mesh
     ours = isep.Background(images[name], bw=bw, bh=bh, fw=fw, fh=fh)  # big-endian FITS data as they are

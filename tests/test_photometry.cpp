@@ -342,9 +342,9 @@ TEST_CASE("without an ellipse the circular apertures are still measured; without
   CHECK(row[spec.auto_offset() + 3] == 0.0);                                    // FLAGS_AUTO
   CHECK(std::isnan(row[spec.radius_offset()]));
   CHECK(std::isnan(row[spec.window_offset()]));
-  CHECK(row[spec.window_offset() + k::kWinFlags] == 0.0);
+  CHECK(row[spec.window_offset() + k::kWinFlags] == 4.0);  // FLAGS_WIN 4: no window (LDAC's XWIN is X_IMAGE)
   CHECK(row[spec.flags_offset()] == 0.0);
-  // No centre: every value NaN, the flags 0.
+  // No centre: every value NaN, the flags 0 but FLAGS_WIN's 4.
   const auto none = measure(field, spec, {nan, 30.8, 1.2, 1.0, 0.3, 1}, field.view());
   CHECK(std::isnan(none[spec.aperture_offset()]));
   CHECK(none[spec.flags_offset()] == 0.0);

@@ -21,13 +21,13 @@ inline constexpr double kBig = 1e30;                 // SExtractor's BIG: SNR_WI
 inline constexpr double kSingularDet = 0.00694, kSingularTerm = 0.0833333;  // SExtractor's singular moments
 
 // SExtractor's FLAGS_WIN: 8 the window's centroid left the isophote (more than 1 px on both axes
-// and outside the 1-sigma ellipse), 4 non-positive windowed flux, 2 a negative windowed variance,
-// 1 negative windowed determinant.
+// and outside the 1-sigma ellipse), 4 non-positive windowed flux (or NaN: no window, the object's
+// own moments being undefined), 2 a negative windowed variance, 1 negative windowed determinant.
 IMFLOW_HOST_DEVICE inline int32_t sextractor_win_flags(const WindowedPosition& win, const PhotometrySource& source) {
   const EllipseCoeffs c = ellipse_coeffs(source.a, source.b, source.theta);
   const double dx = win.x - source.x, dy = win.y - source.y;
   const bool escaped = dx * dx > 1.0 && dy * dy > 1.0 && c.cxx * dx * dx + c.cyy * dy * dy + c.cxy * dx * dy > 1.0;
-  return (escaped ? 8 : 0) | (win.flux <= 0.0 ? 4 : 0) | (win.x2 < 0.0 || win.y2 < 0.0 ? 2 : 0) |
+  return (escaped ? 8 : 0) | (!(win.flux > 0.0) ? 4 : 0) | (win.x2 < 0.0 || win.y2 < 0.0 ? 2 : 0) |
          (win.x2 * win.y2 - win.xy * win.xy < 0.0 ? 1 : 0);
 }
 
@@ -112,7 +112,7 @@ IMFLOW_HOST_DEVICE inline void measure_photometry(ApertureImage image, const int
   if (!ellipse) {
     for (int k = 0; k < spec.stride(); ++k) row[k] = std::numeric_limits<double>::quiet_NaN();
     if (spec.auto_flux) row[spec.auto_offset() + 3] = 0.0;
-    if (spec.windowed) row[spec.window_offset() + kWinFlags] = 0.0;
+    if (spec.windowed) row[spec.window_offset() + kWinFlags] = 4.0;  // no window: FLUX_WIN not positive
     if (spec.measures()) row[spec.flags_offset()] = 0.0;
     if (!centred) return;
   }

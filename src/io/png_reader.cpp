@@ -63,16 +63,22 @@ void on_error(png_structp png, png_const_charp message) {
 
 void on_warning(png_structp, png_const_charp) {}  // ancillary problems (iCCP, text): the pixels are fine
 
+// libpng reads the next chunk when the file has ended: between chunks (no IEND) or inside one.
+const char* short_file_text(const PngBytes& source) {
+  return source.at == source.size ? "truncated file (it ends after a whole chunk, without IEND)"
+                                   : "truncated file (it ends inside a chunk)";
+}
+
 void read_from_source(png_structp png, png_bytep out, size_t length) {
   auto* source = static_cast<PngBytes*>(png_get_io_ptr(png));
-  if (static_cast<int64_t>(length) > source->size - source->at) png_error(png, "truncated file (it ends inside a chunk)");
+  if (static_cast<int64_t>(length) > source->size - source->at) png_error(png, short_file_text(*source));
   if (source->bytes != nullptr) {
     std::memcpy(out, source->bytes->data() + source->at, length);
   } else {
     size_t done = 0;
     while (done < length) {
       const ssize_t got = ::pread(source->fd, out + done, length - done, source->at + static_cast<int64_t>(done));
-      if (got <= 0) png_error(png, got == 0 ? "truncated file (it ends inside a chunk)" : "read error");
+      if (got <= 0) png_error(png, got == 0 ? short_file_text(*source) : "read error");
       done += static_cast<size_t>(got);
     }
   }

@@ -6,10 +6,10 @@
 #include <algorithm>
 #include <bit>
 #include <cmath>
-#include <cstdio>
 #include <cstdint>
-#include <iterator>
+#include <cstdio>
 #include <cstring>
+#include <iterator>
 #include <string>
 
 #include "imflow/errors.hpp"

@@ -243,17 +243,12 @@ std::optional<fs::path> nifti_pair_image(const fs::path& path) {
 
 NiftiInfo scan_nifti(const fs::path& path) {
   // Once per file, not per slice; a missing or empty file is open_header's to name.
+  // The header's first fields (dims, datatype, magic, a single file's vox_offset, which nifticlib
+  // would take as it is: 0, negative or NaN would read header bytes as voxels) are checked first.
   std::error_code missing;
   if (fs::is_regular_file(path, missing) && fs::file_size(path, missing) > 0) detail::check_nifti_header_start(path);
   const NiftiPtr image = open_header(path);
   const NiftiInfo info = info_of(*image, path);
-  // A single file's voxels start after its header (vox_offset >= 352, NIfTI-2 544); nifticlib
-  // takes a smaller one (0, negative, NaN) as it is, which would read header bytes as voxels.
-  const bool nifti2 = image->nifti_type == NIFTI_FTYPE_NIFTI2_1;
-  if ((image->nifti_type == NIFTI_FTYPE_NIFTI1_1 || nifti2) && image->iname_offset < (nifti2 ? 544 : 352)) {
-    throw InputError(path.string() + ": NIfTI vox_offset puts the voxels at byte " + std::to_string(image->iname_offset) +
-                     ", inside the header (at least " + (nifti2 ? "544" : "352") + " in a single file): corrupt header");
-  }
   const double needed = data_bytes(info) + static_cast<double>(std::max<int64_t>(image->iname_offset, 0));
   const fs::path data_file = data_file_of(*image, path);
   std::error_code error;

@@ -5,6 +5,7 @@
 
 #include <initializer_list>
 #include <limits>
+#include <map>
 #include <set>
 #include <string>
 #include <vector>
@@ -50,6 +51,9 @@ class ParamReader {
   YAML::Node lookup(const std::string& key);
   YAML::Node node_;
   YAML::Node located_at_;
+  // Each key's position, taken when the reader is made: iterating node_ after lookups (yaml-cpp's
+  // operator[] adds pending entries) reads freed memory.
+  std::map<std::string, YAML::Mark> key_marks_;
   std::string where_;
   std::string file_;
   std::set<std::string> used_;

@@ -23,18 +23,23 @@ ParamReader::ParamReader(YAML::Node node, std::string where, std::string file, Y
   if (node_.IsDefined() && !node_.IsNull() && !node_.IsMap()) {
     fail(node_, "", "expected a map of parameters");
   }
+  if (node_.IsMap()) {
+    for (const auto& entry : node_) {
+      if (entry.first.IsScalar() && entry.first.Mark().line >= 0) key_marks_.emplace(entry.first.Scalar(), entry.first.Mark());
+    }
+  }
 }
 
 void ParamReader::fail(const YAML::Node& node, const std::string& key, const std::string& why) const {
   const auto positioned = [](const YAML::Node& candidate) { return candidate.IsDefined() && candidate.Mark().line >= 0; };
-  YAML::Node at = positioned(node) ? node : positioned(node_) ? node_ : located_at_;
-  if (!positioned(node) && !key.empty() && node_.IsMap()) {
-    for (const auto& entry : node_) {
-      if (entry.first.IsScalar() && entry.first.Scalar() == key && positioned(entry.first)) at = entry.first;
-    }
-  }
   std::string name = where_;
   if (!key.empty()) name += (name.empty() ? "" : ".") + key;
+  const auto key_mark = key_marks_.find(key);
+  if (!positioned(node) && key_mark != key_marks_.end()) {  // a key without a value: at the key
+    throw ConfigError(file_ + ":" + std::to_string(key_mark->second.line + 1) + ":" +
+                      std::to_string(key_mark->second.column + 1) + ": " + name + ": " + why);
+  }
+  const YAML::Node& at = positioned(node) ? node : positioned(node_) ? node_ : located_at_;
   throw ConfigError(yaml_location(file_, at) + name + ": " + why);
 }
 

@@ -203,9 +203,7 @@ struct ReleasePinnedCacheAtExit {
 #endif
   }
 };
-}  // namespace
 
-namespace {
 // The first word that is not an option (imflow's own take no value) when it names no subcommand:
 // CLI11 would only say that a subcommand is required.
 std::string unknown_subcommand(CLI::App& app, int argc, char** argv) {

@@ -19,9 +19,7 @@ std::optional<double> read_fits_number_keyword(const fs::path& path, int hdu, co
   int status = 0, type = 0;
   const detail::FitsMessages messages;
   if (detail::open_fits_readonly(file, path, &status) != 0) {
-    const std::string why = detail::why_fits_not_opened(path);
-    throw InputError(why.empty() ? detail::fits_error_text(path, "not a readable FITS file", status)
-                                 : path.string() + ": not a readable FITS file: " + why);
+    throw InputError(detail::fits_not_opened_text(path, status));
   }
   // The HDU's own card first, then the primary header's (multi-extension files often keep
   // detector keywords there, and astropy users expect them to apply to every extension).

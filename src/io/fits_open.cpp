@@ -46,7 +46,9 @@ int open_fits_readonly(FitsFile& file, const fs::path& path, int* status) {
   return fits_open_diskfile(file.out(), path.c_str(), READONLY, status);  // also reports a failed open
 }
 
-std::string why_fits_not_opened(const fs::path& path) {
+namespace {
+// fits_not_opened_text's reason, empty when the system and the header show none.
+std::string why_not_opened(const fs::path& path) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return std::strerror(errno);
   constexpr size_t kCard = 80, kBlock = 2880, kMaxHeaderBytes = size_t{64} << 20;
@@ -75,6 +77,13 @@ std::string why_fits_not_opened(const fs::path& path) {
   }
   ::close(fd);
   return reason;
+}
+}  // namespace
+
+std::string fits_not_opened_text(const fs::path& path, int status) {
+  const std::string why = why_not_opened(path);
+  return why.empty() ? fits_error_text(path, "not a readable FITS file", status)
+                     : path.string() + ": not a readable FITS file: " + why;
 }
 
 void FitsFile::release_descriptor() {

@@ -46,9 +46,7 @@ FitsFile open_fits(const fs::path& path) {
   int status = 0;
   const detail::FitsMessages messages;
   if (detail::open_fits_readonly(file, path, &status) != 0) {
-    const std::string why = detail::why_fits_not_opened(path);
-    throw InputError(why.empty() ? fits_error_text(path, "not a readable FITS file", status)
-                                 : path.string() + ": not a readable FITS file: " + why);
+    throw InputError(detail::fits_not_opened_text(path, status));
   }
   return file;
 }

@@ -43,11 +43,11 @@ class FitsFile;
 // "already open" to CFITSIO, which shares handles by name).
 int open_fits_readonly(FitsFile& file, const std::filesystem::path& path, int* status);
 
-// Why a file open_fits_readonly failed on cannot be opened, where CFITSIO's status hides it: the
-// system's reason ("Permission denied"), or for a plain FITS file (starting "SIMPLE") a primary
-// header without an END card (CFITSIO says "illegal character in keyword" of the pixels it reads
-// as cards). Empty when neither.
-std::string why_fits_not_opened(const std::filesystem::path& path);
+// "FILE: not a readable FITS file: why" for a file open_fits_readonly failed on with `status`:
+// the system's reason ("Permission denied") or, for a plain FITS file (starting "SIMPLE"), a
+// primary header without an END card (CFITSIO says "illegal character in keyword" of the pixels
+// it reads as cards), where CFITSIO's status hides them; else CFITSIO's account (fits_error_text).
+std::string fits_not_opened_text(const std::filesystem::path& path, int status);
 
 // The header of the HDU `file` is at (HDU `hdu` of `path`) as read_fits_header_records gives it.
 // Throws InputError naming the file when it cannot be read.

@@ -1,6 +1,9 @@
 // ItemSource scans files in parallel batches: the items still come in list order, numbered in
-// sequence, one failed item per unreadable file, the last item of every file marked.
+// sequence, one failed item per unreadable file, the last item of every file marked; the input
+// directory's walk lists what the patterns match.
 #include <catch2/catch.hpp>
+#include <spdlog/sinks/ringbuffer_sink.h>
+#include <spdlog/spdlog.h>
 #include <tbb/task_arena.h>
 
 #include <fstream>
@@ -172,4 +175,35 @@ TEST_CASE("default patterns list every format's extensions, ignoring case; names
   CHECK(strip_image_extension("a.b.png") == "a.b");
   CHECK(strip_image_extension("noext") == "noext");
   CHECK(strip_image_extension(".png") == ".png");
+}
+
+TEST_CASE("the walk lists subdirectories with recursive, warns about a matching directory without it", "[engine][source]") {
+  test::TempDir dir("source_walk");
+  fs::create_directories(dir / "night1" / "deeper");
+  fs::create_directories(dir / "cube.fits");  // a directory whose name matches
+  for (const char* name : {"a.fits", "night1/b.fits", "night1/deeper/c.fits", "cube.fits/d.fits"}) std::ofstream(dir / name) << "x";
+  fs::create_directory_symlink(dir / "night1", dir / "link.fits");  // never followed
+  InputConfig input;
+  input.dir = dir.path();
+  input.patterns = {"*.fits"};
+  const auto listed = [&] {
+    std::vector<std::string> names;
+    for (const auto& file : list_input_files(input)) names.push_back(fs::relative(file, dir.path()).string());
+    return names;
+  };
+  auto sink = std::make_shared<spdlog::sinks::ringbuffer_sink_mt>(8);
+  auto previous = spdlog::default_logger();
+  spdlog::set_default_logger(std::make_shared<spdlog::logger>("capture", sink));
+  const std::vector<std::string> flat = listed();
+  const std::vector<std::string> flat_warnings = sink->last_formatted();
+  input.recursive = true;
+  const std::vector<std::string> deep = listed();
+  const size_t warnings_after_deep = sink->last_formatted().size();
+  spdlog::set_default_logger(previous);
+  CHECK(flat == std::vector<std::string>{"a.fits"});
+  REQUIRE(flat_warnings.size() == 2);  // the directory and the symlink to one, in listing order
+  const std::string both = flat_warnings[0] + flat_warnings[1];
+  CHECK_THAT(both, Catch::Contains("cube.fits: a directory, not read") && Catch::Contains("link.fits: a directory, not read"));
+  CHECK(deep == std::vector<std::string>{"a.fits", "cube.fits/d.fits", "night1/b.fits", "night1/deeper/c.fits"});
+  CHECK(warnings_after_deep == 2);  // nothing new: recursive walks them
 }

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "cuda/convolve.hpp"
+#include "cuda/measured_image.hpp"
 #include "cuda/sep_filter.hpp"
 #include "cuda/device_common.cuh"
 
@@ -250,7 +251,10 @@ void convolve(GpuContext& gpu, const float* host_kernel, int kw, int kh, kernels
   }
 
   if (to_detection) {
-    if (from_detection) swap(gpu.detection, gpu.image_spare);
+    if (from_detection) {
+      keep_detection_as_read(gpu);
+      swap(gpu.detection, gpu.image_spare);
+    }
     gpu.has_detection = true;
   } else {
     swap(gpu.image, gpu.image_spare);
@@ -271,6 +275,7 @@ void convolve_sep(GpuContext& gpu, const kernels::SepFilterKernel& kernel, bool 
   sep_convolve(source, gpu.width, gpu.height, {weights.device.data(), kernel.width, kernel.height},
                gpu.image_spare.data(), gpu.stream);
   if (to_detection) {
+    keep_detection_as_read(gpu);
     swap(gpu.detection, gpu.image_spare);
     gpu.has_detection = true;
   } else {

@@ -3,6 +3,7 @@
 
 #include <stdexcept>
 
+#include "cuda/measured_image.hpp"
 #include "cuda/sep_detection.hpp"
 
 namespace imflow::cuda {
@@ -26,9 +27,12 @@ void deblend_objects(GpuContext& gpu, const SegmentThreshold& how, const kernels
   input.width = gpu.width;
   input.height = gpu.height;
   input.detection = state.values.data();
-  if (gpu.has_detection && !gpu.dual_image) {  // dual-image mode: the detection image's objects, as the CPU's
+  // Dual-image mode: the detection image's objects, as the CPU's, measured on it before any filter.
+  const float* measured = gpu.dual_image ? (gpu.measured->detection_filtered ? unfiltered_detection(gpu) : nullptr)
+                                         : (gpu.has_detection ? gpu.image.data() : nullptr);
+  if (measured != nullptr) {
     state.measurement.reserve(n + 1);
-    sep_detection_values(gpu, how, gpu.image.data(), state.measurement.data(), nullptr, state.threshold.data());
+    sep_detection_values(gpu, how, measured, state.measurement.data(), nullptr, state.threshold.data());
     input.measurement = state.measurement.data();
   }
   input.threshold_map = how.rms_map ? state.thresholds.data() : nullptr;

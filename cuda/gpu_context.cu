@@ -102,7 +102,7 @@ void prepare_item(GpuContext& gpu, int64_t width, int64_t height) {
   gpu.host_pixels_big_endian = false;
   gpu.weight_gain = false;
   gpu.dual_image = false;
-  if (gpu.measured) gpu.measured->has_background = gpu.measured->has_maps = false;
+  if (gpu.measured) gpu.measured->has_background = gpu.measured->has_maps = gpu.measured->detection_filtered = false;
   gpu.downloaded = DownloadWants{};
 }
 

@@ -320,7 +320,7 @@ void measure(GpuContext& gpu, double gain) {
     measure_pass(gpu, gpu.image.data(), accumulators_of(m.accumulators, gpu.catalog_capacity),
                  background_for(measurement_background(gpu), gain));
   }
-  measure_pass(gpu, gpu.dual_image ? gpu.detection.data() : gpu.image.data(), accumulators_of(gpu),
+  measure_pass(gpu, gpu.dual_image ? unfiltered_detection(gpu) : gpu.image.data(), accumulators_of(gpu),
                background_for(detection_background(gpu), gain, gpu.weight_gain && gpu.has_weight_noise));
 }
 }  // namespace imflow::cuda

@@ -16,7 +16,24 @@ struct MeasuredImageState {
   PinnedBuffer<DeviceResults> results_host;
   CatalogAccumulators accumulators;  // measure's pass over the measured image
   DeviceBuffer<DeviceSource> rows;   // ... and its rows, merged into the catalog
+  // The detection image as uploaded, kept when convolve filters gpu.detection (detection_filtered):
+  // positions, shapes, deblend's measurement values and the Kron radii are taken from it, as the CPU's.
+  DeviceBuffer<float> detection_as_read;
+  bool detection_filtered = false;
 };
+
+// Dual-image mode: the detection image before any filter.
+inline const float* unfiltered_detection(const GpuContext& gpu) {
+  return gpu.measured->detection_filtered ? gpu.measured->detection_as_read.data() : gpu.detection.data();
+}
+
+// convolve, before gpu.detection takes its filtered image: in dual-image mode the first filter
+// moves the image as uploaded into detection_as_read (gpu.detection is then an empty buffer).
+inline void keep_detection_as_read(GpuContext& gpu) {
+  if (!gpu.dual_image || gpu.measured->detection_filtered) return;
+  swap(gpu.detection, gpu.measured->detection_as_read);
+  gpu.measured->detection_filtered = true;
+}
 
 // What the measurements (measure, the photometry) subtract and take their noise from: the mesh
 // maps (map and rms_map), or the global level and std in *stats, or nothing. The detection

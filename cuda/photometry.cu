@@ -48,6 +48,9 @@ struct RowArgs {
   kernels::ApertureImage image;  // without its mask: set from any_masked
   const float* mask;
   const int* any_masked;
+  kernels::ApertureImage kron;  // dual-image mode: the detection image (kron_any_masked not null), likewise
+  const float* kron_mask;
+  const int* kron_any_masked;
   const int32_t* labels;
   kernels::PhotometrySpec spec;
   const Source* sources;  // mapped pinned catalog rows
@@ -65,11 +68,13 @@ struct RowSetup {
   kernels::ApertureImage image;
   double weight_gain_noise2;
   int64_t count;
+  kernels::ApertureImage kron;
 };
 
 __device__ RowSetup row_setup(const RowArgs& a) {
-  RowSetup r{a.image, 0.0, a.count};
+  RowSetup r{a.image, 0.0, a.count, a.kron};
   r.image.mask = *a.any_masked != 0 ? a.mask : nullptr;
+  if (a.kron_any_masked != nullptr) r.kron.mask = *a.kron_any_masked != 0 ? a.kron_mask : nullptr;
   if (a.noise != nullptr) r.image.noise_value = a.noise->std;
   if (a.weight_gain != nullptr) r.weight_gain_noise2 = a.weight_gain->std * a.weight_gain->std;
   if (a.results != nullptr) r.count = min(static_cast<int64_t>(a.results->nlabels), a.count);
@@ -80,7 +85,8 @@ template <typename Team>
 __device__ void measure_row(const RowArgs& a, const RowSetup& r, const kernels::PhotometrySource& source, int64_t i) {
   const int64_t stride = a.spec.stride(), vignet_size = a.spec.vignet_size();
   kernels::measure_photometry<Team>(r.image, a.labels, a.spec, source, a.rows + i * stride,
-                                    vignet_size > 0 ? a.vignets + i * vignet_size : nullptr, r.weight_gain_noise2);
+                                    vignet_size > 0 ? a.vignets + i * vignet_size : nullptr, r.weight_gain_noise2,
+                                    a.kron_any_masked != nullptr ? &r.kron : nullptr);
 }
 
 // A warp per row, except the rows of large sources (the cluster or block kernel's).
@@ -188,11 +194,23 @@ void photometry(GpuContext& gpu, const kernels::PhotometrySpec& spec) {
   IMFLOW_CUDA_CHECK(cudaMemsetAsync(st.any_masked.data(), 0, sizeof(int), gpu.stream));
   gpu.photometry_spec = spec;
   gpu.has_photometry = true;
+  st.kron_image = gpu.dual_image && spec.needs_auto();  // dual-image mode: FLUX_AUTO's Kron radii on the detection image
   if (n == 0) return;
   const MeasurementBackground background = measurement_background(gpu);
-  subtract_kernel<<<detail::blocks_for(n, kThreads, static_cast<int64_t>(gpu.sm_count) * 32), kThreads, 0,
-                    gpu.stream>>>(gpu.image.data(), background.map, background.stats, background.level, n,
-                                  st.data.data(), st.mask.data(), st.any_masked.data());
+  const int blocks = detail::blocks_for(n, kThreads, static_cast<int64_t>(gpu.sm_count) * 32);
+  subtract_kernel<<<blocks, kThreads, 0, gpu.stream>>>(gpu.image.data(), background.map, background.stats,
+                                                       background.level, n, st.data.data(), st.mask.data(),
+                                                       st.any_masked.data());
+  IMFLOW_CUDA_CHECK_LAUNCH();
+  if (!st.kron_image) return;
+  st.detection_data.reserve(static_cast<size_t>(n) + 1);
+  st.detection_mask.reserve(static_cast<size_t>(n) + 1);
+  st.detection_any_masked.reserve(1);
+  IMFLOW_CUDA_CHECK(cudaMemsetAsync(st.detection_any_masked.data(), 0, sizeof(int), gpu.stream));
+  const MeasurementBackground detection = detection_background(gpu);
+  subtract_kernel<<<blocks, kThreads, 0, gpu.stream>>>(unfiltered_detection(gpu), detection.map, detection.stats,
+                                                       detection.level, n, st.detection_data.data(),
+                                                       st.detection_mask.data(), st.detection_any_masked.data());
   IMFLOW_CUDA_CHECK_LAUNCH();
 }
 
@@ -215,6 +233,11 @@ RowArgs row_args(GpuContext& gpu, int64_t count, double noise_std) {
   }
   a.mask = st.mask.data();
   a.any_masked = st.any_masked.data();
+  if (st.kron_image) {
+    a.kron.data = {st.detection_data.data(), gpu.width, gpu.height};
+    a.kron_mask = st.detection_mask.data();
+    a.kron_any_masked = st.detection_any_masked.data();
+  }
   a.labels = gpu.has_labels ? gpu.labels.data() : nullptr;
   a.spec = gpu.photometry_spec;
   a.sources = gpu.catalog_host.device_pointer();

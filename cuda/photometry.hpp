@@ -20,6 +20,11 @@ inline constexpr double kBlockRowMinA = 12.0;
 struct PhotometryState {
   DeviceBuffer<float> data, mask;
   DeviceBuffer<int> any_masked;  // whether `mask` has a pixel set (else the CPU passes no mask)
+  // Dual-image mode with FLUX_AUTO (kron_image): the unfiltered detection image less its own
+  // background and its mask, where the Kron radii are measured.
+  DeviceBuffer<float> detection_data, detection_mask;
+  DeviceBuffer<int> detection_any_masked;
+  bool kron_image = false;
   DeviceBuffer<double> rows;
   DeviceBuffer<float> vignets;
   PinnedBuffer<double> rows_host;  // mapped: the rows measured in the stream (catalog capacity x stride)

@@ -6,8 +6,10 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <map>
 #include <optional>
 #include <random>
+#include <sstream>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -125,6 +127,24 @@ inline std::vector<double> star_field(int width, int height, unsigned seed, int 
       }
   }
   return image;
+}
+
+// The rows of a catalog CSV as column name -> text.
+inline std::vector<std::map<std::string, std::string>> csv_rows(const std::filesystem::path& path) {
+  std::ifstream csv(path);
+  std::string line;
+  std::getline(csv, line);
+  std::vector<std::string> names;
+  std::stringstream header(line);
+  for (std::string cell; std::getline(header, cell, ',');) names.push_back(cell);
+  std::vector<std::map<std::string, std::string>> rows;
+  while (std::getline(csv, line)) {
+    std::stringstream row(line);
+    std::map<std::string, std::string>& values = rows.emplace_back();
+    for (size_t k = 0; k < names.size() && std::getline(row, values[names[k]], ','); ++k) {
+    }
+  }
+  return rows;
 }
 
 // A pipeline from YAML text (steps and settings), for tests.

@@ -71,24 +71,6 @@ std::vector<double> two_blocks() {
   return field;
 }
 
-// The rows of a catalog CSV as column name -> text.
-std::vector<std::map<std::string, std::string>> csv_rows(const std::filesystem::path& path) {
-  std::ifstream csv(path);
-  std::string line;
-  std::getline(csv, line);
-  std::vector<std::string> names;
-  std::stringstream header(line);
-  for (std::string cell; std::getline(header, cell, ',');) names.push_back(cell);
-  std::vector<std::map<std::string, std::string>> rows;
-  while (std::getline(csv, line)) {
-    std::stringstream row(line);
-    std::map<std::string, std::string>& values = rows.emplace_back();
-    for (size_t k = 0; k < names.size() && std::getline(row, values[names[k]], ','); ++k) {
-    }
-  }
-  return rows;
-}
-
 // A 128x128 field of noise sigma 5 on 100 with 8 stars, and a weight map 1/sigma^2 x `scale`
 // (varying by 1% from pixel to pixel), 0 in the block x, y in [40, 60).
 void write_field_and_weight(const std::filesystem::path& dir, const std::string& stem, double scale, bool hole = false) {
@@ -282,7 +264,7 @@ TEST_CASE("a flag map gives every source the OR of its pixels' flags and their c
   const RunSummary summary = run_pipeline(pipeline, {});
   REQUIRE(summary.items() == 1);
   REQUIRE(summary.failed() == 0);
-  const auto rows = csv_rows(dir / "out" / "f.cat.csv");
+  const auto rows = test::csv_rows(dir / "out" / "f.cat.csv");
   REQUIRE(rows.size() == 2);
   CHECK(rows[0].at("imaflags_iso") == "5");
   CHECK(rows[0].at("nimaflags_iso") == "3");
@@ -330,7 +312,7 @@ TEST_CASE("dual-image mode detects on one image and measures on the other, each 
     const RunSummary summary = run_pipeline(pipeline, {});
     REQUIRE(summary.items() == 1);  // f.det.fits is the companion, not an image
     REQUIRE(summary.failed() == 0);
-    const auto rows = csv_rows(dir / (tree ? "out_tree" : "out_pattern") / "f.cat.csv");
+    const auto rows = test::csv_rows(dir / (tree ? "out_tree" : "out_pattern") / "f.cat.csv");
     REQUIRE(rows.size() == 2);
     CHECK(std::stod(rows[0].at("flux_iso")) == Approx(36 * 300.0).epsilon(0.05));  // the measurement image's flux
     CHECK(std::abs(std::stod(rows[1].at("flux_iso"))) < 36 * 300.0 * 0.05);        // nothing there in the measurement image

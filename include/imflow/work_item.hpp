@@ -114,8 +114,11 @@ struct WorkItem {
   kernels::FlagType flag_type = kernels::FlagType::bit_or;
   // Dual-image mode (input.detect): `detection` holds the detection image read beside the item
   // (background, segment, label and deblend work on it); the measurement image's own background,
-  // which `measure` subtracts, is set here by `background`.
+  // which `measure` subtracts, is set here by `background`. When `convolve` filters `detection`,
+  // the image as read moves to `detection_as_read`: positions, shapes, deblend's measurement
+  // values and the Kron radii are taken from it, as SExtractor measures its unfiltered dfield.
   bool dual_image = false;
+  ImageBuffer detection_as_read;
   std::optional<BackgroundStats> measure_background;
   std::vector<float> measure_background_map;
   std::shared_ptr<const kernels::MeshGrid> measure_mesh_grid;
@@ -169,6 +172,7 @@ struct WorkItem {
     flag_map.clear();
     flag_type = kernels::FlagType::bit_or;
     dual_image = false;
+    detection_as_read.resize(0, 0);
     measure_background.reset();
     measure_background_map.clear();
     measure_mesh_grid.reset();
@@ -195,6 +199,8 @@ struct WorkItem {
 
   // The image that thresholding and labelling use.
   const ImageBuffer& detection_image() const { return detection.empty() ? pixels : detection; }
+  // Dual-image mode: the detection image before any filter.
+  const ImageBuffer& unfiltered_detection() const { return detection_as_read.empty() ? detection : detection_as_read; }
 
   void fail(std::string message) {
     status = ItemStatus::failed;

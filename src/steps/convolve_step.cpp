@@ -62,6 +62,7 @@ class ConvolveStep final : public Step {
       kernels::convolve2d(source.view(), kernel_.view(), mode_, result.view());
     }
     if (to_detection_) {
+      if (item.dual_image && item.detection_as_read.empty()) item.detection_as_read = std::move(item.detection);
       item.detection = std::move(result);
     } else {
       item.pixels = std::move(result);

@@ -73,10 +73,13 @@ class DeblendStep final : public Step {
     // detection image also SEP's value (the image less the background).
     std::vector<float> values(n), thresholds(how.per_pixel() ? n : 0), measurement;
     kernels::sep_detection_values(detection.view(), how, values.data(), thresholds.data());
-    // In dual-image mode (input.detect) the objects are the detection image's, as SExtractor's.
-    if (!item.detection.empty() && !item.dual_image) {
+    // In dual-image mode (input.detect) the objects are the detection image's, as SExtractor's:
+    // measured on it before any filter.
+    const ImageBuffer* measured = item.dual_image ? (item.detection_as_read.empty() ? nullptr : &item.detection_as_read)
+                                                  : (item.detection.empty() ? nullptr : &item.pixels);
+    if (measured != nullptr) {
       measurement.resize(n);
-      kernels::sep_detection_values(item.pixels.view(), how, measurement.data(), nullptr);
+      kernels::sep_detection_values(measured->view(), how, measurement.data(), nullptr);
     }
     kernels::DeblendInput input;
     input.detection = {values.data(), width, height};

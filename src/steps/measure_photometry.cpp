@@ -95,6 +95,23 @@ void read_vignet(ParamReader& params, kernels::PhotometrySpec& spec) {
   spec.vignet_width = static_cast<int>(size[0]);
   spec.vignet_height = static_cast<int>(size[1]);
 }
+
+// `pixels` less the background's map or level (the values SEP's recipe measures: data - bkg) into
+// `data`; `mask` 1 where that is not finite, left empty when every value is.
+void subtract_background(const ImageBuffer& pixels, const kernels::MeasureBackground& background, std::vector<float>& data,
+                         std::vector<float>& mask) {
+  const int64_t n = pixels.size();
+  data.resize(static_cast<size_t>(n));
+  const float* values = pixels.data();
+  const auto level = static_cast<float>(background.level);
+  for (int64_t i = 0; i < n; ++i) data[i] = values[i] - (background.map ? background.map[i] : level);
+  mask.clear();
+  for (int64_t i = 0; i < n; ++i) {
+    if (std::isfinite(data[i])) continue;
+    if (mask.empty()) mask.assign(static_cast<size_t>(n), 0.0f);
+    mask[i] = 1.0f;
+  }
+}
 }  // namespace
 
 bool PhotometrySetting::requested(const YAML::Node& params) {
@@ -149,7 +166,8 @@ PhotometryTable PhotometrySetting::table_for(const ItemRef& ref) const {
   return table;
 }
 
-void PhotometrySetting::measure(WorkItem& item, const kernels::MeasureBackground& background) const {
+void PhotometrySetting::measure(WorkItem& item, const kernels::MeasureBackground& background,
+                                const kernels::MeasureBackground& detection_background) const {
   PhotometryTable table = table_for(item.ref);
   const Catalog& catalog = *item.catalog;
   const int64_t width = item.pixels.width(), height = item.pixels.height(), n = item.pixels.size();
@@ -160,19 +178,9 @@ void PhotometrySetting::measure(WorkItem& item, const kernels::MeasureBackground
     item.photometry = std::move(table);
     return;
   }
-  // The background-subtracted image (the values SEP's recipe measures: data - bkg), non-finite
-  // pixels masked.
   std::vector<float>& data = item.scratch;
-  data.resize(static_cast<size_t>(n));
-  const float* pixels = item.pixels.data();
-  const auto level = static_cast<float>(background.level);
-  for (int64_t i = 0; i < n; ++i) data[i] = pixels[i] - (background.map ? background.map[i] : level);
   std::vector<float> mask;
-  for (int64_t i = 0; i < n; ++i) {
-    if (std::isfinite(data[i])) continue;
-    if (mask.empty()) mask.assign(static_cast<size_t>(n), 0.0f);
-    mask[i] = 1.0f;
-  }
+  subtract_background(item.pixels, background, data, mask);
   kernels::ApertureImage image;
   image.data = {data.data(), width, height};
   image.gain = background.gain;
@@ -189,6 +197,15 @@ void PhotometrySetting::measure(WorkItem& item, const kernels::MeasureBackground
   } else {
     image.noise_value = background.rms;  // NaN without a noise estimate: NaN errors
   }
+  // Dual-image mode: the Kron radii on the detection image as read, less its own background.
+  std::vector<float> detection_data, detection_mask;
+  kernels::ApertureImage detection;
+  if (item.dual_image && spec.needs_auto()) {
+    subtract_background(item.unfiltered_detection(), detection_background, detection_data, detection_mask);
+    detection.data = {detection_data.data(), width, height};
+    detection.mask = detection_mask.empty() ? nullptr : detection_mask.data();
+  }
+  const kernels::ApertureImage* kron_image = detection_data.empty() ? nullptr : &detection;
   const int32_t* labels = item.labels.empty() ? nullptr : item.labels.data();
   const double backnoise2 = background.weight_gain_rms * background.weight_gain_rms;  // 0: no WEIGHT_GAIN
   tbb::parallel_for(tbb::blocked_range<size_t>(0, catalog.size(), 64), [&](const tbb::blocked_range<size_t>& range) {
@@ -197,7 +214,8 @@ void PhotometrySetting::measure(WorkItem& item, const kernels::MeasureBackground
       const kernels::PhotometrySource source = kernels::photometry_source(s);
       double* row = table.rows.data() + i * spec.stride();
       kernels::measure_photometry(image, labels, spec, source, row,
-                                  vignet_size > 0 ? table.vignets.data() + i * vignet_size : nullptr, backnoise2);
+                                  vignet_size > 0 ? table.vignets.data() + i * vignet_size : nullptr, backnoise2,
+                                  kron_image);
     }
   });
   item.photometry = std::move(table);

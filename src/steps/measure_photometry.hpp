@@ -34,8 +34,11 @@ struct PhotometrySetting {
   PhotometryTable table_for(const ItemRef& ref) const;
 
   // item.photometry for item.catalog, measured on item.pixels less `background`'s level or map,
-  // with its noise (the RMS map, the mesh grid's rows or the global rms) and gain.
-  void measure(WorkItem& item, const kernels::MeasureBackground& background) const;
+  // with its noise (the RMS map, the mesh grid's rows or the global rms) and gain. In dual-image
+  // mode the Kron radii are measured on the unfiltered detection image less
+  // `detection_background`, as SExtractor's; otherwise that is not read.
+  void measure(WorkItem& item, const kernels::MeasureBackground& background,
+               const kernels::MeasureBackground& detection_background) const;
 };
 
 }  // namespace imflow

@@ -44,11 +44,13 @@ class MeasureStep final : public Step {
     if (item.dual_image) {
       // SExtractor's dual-image mode: positions, moments, shapes and their errors come from the
       // detection image (less its background), fluxes and peaks from the measured image.
-      Catalog shapes = catalog_of(item, item.detection.view(), background_of(item, gain, false, global_noise_));
+      Catalog shapes = catalog_of(item, item.unfiltered_detection().view(), background_of(item, gain, false, global_noise_));
       for (size_t i = 0; i < shapes.size(); ++i) kernels::take_measured_fluxes(shapes[i], (*item.catalog)[i]);
       item.catalog = std::move(shapes);
     }
-    if (photometry_.spec.any() || photometry_.magnitudes()) photometry_.measure(item, background);
+    if (photometry_.spec.any() || photometry_.magnitudes()) {
+      photometry_.measure(item, background, background_of(item, gain, false, global_noise_));
+    }
     catalog_flag_map(item);  // input.flags: the IMAFLAGS_ISO columns
   }
 

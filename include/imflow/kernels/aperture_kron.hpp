@@ -70,12 +70,15 @@ IMFLOW_HOST_DEVICE inline bool sextractor_crowded(const KronRadius& kron, const 
          static_cast<double>(static_cast<float>(sum.blanked_area)) > kCrowdThreshold * sum.area;
 }
 
+// The Kron radius is measured on `kron_image` (the same pixel grid): `image` itself, or in
+// dual-image mode the detection image, as SExtractor's computeautoflux reads its dfield; the flux
+// is summed on `image`.
 template <typename Team>
 IMFLOW_HOST_DEVICE inline AutoFlux auto_flux(const ApertureImage& image, double x, double y, double a, double b,
-                                             double theta, const AutoParams& params) {
+                                             double theta, const AutoParams& params, const ApertureImage& kron_image) {
   AutoFlux out;
   const EllipseCoeffs e = ellipse_coeffs(a, b, theta);
-  const KronRadius kron = kron_radius<Team>(image, x, y, e.cxx, e.cyy, e.cxy, params.kron_r_max);
+  const KronRadius kron = kron_radius<Team>(kron_image, x, y, e.cxx, e.cyy, e.cxy, params.kron_r_max);
   // SExtractor's PHOT_AUTOPARAMS minimum: the scaled radius is at least min_kron_radius.
   const bool raised = params.kron_factor * kron.radius < params.min_kron_radius;
   out.kron_radius = raised ? params.min_kron_radius / params.kron_factor : kron.radius;
@@ -88,6 +91,12 @@ IMFLOW_HOST_DEVICE inline AutoFlux auto_flux(const ApertureImage& image, double 
   out.flag = out.circular ? sum.flag : (sum.flag | kron.flag);
   out.crowded = sextractor_crowded(kron, sum);
   return out;
+}
+
+template <typename Team>
+IMFLOW_HOST_DEVICE inline AutoFlux auto_flux(const ApertureImage& image, double x, double y, double a, double b,
+                                             double theta, const AutoParams& params) {
+  return auto_flux<Team>(image, x, y, a, b, theta, params, image);
 }
 
 }  // namespace imflow::kernels

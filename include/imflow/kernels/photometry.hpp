@@ -21,12 +21,15 @@ namespace imflow::kernels {
 // spec.mask_neighbours) is written there. weight_gain_noise2 > 0 (the global background variance,
 // with a weight map and input.weight.gain) is SExtractor's WEIGHT_GAIN: FLUXERR_AUTO and the
 // apertures' errors (without aperture_bkgann) take its per-pixel Poisson terms (weight_gain.hpp),
-// the windowed errors scale each pixel's (winpos).
+// the windowed errors scale each pixel's (winpos). `kron_image` (dual-image mode: the detection
+// image, background-subtracted, on the same grid) is where FLUX_AUTO's Kron radius is measured, as
+// SExtractor does; nullptr: `image`.
 template <typename Team = SerialTeam>
 IMFLOW_HOST_DEVICE void measure_photometry(ApertureImage image, const int32_t* segmap,
                                                   const PhotometrySpec& spec, const PhotometrySource& source,
                                                   double* row, float* vignet = nullptr,
-                                                  double weight_gain_noise2 = 0.0);
+                                                  double weight_gain_noise2 = 0.0,
+                                                  const ApertureImage* kron_image = nullptr);
 
 // SExtractor's VIGNET(width, height) (copyimage): the width x height pixels of `image.data`
 // (background-subtracted) about ((int)(x + 0.49999), (int)(y + 0.49999)), 0-based, from column

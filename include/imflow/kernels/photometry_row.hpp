@@ -91,7 +91,8 @@ IMFLOW_HOST_DEVICE inline void copy_vignet(const ApertureImage& image, const int
 template <typename Team>
 IMFLOW_HOST_DEVICE inline void measure_photometry(ApertureImage image, const int32_t* segmap,
                                                   const PhotometrySpec& spec, const PhotometrySource& source,
-                                                  double* row, float* vignet, double weight_gain_noise2) {
+                                                  double* row, float* vignet, double weight_gain_noise2,
+                                                  const ApertureImage* kron_image) {
   using namespace photometry_detail;
   if (vignet != nullptr && spec.vignet_size() > 0) {
     copy_vignet<Team>(image, spec.mask_neighbours ? segmap : nullptr, source.label, source.x, source.y, spec.vignet_width,
@@ -123,8 +124,16 @@ IMFLOW_HOST_DEVICE inline void measure_photometry(ApertureImage image, const int
   params.kron_factor = spec.kron_fact;
   params.min_radius = spec.min_diameter / 2.0;
   params.min_kron_radius = spec.min_kron_radius;
-  if (spec.needs_auto() && ellipse) {
+  if (spec.needs_auto() && ellipse && kron_image == nullptr) {
     automatic = auto_flux<Team>(image, x, y, source.a, source.b, source.theta, params);
+    flags |= automatic.flag | (automatic.crowded ? kAutoCrowded : 0);
+  } else if (spec.needs_auto() && ellipse) {
+    ApertureImage detection = *kron_image;  // with the measured image's neighbours
+    detection.neighbours = image.neighbours;
+    detection.neighbour_id = image.neighbour_id;
+    detection.mirror_x = image.mirror_x;
+    detection.mirror_y = image.mirror_y;
+    automatic = auto_flux<Team>(image, x, y, source.a, source.b, source.theta, params, detection);
     flags |= automatic.flag | (automatic.crowded ? kAutoCrowded : 0);
   }
   if (spec.auto_flux && ellipse) {

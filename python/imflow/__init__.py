@@ -6,24 +6,32 @@
     import imflow.sep as sep                                  # SEP's Background and extract
     imflow.set_device("cuda")                                 # imflow.sep's default device ("cpu")
 """
-import json
-import os
-import pkgutil
-import threading
+import errno as _errno
+import json as _json
+import os as _os
+import pkgutil as _pkgutil
+import threading as _threading
+import warnings as _warnings
 
 # In a build tree the extension module is built into build/python/imflow, next to nothing else:
 # with PYTHONPATH=build/python:python both directories make up the package.
-__path__ = pkgutil.extend_path(__path__, __name__)
+__path__ = _pkgutil.extend_path(__path__, __name__)
 
 from . import _imflow  # noqa: E402
 from ._imflow import ConfigError, InputError, OutputError  # noqa: E402
 
 __version__ = _imflow.__version__
-__all__ = ["run", "extract_image", "read_catalog", "set_device", "get_device", "cuda_available", "ConfigError", "InputError",
-           "OutputError", "__version__"]
+__all__ = ["run", "extract_image", "read_catalog", "set_device", "get_device", "cuda_available", "set_log_level",
+           "ConfigError", "InputError", "OutputError", "__version__"]
 
 _DEVICES = ("cpu", "cuda")
 _settings = {"device": "cpu"}  # imflow.sep's default device: a setting read at each call, no device state
+
+
+def set_log_level(level):
+    """The engine's log level: "debug", "info", "warning" (the default: warnings and errors only),
+    "error" or "off". The log goes to the process's stderr, as the command line's."""
+    _imflow.set_log_level(str(level))
 
 
 def set_device(device):
@@ -50,19 +58,41 @@ def _device_name(device):
         raise ValueError(f"device: {device!r} is not one of 'cpu', 'cuda'")
     return device
 
-_RUN_OPTIONS = {"device": str, "threads": int, "buffers": int, "batch": int, "fail_fast": bool, "resume": bool,
-                "trace": os.fspath, "summary": os.fspath}
+def _flag(name):
+    """The check of a True/False option: a str such as "no" is refused, not taken as True."""
+    def check(value):
+        if isinstance(value, bool) or (getattr(value, "dtype", None) == bool and getattr(value, "shape", None) == ()):
+            return bool(value)
+        raise TypeError(f"run: {name} must be True or False, not {value!r}")
+    return check
+
+
+_RUN_OPTIONS = {"device": str, "threads": int, "buffers": int, "batch": int, "fail_fast": _flag("fail_fast"),
+                "resume": _flag("resume"), "trace": _os.fspath, "summary": _os.fspath}
+
+
+def _names_a_file(text):
+    """Whether a one-line string is meant as a file name, not YAML text: it ends with .yml or .yaml,
+    or holds a path separator, and has no "key: value" or flow collection that would make it YAML."""
+    if "\n" in text or ": " in text or text.lstrip().startswith(("{", "[")):
+        return False
+    separators = {"/", _os.sep} | ({_os.altsep} if _os.altsep else set())
+    return text.lower().endswith((".yml", ".yaml")) or any(sep in text for sep in separators)
 
 
 def _pipeline_text(pipeline):
     """(YAML text, name for messages) of a pipeline file, YAML text, or a dict."""
     if isinstance(pipeline, dict):
-        return json.dumps(pipeline), "<dict>"  # JSON is YAML
-    if isinstance(pipeline, os.PathLike) or (isinstance(pipeline, str) and "\n" not in pipeline
-                                              and os.path.isfile(pipeline)):
-        path = os.fspath(pipeline)
-        with open(path, encoding="utf-8") as stream:
-            return stream.read(), path
+        return _json.dumps(pipeline), "<dict>"  # JSON is YAML
+    if isinstance(pipeline, _os.PathLike) or (isinstance(pipeline, str) and "\n" not in pipeline
+                                               and (_os.path.isfile(pipeline) or _names_a_file(pipeline))):
+        path = _os.fspath(pipeline)
+        try:
+            with open(path, encoding="utf-8") as stream:
+                return stream.read(), path
+        except FileNotFoundError:
+            raise FileNotFoundError(_errno.ENOENT, "pipeline: no such file (a one-line string that ends with "
+                                    ".yml/.yaml or holds a path separator names a file)", path) from None
     if isinstance(pipeline, str):
         return pipeline, "<string>"
     raise TypeError("pipeline: a YAML file path, YAML text or a dict")
@@ -73,17 +103,22 @@ def run(pipeline, input=None, output=None, progress=None, **options):
 
     input and output override the pipeline's input.dir and output.dir; options are imflow run's
     command-line options: device ('auto', 'cpu', 'cuda'), threads, buffers, batch, fail_fast,
-    resume, trace (a Chrome trace file) and summary (where summary.json goes).
+    resume (True or False), trace (a Chrome trace file) and summary (where summary.json goes).
     progress: None (a tqdm bar of the files done when tqdm is installed: tqdm.auto, a widget in a
     notebook), True (the same, ImportError without tqdm), False (none), or a tqdm-like class.
-    KeyboardInterrupt stops the run after the items in flight (their outputs are complete).
+    Items that failed: one RuntimeWarning naming how many and the first of them with their reasons
+    (each item's "status" and "error" are in the summary). A run that fail_fast stopped raises
+    imflow.InputError, with the summary as its .summary.
+    KeyboardInterrupt stops the run after the items in flight (their outputs and the summary are
+    written) and is raised again once the run has ended; a second KeyboardInterrupt while waiting
+    for that raises at once, the run still finishing in its thread.
     """
     text, name = _pipeline_text(pipeline)
     settings = _imflow.RunSettings()
     if input is not None:
-        settings.input = os.fspath(input)
+        settings.input = _os.fspath(input)
     if output is not None:
-        settings.output = os.fspath(output)
+        settings.output = _os.fspath(output)
     for key, value in options.items():
         if key not in _RUN_OPTIONS:
             raise TypeError(f"run: unknown option {key!r} (known: progress, {', '.join(sorted(_RUN_OPTIONS))})")
@@ -91,34 +126,73 @@ def run(pipeline, input=None, output=None, progress=None, **options):
     bar = _progress_bar(progress)
     counts = _imflow.RunCounts()
     outcome = {}
+    finished = _threading.Event()
 
     def work():
         try:
             outcome["summary"] = _imflow.run(text, name, settings, counts)
         except BaseException as error:  # noqa: B036  (raised again in the calling thread)
             outcome["error"] = error
+        finally:
+            finished.set()
 
     # The run goes on in a thread (without the GIL) so that this one can draw the bar and take
-    # KeyboardInterrupt, which asks the run to stop.
-    worker = threading.Thread(target=work, name="imflow.run", daemon=True)
+    # KeyboardInterrupt, which asks the run to stop. The event, not Thread.join, tells when it has
+    # ended: a join that KeyboardInterrupt interrupts marks the thread stopped (CPython 3.11, 3.12)
+    # while it still runs. Waits with a timeout let the interrupt in.
+    worker = _threading.Thread(target=work, name="imflow.run", daemon=True)
     worker.start()
     shown = None
     try:
-        while worker.is_alive():
-            worker.join(0.1)
+        while not finished.wait(0.1):
             if bar is not None:
                 shown = _show_progress(bar, shown, counts)
+        if bar is not None:
+            shown = _show_progress(bar, shown, counts)
     except KeyboardInterrupt:
         counts.stop()
+        while not finished.wait(0.1):  # the items in flight, the catalogs and summary.json
+            pass
         worker.join()
         raise
     finally:
         if shown is not None:
             _show_progress(bar, shown, counts)
             shown.close()
+    worker.join()
     if "error" in outcome:
         raise outcome["error"]
-    return json.loads(outcome["summary"])
+    summary = _json.loads(outcome["summary"])
+    _report_failures(summary)
+    return summary
+
+
+def _failure_text(record):
+    """'file: reason' of a failed item's summary record (its error names the file already)."""
+    error = str(record.get("error", "failed"))
+    file = str(record.get("file", ""))
+    return error if not file or error.startswith(file) else f"{file}: {error}"
+
+
+def _report_failures(summary):
+    """What `imflow run` tells by its exit code 2: InputError (its .summary: the summary) when
+    fail_fast stopped the run, else one RuntimeWarning when items failed."""
+    failed = [record for record in summary.get("items", []) if record.get("status") == "failed"]
+    if "fail_fast" in summary:
+        stopped_after = summary["fail_fast"].get("stopped_after", "")
+        reason = next((_failure_text(r) for r in failed if r.get("file") == stopped_after),
+                      _failure_text(failed[0]) if failed else stopped_after)
+        error = InputError(f"fail_fast: the run stopped after a failed item, the inputs after it were not "
+                           f"processed: {reason} (the run summary is this exception's .summary)")
+        error.summary = summary
+        raise error
+    if failed:
+        shown = 3
+        listed = "; ".join(_failure_text(record) for record in failed[:shown])
+        more = f"; and {len(failed) - shown} more" if len(failed) > shown else ""
+        items = summary.get("totals", {}).get("items", len(summary.get("items", [])))
+        _warnings.warn(f"imflow.run: {len(failed)} of {items} items failed: {listed}{more} (the summary's items "
+                       f"have 'status': 'failed' and the 'error')", RuntimeWarning, stacklevel=3)
 
 
 def _progress_bar(progress):
@@ -167,8 +241,7 @@ def extract_image(data, pipeline, threads=None, device="cpu"):
     from ._apertures import _image
     result = _imflow.extract_image(text, name, _image(array), 0 if threads is None else int(threads))
     for warning in result["warnings"]:
-        import warnings
-        warnings.warn(f"extract_image: {warning}", RuntimeWarning, stacklevel=2)
+        _warnings.warn(f"extract_image: {warning}", RuntimeWarning, stacklevel=2)
     meta = {key: _card_value(value, numeric) for key, value, numeric, _ in result["cards"]}
     try:
         from astropy import units
@@ -198,7 +271,7 @@ def _card_value(text, numeric):
 def read_catalog(path):
     """A catalog imflow wrote (CSV or FITS): an astropy Table when astropy is installed, else a
     NumPy structured array (FITS catalogs need astropy)."""
-    path = os.fspath(path)
+    path = _os.fspath(path)
     try:
         from astropy.table import Table
     except ImportError:
@@ -210,11 +283,32 @@ def read_catalog(path):
     import numpy as np
     with open(path, encoding="utf-8") as stream:
         header = stream.readline().strip().split(",")
+        rows_follow = any(line.strip() for line in stream)
     if header == [""]:
         raise ValueError(f"{path}: empty catalog file (no header row)")
-    # deletechars="": column names as written (flux_aper_7.5 keeps its '.').
-    rows = np.genfromtxt(path, delimiter=",", names=True, dtype=None, encoding="utf-8", ndmin=1, deletechars="")
+    if rows_follow:
+        # deletechars="": column names as written (flux_aper_7.5 keeps its '.'); the names set again
+        # after, as genfromtxt renames some (the merged catalog's file as file_).
+        rows = np.genfromtxt(path, delimiter=",", names=True, dtype=None, encoding="utf-8", ndmin=1, deletechars="")
+        if len(rows.dtype.names) == len(header):
+            rows.dtype.names = tuple(name.strip() for name in header)
+    else:  # a catalog without sources: the columns' types, not the bool genfromtxt gives empty columns
+        rows = np.empty(0, dtype=[(name.strip(), _empty_column_dtype(name.strip())) for name in header])
     return Table(rows) if Table is not None else rows
+
+
+# The CSV catalogs' integer columns (those imflow writes without a '.0'); the merged catalog's `file`
+# is text. Every other column is float64.
+_INTEGER_COLUMNS = frozenset({"id", "npix", "peak_x", "peak_y", "xmin", "xmax", "ymin", "ymax", "flags",
+                              "imaflags_iso", "nimaflags_iso", "flags_auto", "flags_win", "flags_phot",
+                              "hdu", "plane"})
+
+
+def _empty_column_dtype(name):
+    """The dtype genfromtxt gives column `name` of a catalog with rows."""
+    if name == "file":
+        return "<U1"
+    return "int64" if name in _INTEGER_COLUMNS else "float64"
 
 
 def _catalog_hdu(path):

@@ -11,14 +11,26 @@ APER_ALLMASKED = np.short(0x0040)    # every pixel was masked (kron_radius)
 APER_NONPOSITIVE = np.short(0x0080)  # the Kron moments were <= 0 (kron_radius)
 
 
+def _not_background(value, name):
+    """TypeError, as SEP's, for an imflow.sep.Background given as an array or a number (err=bkg for
+    err=bkg.rms() or bkg.globalrms): NumPy would read it as its background map."""
+    from .sep import Background
+    if isinstance(value, Background):
+        raise TypeError(f"{name}: an imflow.sep.Background is not an array or a number: pass bkg.back() (the "
+                        f"background map), bkg.rms() or bkg.globalrms (the noise)")
+
+
 def _image(data, name="data"):
-    """A C-contiguous float32 copy-or-view of a 2-d real array, as SEP converts it (any byte order).
-    A NumPy masked array is refused, as SEP refuses it: its mask would be silently dropped."""
+    """A C-contiguous float32 copy-or-view of a non-empty 2-d real array, as SEP converts it (any byte
+    order). A NumPy masked array is refused (SEP would silently drop its mask), a Background too."""
+    _not_background(data, name)
     if isinstance(data, np.ma.MaskedArray):
         raise ValueError(f"{name}: a masked array; pass its .data and its mask as mask= (np.ma.getmaskarray)")
     array = np.asarray(data)
     if array.ndim != 2:
         raise ValueError(f"{name}: must be a 2-d array, got {array.ndim}-d")
+    if array.size == 0:
+        raise ValueError(f"{name}: an empty array (shape {array.shape})")
     if not ((np.issubdtype(array.dtype, np.number) and array.dtype.kind != "c") or array.dtype == np.bool_):
         raise ValueError(f"{name}: array dtype not supported: {array.dtype}")
     return np.ascontiguousarray(array, dtype=np.float32)
@@ -46,6 +58,7 @@ def _companions(data, err, var, mask):
     kind, noise = ("err", err) if err is not None else ("var", var) if var is not None else ("none", None)
     noise_map, noise_value = None, 0.0
     if noise is not None:
+        _not_background(noise, kind)
         if np.ndim(noise) == 0:
             noise_value = float(noise)
         elif np.ndim(noise) == 2:

@@ -10,7 +10,7 @@ imflow.set_device("cuda")) runs Background and extract on the GPU through the en
 import numpy as np
 
 from . import _device_name, _imflow
-from ._apertures import _image  # noqa: F401  (a C-contiguous float32 image, as SEP converts it)
+from ._apertures import _image, _not_background  # noqa: F401  (a C-contiguous float32 image, as SEP converts it)
 from ._apertures import (APER_ALLMASKED, APER_HASMASKED, APER_NONPOSITIVE, APER_TRUNC, ellipse_axes,  # noqa: F401
                          ellipse_coeffs, flux_radius, kron_radius, mask_ellipse, sum_circann, sum_circle,
                          sum_ellipann, sum_ellipse, winpos)
@@ -42,6 +42,7 @@ def _mask_of(mask, maskthresh, shape):
     """The pixels sep.extract masks (mask > maskthresh, the mask as float32), or None."""
     if mask is None:
         return None
+    _not_background(mask, "mask")
     mask = np.asarray(mask)
     if mask.shape != shape:
         raise ValueError(f"mask: shape {mask.shape} differs from data's {shape}")
@@ -54,6 +55,7 @@ def _masked(data, mask, maskthresh):
     as float32: a NaN mask value or threshold masks)."""
     if mask is None:
         return data
+    _not_background(mask, "mask")
     mask = np.asarray(mask)
     if mask.shape != data.shape:
         raise ValueError(f"mask: shape {mask.shape} differs from data's {data.shape}")
@@ -140,6 +142,7 @@ def _noise(err, var, shape):
     name, noise = ("err", err) if err is not None else ("var", var)
     if noise is None:
         return None, False, None
+    _not_background(noise, name)
     if np.ndim(noise) == 0:
         value = np.float32(noise)
         return None, False, float(np.sqrt(value) if name == "var" else value)

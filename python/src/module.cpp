@@ -6,6 +6,7 @@
 NB_MODULE(_imflow, module) {
   module.doc() = "imflow's C++ engine and kernels (use the imflow and imflow.sep packages)";
   module.attr("__version__") = IMFLOW_VERSION;
+  imflow::python::bind_logging(module);
   imflow::python::bind_errors(module);
   imflow::python::bind_background(module);
   imflow::python::bind_extract(module);

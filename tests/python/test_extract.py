@@ -2,6 +2,7 @@
 # filter (test_extract_filter.py: with one): the same objects in the same order, the same
 # segmentation map, SEP's columns; and two Python threads extracting at once give the sequential
 # results.
+import re
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
@@ -107,6 +108,35 @@ def test_argument_errors_and_limits(images):
     isep.set_extract_pixstack(old)
     isep.set_sub_object_limit(4096)
     assert isep.get_sub_object_limit() == 4096
+
+
+def test_a_background_object_is_neither_a_map_nor_a_number(images):
+    """err=bkg, where bkg.rms() or bkg.globalrms was meant: a TypeError, as in SEP, not the level map."""
+    data = native(images["isaac_crop"]).astype(np.float32)
+    bkg = isep.Background(data)
+    sub, x = data - bkg, np.array([101.5])
+    calls = [("err", lambda: isep.extract(sub, 1.5, err=bkg)), ("var", lambda: isep.extract(sub, 1.5, var=bkg)),
+             ("mask", lambda: isep.extract(sub, 1.5, err=1.0, mask=bkg)),
+             ("err", lambda: isep.sum_circle(sub, x, x, 3.0, err=bkg)),
+             ("var", lambda: isep.sum_circann(sub, x, x, 2.0, 4.0, var=bkg)),
+             ("mask", lambda: isep.Background(data, mask=bkg)), ("data", lambda: isep.extract(bkg, 1.5, err=1.0))]
+    for name, call in calls:
+        with pytest.raises(TypeError, match=f"^{name}: an imflow.sep.Background is not an array or a number"):
+            call()
+    with pytest.raises(TypeError, match="sep.Background"):
+        sep.sum_circle(sub, x, x, 3.0, err=sep.Background(data))
+
+
+def test_empty_arrays_are_refused(images):
+    """SEP raises IndexError (out of bounds on buffer access); imflow a ValueError naming the shape."""
+    for shape in ((0, 0), (0, 5), (5, 0)):
+        empty = np.zeros(shape, np.float32)
+        for call in (lambda: isep.extract(empty, 1.5, err=1.0), lambda: isep.Background(empty),
+                     lambda: isep.sum_circle(empty, np.array([1.0]), np.array([1.0]), 1.0)):
+            with pytest.raises(ValueError, match="^" + re.escape(f"data: an empty array (shape {shape})")):
+                call()
+        with pytest.raises(IndexError):
+            sep.extract(empty, 1.5, err=1.0)
 
 
 def test_two_threads_give_the_sequential_results(images):

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <fstream>
 #include <map>
+#include <random>
 #include <sstream>
 
 #include "imflow/engine.hpp"
@@ -304,4 +305,34 @@ TEST_CASE("VIGNET stamps and SExtractor's extraction keywords in FITS_LDAC", "[e
     }
   }
   CHECK(compared > 10);
+}
+
+TEST_CASE("auto reads PHOT_AUTOPARAMS as SExtractor does; SEP's recipe loses a compact star's wings", "[photometry]") {
+  test::TempDir dir("photometry_auto_default");
+  fs::create_directories(dir / "in");
+  // A Gaussian star of FWHM 3 px and flux 1e5 on a sky of 100 (noise 1).
+  const double sigma = 3.0 / 2.3548, flux = 1e5;
+  std::mt19937 rng(3);
+  std::normal_distribution<double> sky(100.0, 1.0);
+  std::vector<double> image(96 * 96);
+  for (int y = 0; y < 96; ++y)
+    for (int x = 0; x < 96; ++x) {
+      const double r2 = (x - 47.3) * (x - 47.3) + (y - 48.6) * (y - 48.6);
+      image[y * 96 + x] = sky(rng) + flux * std::exp(-r2 / (2 * sigma * sigma)) / (2 * M_PI * sigma * sigma);
+    }
+  test::write_fits(dir / "in" / "star.fits", -32, {96, 96}, image);
+  const auto flux_auto = [&](const std::string& measure, const std::string& out) {
+    REQUIRE(run_photometry(dir / "in", dir / out, measure).failed() == 0);
+    const Csv csv = read_csv(dir / out / "star.cat.csv");
+    REQUIRE(csv.rows.size() == 1);
+    return csv.rows[0];
+  };
+  const auto sextractor = flux_auto("{auto: true}", "default");
+  CHECK(sextractor.at("kron_radius") == Approx(3.5 / 2.5));  // raised to min_kron_radius / kron_fact
+  CHECK(sextractor.at("flux_auto") == Approx(flux).epsilon(0.01));
+  CHECK(flux_auto("{flux_radius: [0.5]}", "radius_only").at("flux_radius_0.5") == Approx(3.0 / 2).epsilon(0.05));
+  // SEP's recipe: the circle of diameter 3.5 replaces the ellipse of 2.5 Kron radii (~4 px).
+  const auto sep = flux_auto("{auto: {min_radius: 3.5, min_kron_radius: 0}}", "sep");
+  CHECK(sep.at("flux_auto") < 0.75 * flux);
+  CHECK(sep.at("flux_auto") > 0.55 * flux);
 }

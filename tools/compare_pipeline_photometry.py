@@ -37,7 +37,7 @@ steps:
   - segment: {{nsigma: 1.5, relative_to: background, compare: float32}}
   - label: {{connectivity: 8}}
   - deblend: {{nthresh: 32, mincont: 0.005, clean: true, clean_param: 1.0, minarea: 5}}
-  - measure: {{gain: {GAIN}, auto: {{kron_fact: 2.5, min_radius: 3.5}}, apertures: {APERTURES},
+  - measure: {{gain: {GAIN}, auto: {{kron_fact: 2.5, min_radius: 3.5, min_kron_radius: 0}}, apertures: {APERTURES},
                flux_radius: {FRACTIONS}, windowed: true, zeropoint: {ZEROPOINT}, mask_neighbours: {mask}}}
 """
 

@@ -25,6 +25,7 @@ constexpr const char* kPhotometryKeys[] = {"auto",     "apertures",       "apert
                                            "windowed", "mask_neighbours", "zeropoint",       "zeropoint_keyword",
                                            "vignet",   "aperture_subpix"};
 constexpr double kMaxVignetSide = 1024;  // pixels: a stamp is a catalog cell, not an image
+constexpr double kSextractorMinKronRadius = 3.5;  // PHOT_AUTOPARAMS' second value
 
 void read_auto(ParamReader& params, kernels::PhotometrySpec& spec) {
   const YAML::Node node = params.child("auto");
@@ -39,9 +40,9 @@ void read_auto(ParamReader& params, kernels::PhotometrySpec& spec) {
   if (!node.IsMap()) params.fail(node, "auto", "expected true, false or {kron_fact, min_radius, min_kron_radius}");
   ParamReader reader(node, params.where() + ".auto", params.file());
   spec.auto_flux = true;
-  spec.kron_fact = reader.number("kron_fact", 2.5, 1e-6, 1e6);
-  spec.min_diameter = reader.number("min_radius", 3.5, 0.0, 1e6);
-  spec.min_kron_radius = reader.number("min_kron_radius", 0.0, 0.0, 1e6);
+  spec.kron_fact = reader.number("kron_fact", spec.kron_fact, 1e-6, 1e6);
+  spec.min_diameter = reader.number("min_radius", spec.min_diameter, 0.0, 1e6);
+  spec.min_kron_radius = reader.number("min_kron_radius", spec.min_kron_radius, 0.0, 1e6);
   reader.finish();
 }
 
@@ -127,6 +128,11 @@ PhotometrySetting PhotometrySetting::from_params(ParamReader& params) {
   for (const char* key : kPhotometryKeys) any = any || params.has(key);
   if (!any) return setting;
   kernels::PhotometrySpec& spec = setting.spec;
+  // FLUX_AUTO (also behind flux_radius and windowed) as SExtractor's PHOT_AUTOPARAMS 2.5, 3.5
+  // reads it: kron_fact x r_k at least 3.5, no circle. SEP's documented recipe, which swaps in a
+  // circle of diameter 3.5 when r_k sqrt(a b) < 1.75, is {min_radius: 3.5, min_kron_radius: 0}.
+  spec.min_diameter = 0.0;
+  spec.min_kron_radius = kSextractorMinKronRadius;
   if (params.has("auto")) read_auto(params, spec);
   read_apertures(params, spec);
   read_fractions(params, spec);

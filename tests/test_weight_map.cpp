@@ -284,6 +284,39 @@ TEST_CASE("a flag map gives every source the OR of its pixels' flags and their c
                     Catch::Contains("it needs the measure step"));
 }
 
+TEST_CASE("flag maps keep all 32 bits, unsigned as SExtractor's; a float flag map is refused", "[weight]") {
+  test::TempDir dir("flag_bits");
+  const auto in = dir / "in";
+  std::filesystem::create_directories(in);
+  const std::vector<double> field = two_blocks();
+  std::vector<double> flags(96 * 96, 0.0);
+  flags[20 * 96 + 20] = (1 << 25) | 1;  // float32 would round it to 1 << 25
+  flags[21 * 96 + 22] = 4.0;
+  flags[20 * 96 + 60] = 1.0;
+  flags[21 * 96 + 61] = -2147483648.0;  // bit 31 alone: the largest flag
+  test::write_fits(in / "f.fits", -32, {96, 96}, field);
+  test::write_fits(in / "f.flag.fits", 32, {96, 96}, flags);
+  test::write_fits(in / "g.fits", -32, {96, 96}, field);
+  test::write_fits(in / "g.flag.fits", -32, {96, 96}, flags);
+  const auto rows_of = [&](const std::string& type) {
+    const Pipeline pipeline = global_pipeline(in, dir / type, "{patterns: ['?.fits'], flags: {image: '{stem}.flag.fits', type: " + type + "}}", "[csv]");
+    const RunSummary summary = run_pipeline(pipeline, {});
+    REQUIRE(summary.items() == 2);
+    CHECK(summary.failed() == 1);
+    CHECK_THAT(record_of(summary, "in/g.fits")["error"].get<std::string>(),
+               Catch::Contains("g.flag.fits") && Catch::Contains("floating-point pixels"));
+    return test::csv_rows(dir / type / "f.cat.csv");
+  };
+  const auto bits = rows_of("or");
+  REQUIRE(bits.size() == 2);
+  CHECK(bits[0].at("imaflags_iso") == std::to_string((1 << 25) | 5));
+  CHECK(bits[1].at("imaflags_iso") == "-2147483647");  // bits 31 and 0 in a signed 32-bit column
+  const auto largest = rows_of("max");
+  CHECK(largest[1].at("imaflags_iso") == "-2147483648");
+  CHECK(largest[1].at("nimaflags_iso") == "1");
+  CHECK(rows_of("min")[1].at("imaflags_iso") == "1");
+}
+
 TEST_CASE("dual-image mode detects on one image and measures on the other, each less its own background", "[weight][dual]") {
   test::TempDir dir("dual_image");
   const auto in = dir / "in", det = dir / "det";

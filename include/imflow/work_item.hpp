@@ -107,9 +107,9 @@ struct WorkItem {
   std::vector<float> weight_variance;
   bool weight_rescale = false;
   bool weight_gain = false;  // input.weight.gain: SExtractor's WEIGHT_GAIN
-  // Set by the reader with input.flags: the flag map's values (read as float32, so exact up to
-  // 2^24), 0 where not finite, and how `measure` combines them over each segment
-  // (Source::imaflags_iso; input.flags.type).
+  // Set by the reader with input.flags: the flag map's values, 32 bits held as int32 (FITS maps
+  // read as integers; PNG and NIfTI values, 0 where not finite), and how `measure` combines them
+  // over each segment (Source::imaflags_iso; input.flags.type).
   std::vector<int32_t> flag_map;
   kernels::FlagType flag_type = kernels::FlagType::bit_or;
   // Dual-image mode (input.detect): `detection` holds the detection image read beside the item

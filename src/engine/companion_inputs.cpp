@@ -6,7 +6,10 @@
 #include <limits>
 #include <stdexcept>
 
+#include "imflow/errors.hpp"
 #include "imflow/io/companion.hpp"
+#include "imflow/io/fits.hpp"
+#include "imflow/io/input_format.hpp"
 #include "imflow/kernels/image_flags.hpp"
 
 namespace imflow {
@@ -90,9 +93,22 @@ void apply_mask(const CompanionSpec& mask, double threshold, WorkItem& item, con
 void read_flag_map(const CompanionSpec& flags, kernels::FlagType type, WorkItem& item, const ReadLimits& limits) {
   item.flag_type = type;
   ImageBuffer map;
-  read_companion(item.ref, flags, item.pixels.width(), item.pixels.height(), map, limits);
+  read_companion(item.ref, flags, item.pixels.width(), item.pixels.height(), map, limits);  // its checks and errors
   item.flag_map.resize(static_cast<size_t>(map.size()));
-  const float* values = map.data();
+  const CompanionPlace place = locate_companion(item.ref, flags);
+  if (is_fits_input(place.path)) {
+    // Read again as integers, exact beyond float32's 2^24, and kept as 32 unsigned bits, as
+    // SExtractor's FLAGTYPE (a negative int16 -1 is 0xffffffff).
+    std::vector<int64_t> values;
+    try {
+      values = read_fits_integer_plane(place.path, place.hdu, place.plane, map.size());
+    } catch (const InputError& error) {
+      throw InputError(item.ref.path.string() + ": its " + flags.role + ": " + error.what());
+    }
+    for (size_t i = 0; i < values.size(); ++i) item.flag_map[i] = static_cast<int32_t>(static_cast<uint32_t>(values[i]));
+    return;
+  }
+  const float* values = map.data();  // PNG and NIfTI flag maps: integers of at most 16 bits
   for (int64_t i = 0; i < map.size(); ++i) {
     item.flag_map[static_cast<size_t>(i)] = std::isfinite(values[i]) ? static_cast<int32_t>(static_cast<int64_t>(values[i])) : 0;
   }

@@ -66,13 +66,16 @@ void image_flags(const int32_t* labels, const int32_t* flags, int64_t pixels, Fl
           ++s.count;
           break;
         case FlagType::minimum:
-        case FlagType::maximum:
-          if (!s.any || (type == FlagType::minimum ? value < s.value : value > s.value)) {
+        case FlagType::maximum: {
+          // Flags are unsigned, as SExtractor's FLAGTYPE: bit 31 is the largest value, not a sign.
+          const auto flag = static_cast<uint32_t>(value), held = static_cast<uint32_t>(s.value);
+          if (!s.any || (type == FlagType::minimum ? flag < held : flag > held)) {
             s.value = value;
             s.count = 0;
           }
           if (value == s.value) ++s.count;
           break;
+        }
         case FlagType::most:
           break;
       }

@@ -69,6 +69,10 @@ int64_t read_fits_region(const std::filesystem::path& path, int hdu, int64_t pla
 // value is not a number.
 std::optional<double> read_fits_number_keyword(const std::filesystem::path& path, int hdu, const std::string& keyword);
 
+// Plane `plane` (of `pixels` pixels) of image HDU `hdu` as exact integers (BZERO applied, BLANK
+// as 0). Throws InputError naming the file for an image of floating-point values or a failed read.
+std::vector<int64_t> read_fits_integer_plane(const std::filesystem::path& path, int hdu, int64_t plane, int64_t pixels);
+
 // The header of image HDU `hdu` as 80-character records, COMMENT, HISTORY and blank ones
 // included, END left out (a tile-compressed image's as the image's). Throws InputError naming the
 // file when it cannot be read.

@@ -11,8 +11,8 @@ namespace imflow::kernels {
 enum class FlagType {
   bit_or,    // OR: their bitwise OR; NIMAFLAGS_ISO = how many pixels have a non-zero flag
   bit_and,   // AND: their bitwise AND (SExtractor 2.25 starts it from 0 and so always writes 0)
-  minimum,   // MIN: the smallest; NIMAFLAGS_ISO = how many pixels have it
-  maximum,   // MAX: the largest; NIMAFLAGS_ISO = how many pixels have it
+  minimum,   // MIN: the smallest (as unsigned 32-bit flags); NIMAFLAGS_ISO = how many pixels have it
+  maximum,   // MAX: the largest (as unsigned 32-bit flags); NIMAFLAGS_ISO = how many pixels have it
   most,      // MOST: the most frequent (a tie: the value met first in raster order); its count
 };
 

@@ -111,7 +111,7 @@ imflow::Catalog check_photometry(Slot& slot, const WorkItem& input, const std::s
   }
   imflow::ParamReader reader(YAML::Load(measure), "measure", "test.yaml");
   const imflow::PhotometrySetting setting = imflow::PhotometrySetting::from_params(reader);
-  setting.measure(cpu_item, background);
+  setting.measure(cpu_item, background, background);
   REQUIRE(cpu_item.photometry.has_value());
   std::printf("photometry: %zu sources, %s\n", gpu_item.catalog->size(), measure.c_str());
   check_tables(*gpu_item.photometry, *cpu_item.photometry, gpu_item.catalog->size());

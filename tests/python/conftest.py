@@ -32,6 +32,17 @@ def read_fits_primary(path):
     return data
 
 
+def write_fits_primary(path, data):
+    """A simple FITS file of a 2-d float32 image (no astropy needed)."""
+    height, width = data.shape
+    cards = ["SIMPLE  =                    T", "BITPIX  =                  -32", "NAXIS   =                    2",
+             f"NAXIS1  = {width:20d}", f"NAXIS2  = {height:20d}", "END"]
+    header = "".join(card.ljust(80) for card in cards).ljust(2880).encode("ascii")
+    pixels = np.ascontiguousarray(data, dtype=">f4").tobytes()
+    with open(path, "wb") as stream:
+        stream.write(header + pixels + b"\0" * (-len(pixels) % 2880))
+
+
 @pytest.fixture(scope="session")
 def images():
     """name -> the image as a NumPy array, in the byte order and dtype it comes in."""

@@ -4,6 +4,8 @@
 #include "engine/items_in_flight.hpp"
 #include "imflow/errors.hpp"
 #include "imflow/pipeline.hpp"
+#include "imflow/tiling.hpp"
+#include "test_helpers.hpp"
 
 using imflow::choose_gpu_tokens;
 
@@ -128,4 +130,17 @@ TEST_CASE("GPU batch mode's pool: a batch per stream, one gathered, two per host
   CHECK(imflow::gpu_batch_items(7, 3, 1).items == 30);
   CHECK(imflow::gpu_batch_items(7, 3, 1).per_stream == 10);
   CHECK(imflow::gpu_batch_items(64, 0, 2).items == 132);
+}
+
+TEST_CASE("a file compressed whole counts at its whole plane, a plain one at a tile", "[items_in_flight]") {
+  test::TempDir dir("items_plane_bytes");
+  const std::vector<double> sky(300 * 200, 1.0);
+  test::write_fits(dir / "m.fits", -32, {300, 200}, sky);
+  test::write_fits(dir / "m.fits.gz", -32, {300, 200}, sky);  // CFITSIO gzips a name ending in .gz
+  imflow::TilingPlan plan;
+  plan.size = 64;
+  plan.halo = 4;
+  CHECK(imflow::first_plane_bytes({dir / "m.fits"}, &plan) == 72 * 72 * 4);  // a tile and its halo
+  CHECK(imflow::first_plane_bytes({dir / "m.fits.gz"}, &plan) == 300 * 200 * 4);  // inflated whole
+  CHECK(imflow::first_plane_bytes({dir / "m.fits"}, nullptr) == 300 * 200 * 4);
 }

@@ -65,6 +65,10 @@ inline bool tiles_image(const TilingPlan& plan, int64_t width, int64_t height) {
   return plan.size > 0 && (width > plan.size || height > plan.size);
 }
 
+// Whether a file's planes can be read by tiles: FITS, not compressed as a whole file (a .fits.gz
+// is inflated whole on every open; a tile-compressed .fits.fz is read tile by tile).
+bool file_reads_by_tiles(const std::filesystem::path& path);
+
 // The tile grid of a width x height image: cores of size x size (smaller at the right and bottom
 // edges), in raster order (row of tiles by row of tiles).
 struct TileGrid {

@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "imflow/errors.hpp"
+#include "imflow/io/input_format.hpp"
 #include "imflow/params.hpp"
 #include "steps/measure_photometry.hpp"
 
@@ -163,6 +164,11 @@ TilingPlan plan_tiling(const Pipeline& pipeline) {
   plan.halo = config.halo >= 0 ? config.halo : reach;  // reach: required_halo()
   plan_resident(pipeline, plan);
   return plan;
+}
+
+bool file_reads_by_tiles(const std::filesystem::path& path) {
+  const InputFormat* format = input_format_for(path);
+  return format != nullptr && std::string(format->name) == "fits" && !whole_file_compressed(path);
 }
 
 }  // namespace imflow

@@ -39,7 +39,7 @@ int64_t first_plane_bytes(const std::vector<std::filesystem::path>& files, const
   try {
     for (const PlaneInfo& plane : format->scan(files.front())) {
       int64_t width = plane.width, height = plane.height;
-      if (tiling != nullptr && tiling->size > 0 && (width > tiling->size || height > tiling->size)) {
+      if (tiling != nullptr && tiles_image(*tiling, width, height) && file_reads_by_tiles(files.front())) {
         width = std::min(width, tiling->size + 2 * tiling->halo);
         height = std::min(height, tiling->size + 2 * tiling->halo);
       }

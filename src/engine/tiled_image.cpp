@@ -30,8 +30,13 @@ std::vector<ItemRef> TileRun::tiles_of(const ItemRef& plane, const PlaneInfo& in
   const bool larger = tiles_image(plan_, info.width, info.height) ||
                       (plan_.whole_above > 0 && (info.width > plan_.whole_above || info.height > plan_.whole_above));
   if (!larger) return {};
-  const InputFormat* format = input_format_for(plane.path);
-  if (format == nullptr || std::string(format->name) != "fits" || whole_file_compressed(plane.path)) return {};
+  if (!file_reads_by_tiles(plane.path)) {
+    if (tiles_image(plan_, info.width, info.height)) {
+      spdlog::info("{}: {} x {} pixels processed whole, not as tiles of {}: a file compressed whole is inflated whole "
+                   "(tile-compress it, .fits.fz, to read it by tiles)", item_name(plane), info.width, info.height, plan_.size);
+    }
+    return {};
+  }
   const bool tiled = tiles_image(plan_, info.width, info.height);
   if (info.width * info.height <= resident_pixels_) {  // fits in GPU memory: one item, read in strips
     ItemRef whole = plane;

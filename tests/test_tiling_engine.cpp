@@ -237,3 +237,21 @@ TEST_CASE("the tile grid covers the image once", "[tiling]") {
     CHECK(std::all_of(covered.begin(), covered.end(), [](int c) { return c == 1; }));
   }
 }
+
+TEST_CASE("a tile beyond input.max_pixels fails its image as a tile, before the pre-pass reads", "[tiling][engine]") {
+  test::TempDir dir("tiling_max_pixels");
+  fs::create_directories(dir / "in");
+  test::write_fits(dir / "in" / "wide.fits", -32, {600, 40}, std::vector<double>(600 * 40, 1.0));
+  // Tiles of 300 with a halo of 1: 301 x 40 read per tile (the halo ends at the image edge); the
+  // pre-pass reads strips of 300 x 40, within the limit.
+  Pipeline pipeline = test::pipeline_from("input: {max_pixels: 12000}\noutput: {formats: [csv]}\nsteps: [background, segment, label, measure]\n");
+  pipeline.input.dir = dir / "in";
+  pipeline.output.dir = dir / "out";
+  pipeline.engine.device = "cpu";
+  pipeline.tiling.size = 300;
+  pipeline.tiling.explicit_size = true;
+  const RunSummary summary = run_pipeline(pipeline, {});
+  REQUIRE(summary.failed() == 1);
+  const std::string error = records(summary).begin()->second["error"].get<std::string>();
+  CHECK_THAT(error, Catch::Contains("a tile of 301x40 pixels with its halo exceeds input.max_pixels (12000)"));
+}

@@ -15,6 +15,7 @@
 #include <stdexcept>
 #include <vector>
 
+#include "imflow/errors.hpp"
 #include "imflow/kernels/background_histogram.hpp"
 #include "stages.hpp"
 #include "tiled_image.hpp"
@@ -34,6 +35,16 @@ void run_background_prepass(RunContext& run, TiledImage& image, const TilingPlan
   if (format == nullptr) throw std::runtime_error(image.image.path.string() + ": unknown file format");
   ReadLimits limits;
   limits.max_pixels = run.pipeline.input.max_pixels;
+  // Every tile is read with its halo: one beyond input.max_pixels fails the image now, named as
+  // the tile it is, before the pre-pass reads the file.
+  for (int64_t t = 0; t < image.grid.count(); ++t) {
+    const TileRect read = image.grid.halo_rect(t);
+    if (read.size() > limits.max_pixels) {
+      throw InputError(item_name(image.image) + ": a tile of " + std::to_string(read.width) + "x" +
+                       std::to_string(read.height) + " pixels with its halo exceeds input.max_pixels (" +
+                       std::to_string(limits.max_pixels) + "); a smaller tiling.size keeps tiles within it");
+    }
+  }
 
   const auto start = Trace::Clock::now();
   kernels::StreamingKappaSigma stats(plan.kappa, plan.max_iters);

@@ -3,6 +3,8 @@
 // byte-identical label maps and bgsub images, the same background; for several tile sizes,
 // with and without convolution (halo auto), 4- and 8-connectivity, integer and compressed input.
 #include <catch2/catch.hpp>
+#include <spdlog/sinks/ringbuffer_sink.h>
+#include <spdlog/spdlog.h>
 
 #include <cmath>
 #include <fstream>
@@ -254,4 +256,29 @@ TEST_CASE("a tile beyond input.max_pixels fails its image as a tile, before the 
   REQUIRE(summary.failed() == 1);
   const std::string error = records(summary).begin()->second["error"].get<std::string>();
   CHECK_THAT(error, Catch::Contains("a tile of 301x40 pixels with its halo exceeds input.max_pixels (12000)"));
+}
+
+TEST_CASE("float64 pixels beyond float32's range are warned about once per tiled image, each counted once",
+          "[tiling][engine]") {
+  test::TempDir dir("tiling_float_range");
+  fs::create_directories(dir / "in");
+  std::vector<double> values = border_field(230, 190, 5);
+  for (const int64_t at : {int64_t{0}, int64_t{64 * 230 + 63}, int64_t{64 * 230 + 64}, int64_t{189 * 230 + 229}}) {
+    values[static_cast<size_t>(at)] = 1e300;  // on tile corners: inside other tiles' halos too
+  }
+  test::write_fits(dir / "in" / "deep.fits", -64, {230, 190}, values);
+  auto sink = std::make_shared<spdlog::sinks::ringbuffer_sink_mt>(64);
+  auto previous = spdlog::default_logger();
+  spdlog::set_default_logger(std::make_shared<spdlog::logger>("capture", sink));
+  const RunSummary summary =
+      run_tiled("output: {formats: [csv]}\nsteps: [{convolve: {size: 5, sigma: 1.0}}, background, segment, label, measure]\n",
+                dir / "in", dir / "out", 64);
+  spdlog::set_default_logger(previous);
+  REQUIRE(summary.failed() == 0);
+  std::vector<std::string> warnings;
+  for (const std::string& line : sink->last_formatted()) {
+    if (line.find("beyond float32's range") != std::string::npos) warnings.push_back(line);
+  }
+  REQUIRE(warnings.size() == 1);
+  CHECK_THAT(warnings[0], Catch::Contains("deep.fits: HDU 0 plane 0: 4 pixel(s)"));
 }

@@ -84,6 +84,8 @@ void upload_resident_plane(RunContext& run, GpuContext& gpu, WorkItem& item) {
   } drain_copies{staging};
   ReadLimits limits;
   limits.max_pixels = run.pipeline.input.max_pixels;
+  std::atomic<int64_t> beyond_float32{0};  // out-of-range pixels over the strips, warned about once
+  limits.out_of_range_pixels = &beyond_float32;
   std::atomic<int64_t> bytes{0}, busy_ns{0};
   // Meanwhile, room for a dense field's catalog (a source per 1,024 pixels), so it is rarely
   // measured twice (cuda::remeasure_if_overflowed).
@@ -128,6 +130,7 @@ void upload_resident_plane(RunContext& run, GpuContext& gpu, WorkItem& item) {
         tbb::simple_partitioner());
   });
   for (const auto& buffer : staging) buffer->stream.synchronize();  // the last strips' copies, their errors
+  if (beyond_float32 > 0) warn_beyond_float32(ref.path, ref.hdu, ref.plane, beyond_float32);
   catalog_room.get();
   item.input_bytes = bytes.load();
   item.times.push_back({"read", static_cast<double>(busy_ns.load()) * 1e-9});

@@ -79,6 +79,10 @@ void read_stage(RunContext& run, WorkItem& item, ItemRef ref) {
     ReadLimits image_limits = limits;
     if (run.float32_swap_on_device && !item.ref.tiled) image_limits.float32_swap_deferred = &item.pixels_big_endian;
     if (is_fits_input(item.ref.path)) image_limits.header_records = &item.fits_header;  // the outputs' WCS
+    if (item.ref.tiled) {  // counted over the tiles' cores, warned about once for the image
+      image_limits.out_of_range_pixels = &item.ref.tiled->out_of_range_pixels;
+      image_limits.out_of_range_core = item.ref.core;
+    }
     item.input_bytes = format->read(item.ref, item.pixels, image_limits);
     if (run.pipeline.input.has_companions()) read_companions(run.pipeline.input, item, limits);
   } catch (const std::bad_alloc&) {

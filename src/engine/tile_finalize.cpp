@@ -13,6 +13,7 @@
 
 #include "imflow/errors.hpp"
 #include "imflow/io/catalog.hpp"
+#include "imflow/io/fits.hpp"
 #include "manifest.hpp"
 #include "stages.hpp"
 #include "item_warnings.hpp"
@@ -127,6 +128,9 @@ void finalize_tiled_image(RunContext& run, TiledImage& image) {
   record_item.background = image.background;
   record_item.threshold = image.threshold;
   add_result_warnings(record_item);  // what an untiled item's would say (a noise of 0)
+  if (const int64_t beyond = image.out_of_range_pixels.load(); beyond > 0) {
+    warn_beyond_float32(image.image.path, image.image.hdu, image.image.plane, beyond);
+  }
   std::vector<fs::path> outputs;
   std::string error;
   {

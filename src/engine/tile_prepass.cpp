@@ -35,6 +35,8 @@ void run_background_prepass(RunContext& run, TiledImage& image, const TilingPlan
   if (format == nullptr) throw std::runtime_error(image.image.path.string() + ": unknown file format");
   ReadLimits limits;
   limits.max_pixels = run.pipeline.input.max_pixels;
+  std::atomic<int64_t> counted_by_the_tiles{0};  // out-of-range pixels: the tiles count them once
+  limits.out_of_range_pixels = &counted_by_the_tiles;
   // Every tile is read with its halo: one beyond input.max_pixels fails the image now, named as
   // the tile it is, before the pre-pass reads the file.
   for (int64_t t = 0; t < image.grid.count(); ++t) {

@@ -44,6 +44,7 @@ struct TiledImage {
   std::vector<StageTime> times;  // busy seconds per stage, summed over the tiles
   std::unique_ptr<FitsTileWriter> labels_out, bgsub_out, image_out;
   std::atomic<bool> finished{false};  // its record is written
+  std::atomic<int64_t> out_of_range_pixels{0};  // float64 pixels beyond float32's, counted over the tiles' cores
 
   // Record a failure (the first message is kept).
   void fail(const std::string& message);

@@ -13,6 +13,7 @@
 #include <string_view>
 
 #include "fits_direct_read.hpp"
+#include "fits_float_range.hpp"
 #include "fits_read_paths.hpp"
 #include "fits_status.hpp"
 #include "gzip_members.hpp"
@@ -234,19 +235,6 @@ void check_pixel_limit(const fs::path& path, int hdu, int64_t width, int64_t hei
 
 std::string plane_text(int hdu, int64_t plane) { return "HDU " + std::to_string(hdu) + " plane " + std::to_string(plane); }
 
-// float64 data can hold values beyond float32's range: they read as +-Infinity, which every step
-// treats as an invalid pixel. Say so, once per read.
-void warn_out_of_float_range(const fs::path& path, int hdu, int64_t plane, const FitsImageInfo& info,
-                             const ImageBuffer& pixels) {
-  if (info.bitpix != -64) return;
-  int64_t infinite = 0;
-  for (int64_t i = 0; i < pixels.size(); ++i) infinite += std::isinf(pixels.data()[i]) ? 1 : 0;
-  if (infinite > 0) {
-    spdlog::warn("{}: {}: {} pixel(s) infinite or beyond float32's range (|value| > 3.4e38): treated as invalid",
-                 path.string(), plane_text(hdu, plane), infinite);
-  }
-}
-
 // The direct read's layout of the open HDU, when the read path allows it and it applies.
 std::optional<detail::DirectImageLayout> direct_layout(const OpenPlane& open, const fs::path& path,
                                                        detail::FitsReadPath read_path) {
@@ -321,7 +309,7 @@ int64_t read_fits_plane(const fs::path& path, int hdu, int64_t plane, ImageBuffe
     const bool defer = limits.float32_swap_deferred != nullptr && c.bitpix == -32 && c.scale == 1.0 && c.zero == 0.0;
     read_direct(path, *layout, plane, TileRect{0, 0, width, height}, out.data(), plane_text(hdu, plane), !defer);
     if (defer) *limits.float32_swap_deferred = true;
-    warn_out_of_float_range(path, hdu, plane, info, out);
+    detail::check_float_range(path, hdu, plane, info, TileRect{0, 0, width, height}, out, limits);
     return width * height * (std::abs(info.bitpix) / 8);
   }
   float null_value = std::numeric_limits<float>::quiet_NaN();
@@ -348,7 +336,7 @@ int64_t read_fits_region(const fs::path& path, int hdu, int64_t plane, const Til
   if (const auto layout = direct_layout(open, path, read_path)) {
     read_direct(path, *layout, plane, region, out.data(),
                 plane_text(hdu, plane) + ": the tile at x " + std::to_string(region.x) + ", y " + std::to_string(region.y));
-    warn_out_of_float_range(path, hdu, plane, info, out);
+    detail::check_float_range(path, hdu, plane, info, region, out, limits);
     return region.size() * (std::abs(info.bitpix) / 8);
   }
   long first[kMaxAxes], last[kMaxAxes], step[kMaxAxes];

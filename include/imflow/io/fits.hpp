@@ -2,6 +2,7 @@
 // as float32 (BSCALE/BZERO applied, BLANK and NaN as NaN), writing images, label maps and
 // catalog tables. Every writer is atomic (temporary name, then rename).
 #pragma once
+#include <atomic>
 #include <cstdint>
 #include <filesystem>
 #include <optional>
@@ -41,7 +42,16 @@ struct ReadLimits {
   // Not null: a FITS image read (read_fits_plane) also gives its HDU's header records there, as
   // read_fits_header_records does, so that its outputs' WCS need not open the file again.
   std::vector<std::string>* header_records = nullptr;
+  // Not null: pixels of BITPIX -64 data read as +-Infinity (beyond float32's range) are added here,
+  // only those inside out_of_range_core (plane coordinates; empty: every pixel read), instead of
+  // a warning per read: a caller reading one plane in many regions (tiles with their halos,
+  // strips) warns once for the plane (warn_beyond_float32).
+  std::atomic<int64_t>* out_of_range_pixels = nullptr;
+  TileRect out_of_range_core{};
 };
+
+// The warning for `count` pixels of a plane that read as +-Infinity from float64 data.
+void warn_beyond_float32(const std::filesystem::path& path, int hdu, int64_t plane, int64_t count);
 
 // Every image HDU of the file with at least two axes, all non-zero (empty primaries and tables
 // are skipped), and each HDU that cannot be read with its `error`: an image header CFITSIO rejects,

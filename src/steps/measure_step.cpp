@@ -40,16 +40,18 @@ class MeasureStep final : public Step {
     const double gain = gain_.for_item(item.ref);
     item.gain = gain;
     const kernels::MeasureBackground background = background_of(item, gain, item.dual_image, global_noise_);
+    const kernels::MeasureBackground detection_background =
+        item.dual_image ? background_of(item, gain, false, global_noise_) : background;
     item.catalog = catalog_of(item, item.pixels.view(), background);
     if (item.dual_image) {
       // SExtractor's dual-image mode: positions, moments, shapes and their errors come from the
       // detection image (less its background), fluxes and peaks from the measured image.
-      Catalog shapes = catalog_of(item, item.unfiltered_detection().view(), background_of(item, gain, false, global_noise_));
+      Catalog shapes = catalog_of(item, item.unfiltered_detection().view(), detection_background);
       for (size_t i = 0; i < shapes.size(); ++i) kernels::take_measured_fluxes(shapes[i], (*item.catalog)[i]);
       item.catalog = std::move(shapes);
     }
     if (photometry_.spec.any() || photometry_.magnitudes()) {
-      photometry_.measure(item, background, background_of(item, gain, false, global_noise_));
+      photometry_.measure(item, background, detection_background);
     }
     catalog_flag_map(item);  // input.flags: the IMAFLAGS_ISO columns
   }

@@ -124,16 +124,17 @@ IMFLOW_HOST_DEVICE inline void measure_photometry(ApertureImage image, const int
   params.kron_factor = spec.kron_fact;
   params.min_radius = spec.min_diameter / 2.0;
   params.min_kron_radius = spec.min_kron_radius;
-  if (spec.needs_auto() && ellipse && kron_image == nullptr) {
-    automatic = auto_flux<Team>(image, x, y, source.a, source.b, source.theta, params);
-    flags |= automatic.flag | (automatic.crowded ? kAutoCrowded : 0);
-  } else if (spec.needs_auto() && ellipse) {
-    ApertureImage detection = *kron_image;  // with the measured image's neighbours
-    detection.neighbours = image.neighbours;
-    detection.neighbour_id = image.neighbour_id;
-    detection.mirror_x = image.mirror_x;
-    detection.mirror_y = image.mirror_y;
-    automatic = auto_flux<Team>(image, x, y, source.a, source.b, source.theta, params, detection);
+  if (spec.needs_auto() && ellipse) {
+    if (kron_image == nullptr) {
+      automatic = auto_flux<Team>(image, x, y, source.a, source.b, source.theta, params);
+    } else {
+      ApertureImage detection = *kron_image;  // with the measured image's neighbours
+      detection.neighbours = image.neighbours;
+      detection.neighbour_id = image.neighbour_id;
+      detection.mirror_x = image.mirror_x;
+      detection.mirror_y = image.mirror_y;
+      automatic = auto_flux<Team>(image, x, y, source.a, source.b, source.theta, params, detection);
+    }
     flags |= automatic.flag | (automatic.crowded ? kAutoCrowded : 0);
   }
   if (spec.auto_flux && ellipse) {

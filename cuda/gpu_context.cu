@@ -102,7 +102,10 @@ void prepare_item(GpuContext& gpu, int64_t width, int64_t height) {
   gpu.host_pixels_big_endian = false;
   gpu.weight_gain = false;
   gpu.dual_image = false;
-  if (gpu.measured) gpu.measured->has_background = gpu.measured->has_maps = gpu.measured->detection_filtered = false;
+  if (gpu.measured) {
+    MeasuredImageState& m = *gpu.measured;
+    m.has_background = m.has_maps = m.detection_filtered = m.has_weight_noise = false;
+  }
   gpu.downloaded = DownloadWants{};
 }
 
@@ -254,6 +257,16 @@ bool remeasure_if_overflowed(GpuContext& gpu) {
   return true;
 }
 
+namespace {
+// A weight map's rescaling factor into the item's metrics as `metric`, with weight_rms_map's
+// warning (steps/weight_noise.hpp) when no mesh could give one.
+void report_weight_scale(const DeviceResults& r, bool rescale, const char* metric, const std::string& role, WorkItem& item) {
+  item.metrics[metric] = static_cast<float>(r.weight_scale);
+  if (rescale && r.weight_meshes == 0)
+    item.warnings.push_back(role + ": no background mesh has a positive noise and weight; not rescaled (factor 1)");
+}
+}  // namespace
+
 void collect_normalization(const DeviceResults& r, WorkItem& item) {
   if (item.normalization) {  // a normalize the host ran before (the device composes its own)
     const Normalization first = *item.normalization;
@@ -287,10 +300,12 @@ void collect_results(GpuContext& gpu, WorkItem& item) {
     const MeasuredImageState& m = *gpu.measured;
     item.measure_background = background_stats(*m.results_host.data(), m.has_maps ? &m.maps : nullptr);
   }
-  if (gpu.has_weight_noise) {  // as set_noise_from_weight_map reports it
-    item.metrics["weight_scale"] = static_cast<float>(r.weight_scale);
-    if (gpu.weight_rescale && r.weight_meshes == 0)
-      item.warnings.push_back("weight map: no background mesh has a positive noise and weight; not rescaled (factor 1)");
+  if (gpu.has_weight_noise) {  // as weight_rms_map reports it; in dual-image mode input.detect.weight's
+    report_weight_scale(r, gpu.weight_rescale, gpu.dual_image ? "detect_weight_scale" : "weight_scale",
+                        gpu.dual_image ? "detection weight map" : "weight map", item);
+  }
+  if (gpu.dual_image && gpu.measured->has_weight_noise) {
+    report_weight_scale(*gpu.measured->results_host.data(), gpu.measured->weight_rescale, "weight_scale", "weight map", item);
   }
   if (gpu.has_threshold) item.threshold = r.threshold;
   if (gpu.has_normalization) collect_normalization(r, item);

@@ -302,8 +302,8 @@ void measure_pass(GpuContext& gpu, const float* image, const Accumulators& a, co
   IMFLOW_CUDA_CHECK_LAUNCH();
 }
 
-Background background_for(const MeasurementBackground& b, double gain, bool weight_gain = false) {
-  return Background{b.map, b.level, b.rms_map, gain, b.stats, weight_gain && b.rms_map != nullptr, b.std_noise};
+Background background_for(const MeasurementBackground& b, double gain) {
+  return Background{b.map, b.level, b.rms_map, gain, b.stats, b.weight_gain && b.rms_map != nullptr, b.std_noise};
 }
 
 }  // namespace
@@ -321,6 +321,6 @@ void measure(GpuContext& gpu, double gain) {
                  background_for(measurement_background(gpu), gain));
   }
   measure_pass(gpu, gpu.dual_image ? unfiltered_detection(gpu) : gpu.image.data(), accumulators_of(gpu),
-               background_for(detection_background(gpu), gain, gpu.weight_gain && gpu.has_weight_noise));
+               background_for(detection_background(gpu), gain));
 }
 }  // namespace imflow::cuda

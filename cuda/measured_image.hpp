@@ -1,6 +1,7 @@
 // Dual-image mode on the device (input.detect): the detection image sits in gpu.detection, the
-// measured image in gpu.image; the measured image gets its own background, and measure a second
-// pass over it whose fluxes and peaks replace the detection pass's (as on the CPU).
+// measured image in gpu.image; the measured image gets its own background (and its own weight
+// map's noise), and measure a second pass over it whose fluxes and peaks replace the detection
+// pass's (as on the CPU).
 #pragma once
 #include "cuda/background_mesh.hpp"
 #include "cuda/gpu_context.hpp"
@@ -20,6 +21,10 @@ struct MeasuredImageState {
   // positions, shapes, deblend's measurement values and the Kron radii are taken from it, as the CPU's.
   DeviceBuffer<float> detection_as_read;
   bool detection_filtered = false;
+  // input.weight: maps.rms_map from the measured image's weight map (cuda::measured_weight_noise).
+  std::shared_ptr<WeightNoiseState> weight_noise;
+  bool has_weight_noise = false;
+  bool weight_rescale = false;
 };
 
 // Dual-image mode: the detection image before any filter.
@@ -45,6 +50,7 @@ struct MeasurementBackground {
   bool level = false;                    // subtract stats->median (a global background)
   bool any = false;                      // a background step ran
   bool std_noise = false;                // the noise is stats->std (level, or measure's noise: global)
+  bool weight_gain = false;              // rms_map is a weight map's and input.weight.gain: WEIGHT_GAIN against stats->std
 };
 
 // measure's noise: global (SExtractor's WEIGHT_TYPE NONE): the mesh map is still subtracted, the
@@ -63,6 +69,7 @@ inline MeasurementBackground detection_background(const GpuContext& gpu) {
   b.stats = gpu.results.data();
   b.level = gpu.has_background && !gpu.has_background_maps;
   b.any = gpu.has_background;
+  b.weight_gain = gpu.weight_gain && gpu.has_weight_noise;
   return with_noise_of(gpu, b);
 }
 
@@ -75,6 +82,7 @@ inline MeasurementBackground measurement_background(const GpuContext& gpu) {
   b.stats = m.results.data();
   b.level = m.has_background && !m.has_maps;
   b.any = m.has_background;
+  b.weight_gain = gpu.weight_gain && m.has_weight_noise;
   return with_noise_of(gpu, b);
 }
 

@@ -227,7 +227,7 @@ RowArgs row_args(GpuContext& gpu, int64_t count, double noise_std) {
   const MeasurementBackground background = measurement_background(gpu);
   if (background.rms_map != nullptr) {
     a.image.noise = background.rms_map;
-    if (gpu.weight_gain && gpu.has_weight_noise) a.weight_gain = background.stats;
+    if (background.weight_gain) a.weight_gain = background.stats;
   } else {  // NaN without a noise estimate: NaN errors
     a.image.noise_value = background.any ? noise_std : NAN;
   }

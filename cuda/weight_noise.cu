@@ -9,6 +9,7 @@
 
 #include "cuda/background_mesh.hpp"
 #include "cuda/device_common.cuh"
+#include "cuda/measured_image.hpp"
 #include "cuda/mesh_mode.cuh"
 #include "cuda/weight_noise.hpp"
 
@@ -141,17 +142,13 @@ __global__ void unit_factor_kernel(DeviceResults* results) {
   results->weight_meshes = 0;
 }
 
-}  // namespace
 
-void weight_noise(GpuContext& gpu, const kernels::MeshParams& params, const std::vector<float>& variance, bool rescale) {
-  DeviceGuard guard(gpu.device);
-  if (!gpu.weight_noise) gpu.weight_noise = std::make_shared<WeightNoiseState>();
-  WeightNoiseState& st = *gpu.weight_noise;
-  MeshBackgroundState& maps = *gpu.mesh_background;
+// The RMS map of `variance` into maps.rms_map, rescaled against `image` (what maps were measured
+// on) when `rescale`; the factor into *results.
+void enqueue_weight_noise(GpuContext& gpu, WeightNoiseState& st, const float* image, MeshBackgroundState& maps,
+                          DeviceResults* results, const kernels::MeshParams& params, const std::vector<float>& variance,
+                          bool rescale) {
   const int64_t n = gpu.size(), nx = maps.nx, ny = maps.ny, meshes = nx * ny;
-  gpu.has_weight_noise = true;
-  gpu.weight_rescale = rescale;
-  DeviceResults* results = gpu.results.data();
   if (n == 0) {
     unit_factor_kernel<<<1, 1, 0, gpu.stream>>>(results);
     IMFLOW_CUDA_CHECK_LAUNCH();
@@ -171,7 +168,6 @@ void weight_noise(GpuContext& gpu, const kernels::MeshParams& params, const std:
                                                      static_cast<int>(meshes), 0, 32, gpu.stream));
     st.sort_temp.reserve(sort_bytes + 16);
     float* grid = st.grid.data();
-    const float* image = gpu.has_detection ? gpu.detection.data() : gpu.image.data();  // as background_mesh read
     const Geometry geometry{image, st.variance.data(), gpu.width, gpu.height, params.mesh_width, params.mesh_height, nx};
     variance_mesh_kernel<<<static_cast<unsigned>(meshes), kThreads, 0, gpu.stream>>>(geometry, grid, grid + np);
     IMFLOW_CUDA_CHECK_LAUNCH();
@@ -190,6 +186,27 @@ void weight_noise(GpuContext& gpu, const kernels::MeshParams& params, const std:
   rms_kernel<<<detail::blocks_for(n, 256, 8192), 256, 0, gpu.stream>>>(st.variance.data(), n, results,
                                                                      maps.rms_map.data());
   IMFLOW_CUDA_CHECK_LAUNCH();
+}
+
+}  // namespace
+
+void weight_noise(GpuContext& gpu, const kernels::MeshParams& params, const std::vector<float>& variance, bool rescale) {
+  DeviceGuard guard(gpu.device);
+  if (!gpu.weight_noise) gpu.weight_noise = std::make_shared<WeightNoiseState>();
+  gpu.has_weight_noise = true;
+  gpu.weight_rescale = rescale;
+  const float* image = gpu.has_detection ? gpu.detection.data() : gpu.image.data();  // as background_mesh read
+  enqueue_weight_noise(gpu, *gpu.weight_noise, image, *gpu.mesh_background, gpu.results.data(), params, variance, rescale);
+}
+
+void measured_weight_noise(GpuContext& gpu, const kernels::MeshParams& params, const std::vector<float>& variance,
+                           bool rescale) {
+  DeviceGuard guard(gpu.device);
+  MeasuredImageState& m = *gpu.measured;
+  if (!m.weight_noise) m.weight_noise = std::make_shared<WeightNoiseState>();
+  m.has_weight_noise = true;
+  m.weight_rescale = rescale;
+  enqueue_weight_noise(gpu, *m.weight_noise, gpu.image.data(), m.maps, m.results.data(), params, variance, rescale);
 }
 
 }  // namespace imflow::cuda

@@ -1,4 +1,4 @@
-// A weight map's noise on the device (twin of set_noise_from_weight_map, steps/weight_noise.hpp):
+// A weight map's noise on the device (twin of weight_rms_map, steps/weight_noise.hpp):
 // SExtractor's rescaling of the map to the image's measured noise, then the RMS map.
 #pragma once
 #include <vector>
@@ -8,7 +8,7 @@
 
 namespace imflow::cuda {
 
-// One slot's weight-map buffers (grow-only), created by its first weighted item.
+// One slot's buffers for one weight map (grow-only), created by its first weighted item.
 struct WeightNoiseState {
   PinnedBuffer<float> staging;      // the item's variances on their way to the device
   DeviceBuffer<float> variance;     // width x height, +inf at bad pixels
@@ -24,6 +24,13 @@ struct WeightNoiseState {
 // when `rescale`, else 1. `variance`: the item's weight_variance (its size the image's). The
 // factor and the meshes behind it go to results.weight_scale / weight_meshes (collect_results
 // reports them). Copies `variance` before returning; never synchronizes.
+// In dual-image mode this is the detection image's map (input.detect.weight).
 void weight_noise(GpuContext& gpu, const kernels::MeshParams& params, const std::vector<float>& variance, bool rescale);
+
+// Dual-image mode, after cuda::measured_image_background with a mesh: the same for the measured
+// image's map (input.weight) against its own background, into gpu.measured's rms_map and results
+// (collect_results reports them as the item's weight_scale).
+void measured_weight_noise(GpuContext& gpu, const kernels::MeshParams& params, const std::vector<float>& variance,
+                           bool rescale);
 
 }  // namespace imflow::cuda

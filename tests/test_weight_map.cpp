@@ -356,7 +356,4 @@ TEST_CASE("dual-image mode detects on one image and measures on the other, each 
   const RunSummary failed = run_pipeline(bad, {});
   CHECK(failed.failed() == 2);  // f.fits and f.det.fits: neither has an f.r.fits / f.det.r.fits
   CHECK_THAT(record_of(failed, "in/f.fits")["error"].get<std::string>(), Catch::Contains("its detection image"));
-  CHECK_THROWS_WITH(test::pipeline_from("input: {detect: {image: '{stem}.r.fits'}, weight: {image: WHT, type: map_weight}}\n"
-                                        "steps: [{background: {method: mesh}}, {segment: {relative_to: rms_map}}, label, measure]\n"),
-                    Catch::Contains("dual-image mode with a weight map"));
 }

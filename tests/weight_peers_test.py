@@ -17,7 +17,8 @@ map given to both). SEP: sep.extract(data - back, 3, err=rms, mask) with imflow'
 rescaled weight map) finds the same segments, flux and sqrt(sum rms^2) within 1e-5, and
 sep.sum_circle with err=rms gives imflow's FLUX_APER and FLUXERR_APER within 1e-5. Dual-image mode
 (--detect) against `source-extractor det.fits,meas.fits`: the same objects, FLUX_ISO and
-FLUXERR_ISO within 1%.
+FLUXERR_ISO within 1%, with both images' background RMS maps as their noise and with a weight map
+per image (input.detect.weight and input.weight; WEIGHT_TYPE MAP_WEIGHT,MAP_WEIGHT).
 Usage: weight_peers_test.py IMFLOW SOURCE_DIR  (python3 with numpy, astropy and sep 1.4.1)"""
 import json
 import os
@@ -64,9 +65,14 @@ def make_inputs(path, inputs):
     # Dual-image mode's measurement image: another band of the same field, 0.6 x the flux on a
     # sky of 150 with noise of its own.
     other = 0.6 * data + 150.0 + rng.normal(0.0, 0.5 * sigma, data.shape)
-    os.makedirs(os.path.join(work, "measure"), exist_ok=True)
+    os.makedirs(os.path.join(work, "measure", "maps"), exist_ok=True)
     fits.writeto(os.path.join(work, "measure", stem + ".fits"), other.astype(np.float32), header,
                  output_verify="silentfix")
+    # Its weight map: the inverse of its variance, 0.36 sigma^2 / E + 0.25 sigma^2 (unnormalised:
+    # rescaled to the band's own noise), none where the detection image's is none.
+    exposure = fits.getdata(os.path.join(inputs, "maps", stem + ".weight.fits")).astype(np.float64)
+    weight = np.where(bad, 0.0, 1.0 / (0.36 / np.where(bad, 1.0, exposure) + 0.25))
+    fits.writeto(os.path.join(work, "measure", "maps", stem + ".weight.fits"), weight.astype(np.float32))
     return stem, data.astype(np.float32), bad
 
 
@@ -237,6 +243,20 @@ try:
                                 os.path.join(work, f"sex_dual_{stem}.ldac"), "-WEIGHT_TYPE", "BACKGROUND,BACKGROUND",
                                 columns=DUAL_PARAMS)
         compare_dual(f"{stem} dual-image", dual, stem, theirs)
+    # Dual-image mode with a weight map per image (WEIGHT_TYPE MAP_WEIGHT,MAP_WEIGHT and two
+    # WEIGHT_IMAGEs): the detection image's sets the threshold, the band's the errors, each
+    # rescaled to its own image's noise.
+    dual_weighted = os.path.join(work, "out_dual_weight")
+    maps = os.path.join(inputs, "maps", "{stem}.weight.fits")
+    run_imflow(os.path.join(work, "measure"), dual_weighted, "dual_weight",
+               ", weight: {image: 'maps/{stem}.weight.fits', type: map_weight}, "
+               f"detect: {{image: '{inputs}/{{stem}}.fits', weight: {{image: '{maps}', type: map_weight}}}}")
+    for stem, data, bad in made:
+        theirs = run_sextractor(os.path.join(inputs, stem + ".fits") + "," + os.path.join(work, "measure", stem + ".fits"),
+                                os.path.join(work, f"sex_dual_weight_{stem}.ldac"), "-WEIGHT_TYPE", "MAP_WEIGHT,MAP_WEIGHT",
+                                "-WEIGHT_IMAGE", maps.format(stem=stem) + "," +
+                                os.path.join(work, "measure", "maps", stem + ".weight.fits"), columns=DUAL_PARAMS)
+        compare_dual(f"{stem} dual-image MAP_WEIGHT,MAP_WEIGHT", dual_weighted, stem, theirs)
 finally:
     shutil.rmtree(work, ignore_errors=True)
 

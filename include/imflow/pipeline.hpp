@@ -15,7 +15,9 @@
 namespace imflow {
 
 // A weight map beside each image (SExtractor's WEIGHT_IMAGE, WEIGHT_TYPE, WEIGHT_THRESH,
-// RESCALE_WEIGHTS): the per-pixel noise of the detection threshold and of every error column.
+// RESCALE_WEIGHTS): the per-pixel noise of the detection threshold and of every error column; in
+// dual-image mode input.weight is the measured image's (the error columns) and input.detect.weight
+// the detection image's (the threshold), each rescaled to its own image's noise.
 enum class WeightType { map_rms, map_var, map_weight };
 struct WeightConfig {
   CompanionSpec map{"weight map", ""};
@@ -47,10 +49,12 @@ struct InputConfig {
   // flag_type says (FLAG_TYPE).
   CompanionSpec flags{"flag map", ""};
   kernels::FlagType flag_type = kernels::FlagType::bit_or;
-  // Dual-image mode (input.detect, --detect DIR): detect on this image, measure on the input.
+  // Dual-image mode (input.detect, --detect DIR): detect on this image, measure on the input;
+  // detect_weight (input.detect.weight) is the detection image's weight map (never `gain`).
   CompanionSpec detect{"detection image", ""};
+  WeightConfig detect_weight;  // its map's role: "detection weight map"
   // The companions' specs, for leaving their files out of the images (io/companion.hpp).
-  std::vector<CompanionSpec> companions() const { return {weight.map, mask, flags, detect}; }
+  std::vector<CompanionSpec> companions() const { return {weight.map, mask, flags, detect, detect_weight.map}; }
   bool has_companions() const { return weight.present() || mask.present() || flags.present() || detect.present(); }
 };
 

@@ -103,9 +103,14 @@ struct WorkItem {
   std::shared_ptr<const kernels::MeshGrid> mesh_grid;
   // Set by the reader with input.weight: the weight map as variances before SExtractor's
   // rescaling (rms^2, var or 1/weight), +inf at bad pixels (whose image pixels are made NaN);
-  // `background` rescales them when weight_rescale and sets rms_map from them.
+  // `background` rescales them when weight_rescale and sets rms_map from them (in dual-image
+  // mode measure_rms_map: input.weight is the measured image's).
   std::vector<float> weight_variance;
   bool weight_rescale = false;
+  // Dual-image mode with input.detect.weight: the detection image's weight map as variances, which
+  // `background` rescales (detection_weight_rescale) into rms_map, the noise segment thresholds against.
+  std::vector<float> detection_weight_variance;
+  bool detection_weight_rescale = false;
   bool weight_gain = false;  // input.weight.gain: SExtractor's WEIGHT_GAIN
   // Set by the reader with input.flags: the flag map's values, 32 bits held as int32 (FITS maps
   // read as integers; PNG and NIfTI values, 0 where not finite), and how `measure` combines them
@@ -122,6 +127,7 @@ struct WorkItem {
   std::optional<BackgroundStats> measure_background;
   std::vector<float> measure_background_map;
   std::shared_ptr<const kernels::MeshGrid> measure_mesh_grid;
+  std::vector<float> measure_rms_map;  // with input.weight: the measured image's noise from its weight map
   std::optional<double> threshold;
   std::optional<SegmentThreshold> segment_threshold;  // set by `segment`
   std::vector<uint8_t> mask;     // 1 where the pixel is above threshold
@@ -168,6 +174,8 @@ struct WorkItem {
     mesh_grid.reset();
     weight_variance.clear();
     weight_rescale = false;
+    detection_weight_variance.clear();
+    detection_weight_rescale = false;
     weight_gain = false;
     flag_map.clear();
     flag_type = kernels::FlagType::bit_or;
@@ -176,6 +184,7 @@ struct WorkItem {
     measure_background.reset();
     measure_background_map.clear();
     measure_mesh_grid.reset();
+    measure_rms_map.clear();
     threshold.reset();
     segment_threshold.reset();
     mask.clear();

@@ -42,11 +42,45 @@ std::optional<ParamReader> companion_section(ParamReader& input, const char* key
   if (spec.image.empty()) reader.fail(node, "image", "the " + spec.role + " needs image: a file pattern or an EXTNAME, e.g. " + example);
   return reader;
 }
+// A weight map's resolved keys (`gain` for the measured image's map only).
+YAML::Node weight_node(const WeightConfig& weight, bool measured) {
+  YAML::Node node;
+  node["image"] = weight.map.image;
+  node["type"] = type_name(weight.type);
+  if (weight.thresh) node["thresh"] = *weight.thresh;
+  node["rescale"] = weight.rescale;
+  if (measured) node["gain"] = weight.gain;
+  return node;
+}
+
+// The steps a weight map needs: noise from the map (not measure's noise: global), the mesh
+// background it is rescaled against, and with `sets_threshold` (the detection image's map) a
+// per-pixel threshold.
+void check_weight_steps(const Pipeline& pipeline, const std::string& where, bool sets_threshold) {
+  for (const auto& step : pipeline.steps) {
+    if (step->name() == "measure" && step->param_text("noise", "map") == "global") {
+      throw ConfigError(where + "a weight map gives each pixel its noise: measure's noise: global (SExtractor's "
+                                "WEIGHT_TYPE NONE) does not apply");
+    }
+  }
+  bool mesh = false, rms_map = false;
+  for (const auto& step : pipeline.steps) {
+    if (step->name() == "background") mesh = step->param_text("method", "global") == "mesh";
+    if (step->name() == "segment") rms_map = step->param_text("relative_to", "background") == "rms_map";
+  }
+  if (!mesh) throw ConfigError(where + "a weight map is scaled against the mesh background: it needs the background step with method: mesh");
+  if (sets_threshold && !rms_map) {
+    throw ConfigError(where + "a weight map sets the threshold per pixel: it needs the segment step with relative_to: rms_map");
+  }
+}
 }  // namespace
 
-WeightConfig parse_weight(ParamReader& input) {
+WeightConfig parse_weight(ParamReader& section, bool detection) {
   WeightConfig weight;
-  std::optional<ParamReader> reader = companion_section(input, "weight", weight.map, "{image: '{stem}.weight.fits', type: map_weight}");
+  if (detection) weight.map.role = "detection weight map";
+  const char* example = detection ? "{image: '../r/{stem}.weight.fits', type: map_weight}"
+                                  : "{image: '{stem}.weight.fits', type: map_weight}";
+  std::optional<ParamReader> reader = companion_section(section, "weight", weight.map, example);
   if (!reader) return weight;
   if (!reader->has("type")) reader->fail(YAML::Node(), "type", "a weight map needs type: map_rms, map_var or map_weight (SExtractor's WEIGHT_TYPE)");
   const std::string type = reader->choice("type", "map_weight", {"map_rms", "map_var", "map_weight"});
@@ -56,7 +90,10 @@ WeightConfig parse_weight(ParamReader& input) {
   if (weight.rescale && weight.type == WeightType::map_rms) {
     reader->fail(reader->child("rescale"), "rescale", "an RMS map is used as it is (SExtractor rescales variance and weight maps only)");
   }
-  weight.gain = reader->boolean("gain", true);
+  if (detection && reader->has("gain")) {
+    reader->fail(reader->child("gain"), "gain", "WEIGHT_GAIN scales the errors of the measured image: set it in input.weight");
+  }
+  weight.gain = !detection && reader->boolean("gain", true);
   reader->finish();
   return weight;
 }
@@ -82,7 +119,9 @@ void parse_flags(ParamReader& reader, InputConfig& input) {
 
 void parse_detect(ParamReader& reader, InputConfig& input) {
   std::optional<ParamReader> detect = companion_section(reader, "detect", input.detect, "{image: '../r/{stem}.fits'}");
-  if (detect) detect->finish();
+  if (!detect) return;
+  input.detect_weight = parse_weight(*detect, true);
+  detect->finish();
 }
 
 void check_companions(const Pipeline& pipeline, const YAML::Node& root) {
@@ -97,28 +136,15 @@ void check_companions(const Pipeline& pipeline, const YAML::Node& root) {
       throw ConfigError(yaml_location(pipeline.source, root["input"]["detect"]) + error.what());
     }
   }
-  if (!pipeline.input.weight.present()) return;
-  const std::string where = yaml_location(pipeline.source, root["input"]["weight"]) + "input.weight: ";
-  for (const auto& step : pipeline.steps) {
-    if (step->name() == "measure" && step->param_text("noise", "map") == "global") {
-      throw ConfigError(where + "a weight map gives each pixel its noise: measure's noise: global (SExtractor's "
-                                "WEIGHT_TYPE NONE) does not apply");
-    }
+  const bool dual = pipeline.input.detect.present();
+  if (pipeline.input.weight.present()) check_weight_steps(pipeline, yaml_location(pipeline.source, root["input"]["weight"]) + "input.weight: ", !dual);
+  if (pipeline.input.detect_weight.present()) {
+    check_weight_steps(pipeline, yaml_location(pipeline.source, root["input"]["detect"]["weight"]) + "input.detect.weight: ", true);
   }
-  bool mesh = false, rms_map = false;
-  for (const auto& step : pipeline.steps) {
-    if (step->name() == "background") mesh = step->param_text("method", "global") == "mesh";
-    if (step->name() == "segment") rms_map = step->param_text("relative_to", "background") == "rms_map";
-  }
-  if (!mesh) throw ConfigError(where + "a weight map is scaled against the mesh background: it needs the background step with method: mesh");
-  if (!rms_map) throw ConfigError(where + "a weight map sets the threshold per pixel: it needs the segment step with relative_to: rms_map");
 }
 
 void check_dual_image(const Pipeline& pipeline) {
   if (!pipeline.input.detect.present()) return;
-  if (pipeline.input.weight.present()) {
-    throw ConfigError("input.detect: dual-image mode with a weight map (input.weight) is not supported yet");
-  }
   for (const auto& step : pipeline.steps) {
     if (step->name() == "convolve" && step->param_text("apply_to", "detection") == "image") {
       throw ConfigError("input.detect: convolve with apply_to: image would replace the measurement image by the filtered "
@@ -133,6 +159,7 @@ void check_dual_image(const Pipeline& pipeline) {
 
 void resolve_companions(const InputConfig& input, YAML::Node input_node) {
   if (input.detect.present()) input_node["detect"]["image"] = input.detect.image.empty() ? input.detect.tree.string() : input.detect.image;
+  if (input.detect_weight.present()) input_node["detect"]["weight"] = weight_node(input.detect_weight, false);
   if (input.flags.present()) {
     input_node["flags"]["image"] = input.flags.image;
     input_node["flags"]["type"] = flag_type_name(input.flag_type);
@@ -141,14 +168,7 @@ void resolve_companions(const InputConfig& input, YAML::Node input_node) {
     input_node["mask"]["image"] = input.mask.image;
     input_node["mask"]["thresh"] = input.mask_thresh;
   }
-  if (!input.weight.present()) return;
-  YAML::Node weight;
-  weight["image"] = input.weight.map.image;
-  weight["type"] = type_name(input.weight.type);
-  if (input.weight.thresh) weight["thresh"] = *input.weight.thresh;
-  weight["rescale"] = input.weight.rescale;
-  weight["gain"] = input.weight.gain;
-  input_node["weight"] = weight;
+  if (input.weight.present()) input_node["weight"] = weight_node(input.weight, true);
 }
 
 }  // namespace imflow

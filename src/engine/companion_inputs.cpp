@@ -35,14 +35,15 @@ float variance_threshold(const WeightConfig& weight) {
 }
 }  // namespace
 
-void read_weight_map(const WeightConfig& weight, WorkItem& item, const ReadLimits& limits) {
+int64_t read_weight_map(const ItemRef& ref, const WeightConfig& weight, ImageBuffer& image, std::vector<float>& variances,
+                        const ReadLimits& limits) {
   ImageBuffer map;
-  read_companion(item.ref, weight.map, item.pixels.width(), item.pixels.height(), map, limits);
+  read_companion(ref, weight.map, image.width(), image.height(), map, limits);
   const int64_t n = map.size();
   const float threshold = variance_threshold(weight);
   const float* values = map.data();
-  float* pixels = item.pixels.data();
-  item.weight_variance.resize(static_cast<size_t>(n));
+  float* pixels = image.data();
+  variances.resize(static_cast<size_t>(n));
   int64_t bad = 0;
   for (int64_t i = 0; i < n; ++i) {
     const float v = values[i];
@@ -62,16 +63,14 @@ void read_weight_map(const WeightConfig& weight, WorkItem& item, const ReadLimit
         break;
     }
     if (!usable || variance >= threshold) {
-      item.weight_variance[i] = std::numeric_limits<float>::infinity();
+      variances[i] = std::numeric_limits<float>::infinity();
       pixels[i] = std::numeric_limits<float>::quiet_NaN();
       ++bad;
     } else {
-      item.weight_variance[i] = variance;
+      variances[i] = variance;
     }
   }
-  item.weight_rescale = weight.rescale;
-  item.weight_gain = weight.gain;
-  item.metrics["weight_bad_pixels"] = static_cast<double>(bad);
+  return bad;
 }
 
 void apply_mask(const CompanionSpec& mask, double threshold, WorkItem& item, const ReadLimits& limits) {
@@ -131,7 +130,17 @@ void read_companions(const InputConfig& input, WorkItem& item, const ReadLimits&
   }
   if (input.flags.present()) read_flag_map(input.flags, input.flag_type, item, limits);
   if (input.mask.present()) apply_mask(input.mask, input.mask_thresh, item, limits);
-  if (input.weight.present()) read_weight_map(input.weight, item, limits);
+  if (input.weight.present()) {
+    const int64_t bad = read_weight_map(item.ref, input.weight, item.pixels, item.weight_variance, limits);
+    item.weight_rescale = input.weight.rescale;
+    item.weight_gain = input.weight.gain;
+    item.metrics["weight_bad_pixels"] = static_cast<double>(bad);
+  }
+  if (item.dual_image && input.detect_weight.present()) {
+    const int64_t bad = read_weight_map(item.ref, input.detect_weight, item.detection, item.detection_weight_variance, limits);
+    item.detection_weight_rescale = input.detect_weight.rescale;
+    item.metrics["detect_weight_bad_pixels"] = static_cast<double>(bad);
+  }
 }
 
 }  // namespace imflow

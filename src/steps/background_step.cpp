@@ -1,7 +1,7 @@
 // Step `background`: kappa-sigma clipped median and std of the image (method: global, the seed
 // lesson's method), or SExtractor/SEP's mesh background with per-pixel maps (method: mesh); with
 // a weight map its RMS map comes from the map (weight_noise.hpp); in dual-image mode the
-// measurement image gets its own background too.
+// measurement image gets its own background too, and its own weight map's RMS map.
 #include <memory>
 #include <stdexcept>
 
@@ -45,14 +45,27 @@ class BackgroundStep final : public Step {
     std::shared_ptr<kernels::MeshGrid> grid;
     item.background = estimate(item.detection_image(), item.background_map, grid, item.scratch);
     item.rms_map.clear();
-    if (!item.weight_variance.empty()) {  // the noise is the weight map's
+    // The detection image's noise from its weight map: input.weight, or in dual-image mode
+    // input.detect.weight (input.weight is then the measured image's).
+    const std::vector<float>& variance = item.dual_image ? item.detection_weight_variance : item.weight_variance;
+    if (!variance.empty()) {
       if (!grid) throw std::runtime_error("a weight map needs the mesh background (method: mesh)");
-      set_noise_from_weight_map(item, mesh_params_, *grid);
+      const bool rescale = item.dual_image ? item.detection_weight_rescale : item.weight_rescale;
+      item.metrics[item.dual_image ? "detect_weight_scale" : "weight_scale"] =
+          weight_rms_map(item.detection_image().view(), variance, rescale, mesh_params_, *grid, item.rms_map,
+                         item.dual_image ? "detection weight map" : "weight map", item.warnings);
     }
     item.mesh_grid = std::move(grid);
     if (item.dual_image) {  // input.detect: the measurement image's own background, which measure subtracts
       std::shared_ptr<kernels::MeshGrid> measure_grid;
       item.measure_background = estimate(item.pixels, item.measure_background_map, measure_grid, item.scratch);
+      item.measure_rms_map.clear();
+      if (!item.weight_variance.empty()) {
+        if (!measure_grid) throw std::runtime_error("a weight map needs the mesh background (method: mesh)");
+        item.metrics["weight_scale"] = weight_rms_map(item.pixels.view(), item.weight_variance, item.weight_rescale,
+                                                      mesh_params_, *measure_grid, item.measure_rms_map, "weight map",
+                                                      item.warnings);
+      }
       item.measure_mesh_grid = std::move(measure_grid);
     }
   }
@@ -60,15 +73,20 @@ class BackgroundStep final : public Step {
 #ifdef IMFLOW_HAVE_CUDA
   bool has_cuda() const override { return true; }
   void run_cuda(WorkItem& item, GpuContext& gpu) const override {
-    if (!item.weight_variance.empty() && !mesh_)
+    if ((!item.weight_variance.empty() || !item.detection_weight_variance.empty()) && !mesh_)
       throw std::runtime_error("a weight map needs the mesh background (method: mesh)");
     if (mesh_) {
       cuda::background_mesh(gpu, mesh_params_);
-      if (!item.weight_variance.empty()) cuda::weight_noise(gpu, mesh_params_, item.weight_variance, item.weight_rescale);
+      const std::vector<float>& variance = item.dual_image ? item.detection_weight_variance : item.weight_variance;
+      if (!variance.empty()) {
+        cuda::weight_noise(gpu, mesh_params_, variance, item.dual_image ? item.detection_weight_rescale : item.weight_rescale);
+      }
     } else {
       cuda::background(gpu, kappa_, max_iters_);
     }
-    if (gpu.dual_image) cuda::measured_image_background(gpu, mesh_ ? &mesh_params_ : nullptr, kappa_, max_iters_);
+    if (!gpu.dual_image) return;
+    cuda::measured_image_background(gpu, mesh_ ? &mesh_params_ : nullptr, kappa_, max_iters_);
+    if (!item.weight_variance.empty()) cuda::measured_weight_noise(gpu, mesh_params_, item.weight_variance, item.weight_rescale);
   }
 #endif
 

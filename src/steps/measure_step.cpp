@@ -8,7 +8,7 @@
 // about it (kernels::SourceSums::finish_about), flagged kFlagDeblended. With photometry
 // parameters (measure_photometry.hpp), the catalog's photometry rows follow, on the CPU or the GPU
 // (cuda/photometry.hpp: the same per-source function); with a flag map (input.flags, CPU only),
-// each source's IMAFLAGS_ISO and NIMAFLAGS_ISO. In dual-image mode (input.detect, CPU only) the
+// each source's IMAFLAGS_ISO and NIMAFLAGS_ISO. In dual-image mode (input.detect) the
 // shapes come from the detection image and the fluxes from the measured one.
 #include <stdexcept>
 
@@ -74,7 +74,7 @@ class MeasureStep final : public Step {
  private:
   // The background measurements subtract and their noise: the item's background (the detection
   // image's: its map, its RMS map or a weight map's, or its global level), or in dual-image mode
-  // with `measured_image` the measured image's own (input.detect). With `global_noise` (noise:
+  // with `measured_image` the measured image's own (input.detect; its RMS map or input.weight's). With `global_noise` (noise:
   // global, SExtractor's WEIGHT_TYPE NONE) the mesh map is subtracted and the noise is its global RMS.
   static kernels::MeasureBackground background_of(const WorkItem& item, double gain, bool measured_image,
                                                   bool global_noise) {
@@ -83,11 +83,14 @@ class MeasureStep final : public Step {
     const bool own = measured_image && item.measure_background;
     const std::vector<float>& map = own ? item.measure_background_map : item.background_map;
     const std::optional<BackgroundStats>& stats = own ? item.measure_background : item.background;
+    // A weight map's noise: the detection image's (input.weight, or input.detect.weight), or in
+    // dual-image mode the measured image's (input.weight).
+    const std::vector<float>& rms_map = own ? item.measure_rms_map : item.rms_map;
     if (!map.empty() && static_cast<int64_t>(map.size()) == item.pixels.size()) {
       background.map = map.data();
-      if (!own && static_cast<int64_t>(item.rms_map.size()) == item.pixels.size()) {
-        background.rms_map = item.rms_map.data();
-        // A weight map's noise with input.weight.gain: SExtractor's WEIGHT_GAIN against its backsig.
+      if (static_cast<int64_t>(rms_map.size()) == item.pixels.size()) {
+        background.rms_map = rms_map.data();
+        // With input.weight.gain: SExtractor's WEIGHT_GAIN against the image's backsig.
         if (item.weight_gain && stats) background.weight_gain_rms = stats->std;
       } else if (const auto& grid = own ? item.measure_mesh_grid : item.mesh_grid) {
         background.rms_grid = grid.get();

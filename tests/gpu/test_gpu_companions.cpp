@@ -1,6 +1,6 @@
 // The CUDA engine with companion images gives the CPU's catalogs: a mask (its pixels made NaN as
 // the image is read), a flag map (IMAFLAGS_ISO from the label map the GPU sends back) and a weight
-// map (its RMS map and rescaling made on the device).
+// map (its RMS map and rescaling made on the device), in dual-image mode one per image.
 #include <algorithm>
 #include <cctype>
 #include <cmath>
@@ -282,4 +282,55 @@ TEST_CASE("dual-image mode detects on one image and measures another on the GPU 
   double sum = 0.0;
   for (size_t r = 1; r < runs.catalogs[1].size(); ++r) sum += std::stod(split_csv(runs.catalogs[1][r])[flux]);
   CHECK(sum > 0.0);
+}
+
+TEST_CASE("dual-image mode with weight maps gives the CPU's noise and catalogs on the GPU", "[gpu][companions]") {
+  test::TempDir dir("gpu_dual_weight");
+  fs::create_directories(dir / "in");
+  const uint32_t seed = gpu_test::fresh_seed("dual_weight");
+  // The detection image's noise grows from 1 to 3 across the columns, the measured band's (0.6 x
+  // the flux on a sky of 150) from 1.5 down to 0.5; each weight map knows its image's noise, at
+  // 4x (rescaling matters), with a band of columns of no exposure in the detection image's map.
+  const std::vector<double> stars = star_field(seed);
+  std::vector<double> detection(stars.size()), measured(stars.size()), detect_weight(stars.size()),
+      measured_variance(stars.size());
+  std::mt19937 rng(seed + 5);
+  std::normal_distribution<double> gauss(0.0, 1.0);
+  for (long y = 0; y < kSide; ++y)
+    for (long x = 0; x < kSide; ++x) {
+      const size_t i = static_cast<size_t>(y * kSide + x);
+      const double rising = 1.0 + 2.0 * static_cast<double>(x) / kSide, falling = 1.5 - static_cast<double>(x) / kSide;
+      detection[i] = stars[i] + std::sqrt(rising * rising - 1.0) * gauss(rng);
+      measured[i] = 150.0 + 0.6 * (stars[i] - 100.0) + falling * gauss(rng);
+      detect_weight[i] = x >= 120 && x < 126 ? 0.0 : 1.0 / (4.0 * rising * rising);
+      measured_variance[i] = 4.0 * (0.36 + falling * falling);
+    }
+  test::write_fits(dir / "in" / "m.fits", -32, {kSide, kSide}, measured);
+  test::write_fits(dir / "in" / "m.det.fits", -32, {kSide, kSide}, detection);
+  test::write_fits(dir / "in" / "m.det.weight.fits", -32, {kSide, kSide}, detect_weight);
+  test::write_fits(dir / "in" / "m.var.fits", -32, {kSide, kSide}, measured_variance);
+  const std::string detect_weight_key = ", weight: {image: '{stem}.det.weight.fits', type: map_weight}";
+  const std::string measured_weight_key = ", weight: {image: '{stem}.var.fits', type: map_var}";
+  const auto [both, detect_only] = GENERATE(table<bool, bool>({{true, false}, {false, true}, {false, false}}));
+  const bool detect_has = both || detect_only, measured_has = both || !detect_only;
+  const std::string input = "{patterns: ['m.fits'], detect: {image: '{stem}.det.fits'" +
+                            (detect_has ? detect_weight_key : std::string()) + "}" +
+                            (measured_has ? measured_weight_key : std::string()) + "}";
+  const std::string steps =
+      "[{background: {method: mesh, size: 40}}, {segment: {nsigma: 1.5, relative_to: rms_map, compare: float32}}, "
+      "{label: {connectivity: 8}}, {deblend: {minarea: 5}}, "
+      "{measure: {gain: 2, auto: {kron_fact: 2.5, min_radius: 3.5}, apertures: [6], windowed: true}}]";
+  INFO(input);
+  const DeviceRuns runs = run_on_both(companion_pipeline(dir / "in", input, steps), dir.path(), "m.cat.csv");
+  for (const char* metric : {"weight_scale", "detect_weight_scale"}) {
+    const bool expected = std::string(metric) == "weight_scale" ? measured_has : detect_has;
+    CHECK(runs.records[0]["metrics"].contains(metric) == expected);
+    CHECK(runs.records[1]["metrics"].contains(metric) == expected);
+    if (!expected) continue;
+    const double scale = runs.records[0]["metrics"][metric].get<double>();
+    CHECK(scale > 0.4);  // the maps say twice the noise: the factor is about 1/2
+    CHECK(scale < 0.6);
+    CHECK(runs.records[1]["metrics"][metric].get<double>() == Approx(scale).epsilon(1e-6));
+  }
+  require_same_catalogs(runs);
 }

@@ -184,10 +184,35 @@ const ConvolveWeights& cached_weights(GpuContext& gpu, const float* host_kernel,
   return *gpu.convolve_weights.back();
 }
 
+// Elementwise: out = in - (back ? back[i] : float(results->median)), the float32 pixel less its
+// background as the CPU's convolve subtracts it before filtering.
+__global__ void subtract_background_kernel(const float* __restrict__ in, const float* __restrict__ back,
+                                           const DeviceResults* results, int64_t n, float* __restrict__ out) {
+  const float level = back != nullptr ? 0.0f : static_cast<float>(results->median);
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    out[i] = in[i] - (back != nullptr ? back[i] : level);
+  }
+}
+
+// The filter's source (`source`), or with `subtract` a copy of it less the detection image's
+// background (the mesh map, or the global median) in gpu.filter_input.
+const float* filter_source(GpuContext& gpu, const float* source, bool subtract) {
+  if (!subtract) return source;
+  if (!gpu.has_background) throw std::logic_error("cuda::convolve: no background to subtract before filtering");
+  const int64_t n = gpu.size();
+  gpu.filter_input.reserve(static_cast<size_t>(n) + 4);
+  const float* back = gpu.has_background_maps ? gpu.mesh_background->back_map.data() : nullptr;
+  subtract_background_kernel<<<detail::blocks_for(n, 256, 8192), 256, 0, gpu.stream>>>(source, back, gpu.results.data(), n,
+                                                                                      gpu.filter_input.data());
+  IMFLOW_CUDA_CHECK_LAUNCH();
+  return gpu.filter_input.data();
+}
+
 }  // namespace
 
 void convolve(GpuContext& gpu, const float* host_kernel, int kw, int kh, kernels::ConvolveMode mode,
-              bool to_detection, bool allow_separable) {
+              bool to_detection, bool allow_separable, bool subtract_background) {
   if (kw < 1 || kh < 1 || host_kernel == nullptr) throw std::invalid_argument("cuda::convolve: empty kernel");
   if (to_detection && mode != kernels::ConvolveMode::same)
     throw std::invalid_argument("cuda::convolve: a detection image needs mode 'same'");
@@ -196,7 +221,7 @@ void convolve(GpuContext& gpu, const float* host_kernel, int kw, int kh, kernels
   ConvArgs c{};
   // The CPU's source (item.detection_image()): a detection image made or uploaded before, else the image.
   const bool from_detection = gpu.has_detection;
-  c.in = from_detection ? gpu.detection.data() : gpu.image.data();
+  c.in = filter_source(gpu, from_detection ? gpu.detection.data() : gpu.image.data(), subtract_background);
   c.in_w = gpu.width;
   c.in_h = gpu.height;
   c.out_w = kernels::convolved_width(gpu.width, kw, mode);
@@ -265,13 +290,13 @@ void convolve(GpuContext& gpu, const float* host_kernel, int kw, int kh, kernels
   }
 }
 
-void convolve_sep(GpuContext& gpu, const kernels::SepFilterKernel& kernel, bool to_detection) {
+void convolve_sep(GpuContext& gpu, const kernels::SepFilterKernel& kernel, bool to_detection, bool subtract_background) {
   DeviceGuard guard(gpu.device);
   const int kw = static_cast<int>(kernel.width), kh = static_cast<int>(kernel.height);
   const ConvolveWeights& weights = cached_weights(gpu, kernel.values.data(), kw, kh);
   const size_t n = static_cast<size_t>(gpu.size());
   gpu.image_spare.reserve(n + 4);
-  const float* source = gpu.has_detection ? gpu.detection.data() : gpu.image.data();
+  const float* source = filter_source(gpu, gpu.has_detection ? gpu.detection.data() : gpu.image.data(), subtract_background);
   sep_convolve(source, gpu.width, gpu.height, {weights.device.data(), kernel.width, kernel.height},
                gpu.image_spare.data(), gpu.stream);
   if (to_detection) {

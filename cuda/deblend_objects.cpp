@@ -32,7 +32,7 @@ void deblend_objects(GpuContext& gpu, const SegmentThreshold& how, const kernels
                                          : (gpu.has_detection ? gpu.image.data() : nullptr);
   if (measured != nullptr) {
     state.measurement.reserve(n + 1);
-    sep_detection_values(gpu, how, measured, state.measurement.data(), nullptr, state.threshold.data());
+    sep_detection_values(gpu, how.unfiltered(), measured, state.measurement.data(), nullptr, state.threshold.data());
     input.measurement = state.measurement.data();
   }
   input.threshold_map = how.rms_map ? state.thresholds.data() : nullptr;

@@ -111,6 +111,7 @@ struct GpuContext {
   // Device buffers (grow-only).
   cuda::DeviceBuffer<float> image;       // the uploaded pixels (or what a GPU step made of them)
   cuda::DeviceBuffer<float> image_spare; // output of a size-changing step, swapped with `image`
+  cuda::DeviceBuffer<float> filter_input; // convolve after the background: the image less it, filtered into detection
   cuda::DeviceBuffer<float> detection;   // filtered image, valid when has_detection
   cuda::DeviceBuffer<uint8_t> mask;
   cuda::DeviceBuffer<int32_t> labels;

@@ -42,7 +42,7 @@ __global__ void __launch_bounds__(kThreads)
   if (blockIdx.x == 0 && threadIdx.x == 0) results->threshold = threshold;
 }
 
-// Against the mesh maps: p - back[i] > nsigma * (rms ? rms[i] : globalrms), in float64.
+// Against the mesh maps: p - back[i] > nsigma * (rms ? rms[i] : globalrms), in float64 (back null: 0).
 __global__ void __launch_bounds__(kThreads)
     threshold_local_kernel(const float* __restrict__ image, const float* __restrict__ back,
                            const float* __restrict__ rms, int64_t n, double nsigma, uint8_t* __restrict__ mask,
@@ -55,7 +55,8 @@ __global__ void __launch_bounds__(kThreads)
        i += static_cast<int64_t>(gridDim.x) * kThreads) {
     const float v = image[i];
     const double threshold = rms != nullptr ? nsigma * static_cast<double>(rms[i]) : global_threshold;
-    const bool on = isfinite(v) && static_cast<double>(v) - static_cast<double>(back[i]) > threshold;
+    const double level = back != nullptr ? static_cast<double>(back[i]) : 0.0;
+    const bool on = isfinite(v) && static_cast<double>(v) - level > threshold;
     mask[i] = on ? 1 : 0;
     count += on;
   }
@@ -70,7 +71,8 @@ void segment(GpuContext& gpu, double nsigma, bool relative_to_zero) {
   segment(gpu, nsigma, relative_to_zero ? Threshold::zero : Threshold::background);
 }
 
-void segment(GpuContext& gpu, double nsigma, Threshold relative_to) {
+void segment(GpuContext& gpu, double nsigma, Threshold relative_to, bool detection_subtracted) {
+  if (detection_subtracted && relative_to == Threshold::background) relative_to = Threshold::zero;
   if (!gpu.has_background) throw std::logic_error("cuda::segment: the background step has not run on the GPU");
   if (relative_to == Threshold::rms_map && !gpu.has_background_maps)
     throw std::runtime_error("segment: relative_to: rms_map needs the background step's method: mesh");
@@ -83,7 +85,8 @@ void segment(GpuContext& gpu, double nsigma, Threshold relative_to) {
     const MeshBackgroundState& maps = *gpu.mesh_background;
     const int blocks = detail::blocks_for(n, kThreads, static_cast<int64_t>(gpu.sm_count) * 16);
     threshold_local_kernel<<<blocks, kThreads, 0, gpu.stream>>>(
-        source, maps.back_map.data(), relative_to == Threshold::rms_map ? maps.rms_map.data() : nullptr, n, nsigma,
+        source, detection_subtracted ? nullptr : maps.back_map.data(),
+        relative_to == Threshold::rms_map ? maps.rms_map.data() : nullptr, n, nsigma,
         gpu.mask.data(), gpu.results.data());
   } else {
     const int blocks = detail::blocks_for(n / 4 + 1, kThreads, static_cast<int64_t>(gpu.sm_count) * 16);

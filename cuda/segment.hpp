@@ -13,7 +13,9 @@ enum class Threshold { background, zero, rms_map };
 // zero: p > nsigma * globalrms; results.threshold = nsigma * globalrms for the first two.
 // On the detection image when there is one, else the image. Writes results.threshold and
 // results.mask_pixels. rms_map without the mesh maps throws std::runtime_error.
-void segment(GpuContext& gpu, double nsigma, Threshold relative_to);
+// detection_subtracted (a convolve subtracted the background before filtering): no background is
+// subtracted, background compares as zero, rms_map as p > nsigma * rms(x,y).
+void segment(GpuContext& gpu, double nsigma, Threshold relative_to, bool detection_subtracted = false);
 
 // The global-background form: relative_to_zero ? Threshold::zero : Threshold::background.
 void segment(GpuContext& gpu, double nsigma, bool relative_to_zero);

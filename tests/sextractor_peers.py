@@ -26,6 +26,21 @@ def sextractor(work, image, catalog, columns, *options):
     return Table.read(catalog, hdu=2)
 
 
+def pair_by_box(ours, theirs, distance=None):
+    """Indices (i ours, j theirs) of the LDAC rows with the same bounding box (XMIN_IMAGE..YMAX_IMAGE)
+    and, with `distance`, X_IMAGE, Y_IMAGE within that many pixels."""
+    box = ("XMIN_IMAGE", "YMIN_IMAGE", "XMAX_IMAGE", "YMAX_IMAGE")
+    key = {tuple(int(row[k]) for k in box): j for j, row in enumerate(theirs)}
+    pairs = []
+    for i, row in enumerate(ours):
+        j = key.get(tuple(int(row[k]) for k in box))
+        if j is None:
+            continue
+        if distance is None or np.hypot(row["X_IMAGE"] - theirs[j]["X_IMAGE"], row["Y_IMAGE"] - theirs[j]["Y_IMAGE"]) < distance:
+            pairs.append((i, j))
+    return np.array(pairs, int).reshape(-1, 2)
+
+
 def sky_sigma(data):
     """The pixel-to-pixel noise of an image, free of the sources' structure."""
     step = np.diff(data, axis=1).ravel() / np.sqrt(2.0)

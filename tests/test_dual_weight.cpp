@@ -17,7 +17,7 @@ using namespace imflow;
 namespace fs = std::filesystem;
 
 namespace {
-constexpr int kSide = 128;
+constexpr int kDualSide = 128;
 constexpr const char* kDualWeightSteps =
     "steps:\n"
     "  - background: {method: mesh, size: 32}\n"
@@ -26,12 +26,12 @@ constexpr const char* kDualWeightSteps =
     "  - measure: {gain: 0, apertures: [6]}\n";
 
 // A weight map of relative inverse variance `weight` (1% wobble), none in the block [40, 60)^2.
-std::vector<double> weight_map(double weight) {
+std::vector<double> dual_weight_map(double weight) {
   std::mt19937 rng(9);
   std::uniform_real_distribution<double> wobble(0.99, 1.01);
-  std::vector<double> map(kSide * kSide);
-  for (int y = 0; y < kSide; ++y)
-    for (int x = 0; x < kSide; ++x) map[y * kSide + x] = x >= 40 && x < 60 && y >= 40 && y < 60 ? 0.0 : weight * wobble(rng);
+  std::vector<double> map(kDualSide * kDualSide);
+  for (int y = 0; y < kDualSide; ++y)
+    for (int x = 0; x < kDualSide; ++x) map[y * kDualSide + x] = x >= 40 && x < 60 && y >= 40 && y < 60 ? 0.0 : weight * wobble(rng);
   return map;
 }
 
@@ -41,7 +41,7 @@ struct DualRun {
 };
 
 // `input` (YAML) over in/f.fits with the steps above; the catalog's rows and the item's metrics.
-DualRun run_input(const fs::path& dir, const std::string& name, const std::string& input) {
+DualRun run_dual_input(const fs::path& dir, const std::string& name, const std::string& input) {
   Pipeline pipeline = test::pipeline_from("device: cpu\noutput: {formats: [csv]}\ninput: " + input + "\n" + kDualWeightSteps);
   pipeline.input.dir = dir / "in";
   pipeline.output.dir = dir / name;
@@ -51,7 +51,7 @@ DualRun run_input(const fs::path& dir, const std::string& name, const std::strin
   return {test::csv_rows(dir / name / "f.cat.csv"), summary.to_json()["items"][0]["metrics"]};
 }
 
-double number(const std::map<std::string, std::string>& row, const char* column) { return std::stod(row.at(column)); }
+double dual_column(const std::map<std::string, std::string>& row, const char* column) { return std::stod(row.at(column)); }
 }  // namespace
 
 TEST_CASE("dual-image weight maps: the detection image's sets the threshold, the measured image's the errors",
@@ -61,18 +61,18 @@ TEST_CASE("dual-image weight maps: the detection image's sets the threshold, the
   fs::create_directories(dir / "alone" / "in");
   // The detection image (noise 5 on 100) and a measured band 3x as bright and as noisy; one weight
   // map, 16x 1/sigma^2 of the detection image, given for both images as SExtractor's two names.
-  const std::vector<double> field = test::star_field(kSide, kSide, 3, 12);
+  const std::vector<double> field = test::star_field(kDualSide, kDualSide, 3, 12);
   std::vector<double> band(field.size());
   for (size_t i = 0; i < field.size(); ++i) band[i] = 3.0 * field[i];
-  const std::vector<double> weight = weight_map(16.0 / 25.0);
-  test::write_fits(dir / "in" / "f.fits", -32, {kSide, kSide}, band);
-  test::write_fits(dir / "in" / "f.det.fits", -32, {kSide, kSide}, field);
-  test::write_fits(dir / "in" / "f.weight.fits", -32, {kSide, kSide}, weight);
-  test::write_fits(dir / "alone" / "in" / "f.fits", -32, {kSide, kSide}, field);
-  test::write_fits(dir / "alone" / "in" / "f.weight.fits", -32, {kSide, kSide}, weight);
+  const std::vector<double> weight = dual_weight_map(16.0 / 25.0);
+  test::write_fits(dir / "in" / "f.fits", -32, {kDualSide, kDualSide}, band);
+  test::write_fits(dir / "in" / "f.det.fits", -32, {kDualSide, kDualSide}, field);
+  test::write_fits(dir / "in" / "f.weight.fits", -32, {kDualSide, kDualSide}, weight);
+  test::write_fits(dir / "alone" / "in" / "f.fits", -32, {kDualSide, kDualSide}, field);
+  test::write_fits(dir / "alone" / "in" / "f.weight.fits", -32, {kDualSide, kDualSide}, weight);
   const std::string map = "{image: '{stem}.weight.fits', type: map_weight}";
-  const DualRun alone = run_input(dir / "alone", "out", "{patterns: ['f.fits'], weight: " + map + "}");
-  const DualRun dual = run_input(dir.path(), "dual", "{patterns: ['f.fits'], weight: " + map +
+  const DualRun alone = run_dual_input(dir / "alone", "out", "{patterns: ['f.fits'], weight: " + map + "}");
+  const DualRun dual = run_dual_input(dir.path(), "dual", "{patterns: ['f.fits'], weight: " + map +
                                                          ", detect: {image: '{stem}.det.fits', weight: " + map + "}}");
   // Each map rescaled against its own image: the detection image's factor is the single image's
   // (about 4), the measured band's 3x that.
@@ -90,9 +90,9 @@ TEST_CASE("dual-image weight maps: the detection image's sets the threshold, the
   for (size_t r = 0; r < dual.rows.size(); ++r) {
     INFO("row " << r);
     for (const char* column : {"x", "y", "npix", "a", "b", "errx2"}) CHECK(dual.rows[r].at(column) == alone.rows[r].at(column));
-    CHECK(number(dual.rows[r], "flux_iso") == Approx(3.0 * number(alone.rows[r], "flux_iso")).epsilon(0.02));
+    CHECK(dual_column(dual.rows[r], "flux_iso") == Approx(3.0 * dual_column(alone.rows[r], "flux_iso")).epsilon(0.02));
     for (const char* error : {"flux_iso_err", "flux_aper_err_6"}) {
-      CHECK(number(dual.rows[r], error) == Approx(number(alone.rows[r], error) * measured_scale / single_scale).epsilon(1e-6));
+      CHECK(dual_column(dual.rows[r], error) == Approx(dual_column(alone.rows[r], error) * measured_scale / single_scale).epsilon(1e-6));
     }
   }
 }
@@ -102,22 +102,22 @@ TEST_CASE("dual-image mode with the measured image's weight map only (BACKGROUND
   fs::create_directories(dir / "in");
   // A measured band of uniform noise 15 whose weight map says 4x the variance in its last quarter
   // of columns: rescaled by the other three quarters' meshes, its errors there are twice the rest.
-  const std::vector<double> field = test::star_field(kSide, kSide, 11, 16);
+  const std::vector<double> field = test::star_field(kDualSide, kDualSide, 11, 16);
   std::vector<double> band(field.size()), weight(field.size());
   std::mt19937 rng(4);
   std::normal_distribution<double> noise(0.0, 15.0);
-  for (int y = 0; y < kSide; ++y)
-    for (int x = 0; x < kSide; ++x) {
-      const size_t i = static_cast<size_t>(y * kSide + x);
+  for (int y = 0; y < kDualSide; ++y)
+    for (int x = 0; x < kDualSide; ++x) {
+      const size_t i = static_cast<size_t>(y * kDualSide + x);
       band[i] = 500.0 + 2.0 * (field[i] - 100.0) + noise(rng);
       weight[i] = x >= 96 ? 0.25 : 1.0;
     }
-  test::write_fits(dir / "in" / "f.fits", -32, {kSide, kSide}, band);
-  test::write_fits(dir / "in" / "f.det.fits", -32, {kSide, kSide}, field);
-  test::write_fits(dir / "in" / "f.weight.fits", -32, {kSide, kSide}, weight);
+  test::write_fits(dir / "in" / "f.fits", -32, {kDualSide, kDualSide}, band);
+  test::write_fits(dir / "in" / "f.det.fits", -32, {kDualSide, kDualSide}, field);
+  test::write_fits(dir / "in" / "f.weight.fits", -32, {kDualSide, kDualSide}, weight);
   const std::string detect = "{patterns: ['f.fits'], detect: {image: '{stem}.det.fits'}";
-  const DualRun plain = run_input(dir.path(), "plain", detect + "}");
-  const DualRun weighted = run_input(dir.path(), "weighted", detect + ", weight: {image: '{stem}.weight.fits', type: map_weight}}");
+  const DualRun plain = run_dual_input(dir.path(), "plain", detect + "}");
+  const DualRun weighted = run_dual_input(dir.path(), "weighted", detect + ", weight: {image: '{stem}.weight.fits', type: map_weight}}");
   CHECK(weighted.metrics["weight_scale"].get<double>() == Approx(std::sqrt(15.0 * 15.0 + 4.0 * 25.0)).epsilon(0.05));
   CHECK_FALSE(weighted.metrics.contains("detect_weight_scale"));
   REQUIRE(weighted.rows.size() == plain.rows.size());  // detected as without the map
@@ -128,11 +128,11 @@ TEST_CASE("dual-image mode with the measured image's weight map only (BACKGROUND
     INFO("row " << r);
     CHECK(weighted.rows[r].at("npix") == plain.rows[r].at("npix"));
     CHECK(weighted.rows[r].at("flux_iso") == plain.rows[r].at("flux_iso"));
-    const bool in_right = number(weighted.rows[r], "xmin") >= 96;
+    const bool in_right = dual_column(weighted.rows[r], "xmin") >= 96;
     right += in_right ? 1 : 0;
-    const double expected = (in_right ? 2.0 : 1.0) * sigma * std::sqrt(number(weighted.rows[r], "npix"));
-    if (number(weighted.rows[r], "xmin") >= 96 || number(weighted.rows[r], "xmax") < 96) {
-      CHECK(number(weighted.rows[r], "flux_iso_err") == Approx(expected).epsilon(1e-5));
+    const double expected = (in_right ? 2.0 : 1.0) * sigma * std::sqrt(dual_column(weighted.rows[r], "npix"));
+    if (dual_column(weighted.rows[r], "xmin") >= 96 || dual_column(weighted.rows[r], "xmax") < 96) {
+      CHECK(dual_column(weighted.rows[r], "flux_iso_err") == Approx(expected).epsilon(1e-5));
     }
   }
   CHECK(right >= 1);

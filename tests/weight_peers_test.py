@@ -32,7 +32,7 @@ import sep
 from astropy.io import fits
 from astropy.table import Table
 
-from sextractor_peers import modelled_weights, sextractor
+from sextractor_peers import modelled_weights, pair_by_box, sextractor
 
 imflow, src = sys.argv[1], sys.argv[2]
 sep.set_extract_pixstack(10**7)
@@ -96,19 +96,6 @@ def run_sextractor(image, catalog, *options, columns=PARAMS):
                       "-BACK_SIZE", "32", "-BACK_FILTERSIZE", "3", "-INTERP_TYPE", "NONE", "-GAIN", "0", *options)
 
 
-def pair(ours, theirs, distance=0.01):
-    """Indices (i ours, j theirs) of the objects with the same bounding box and centroids within `distance` px."""
-    key = {}
-    for j, row in enumerate(theirs):
-        key[tuple(int(row[k]) for k in ("XMIN_IMAGE", "YMIN_IMAGE", "XMAX_IMAGE", "YMAX_IMAGE"))] = j
-    pairs = []
-    for i, row in enumerate(ours):
-        j = key.get(tuple(int(row[k]) for k in ("XMIN_IMAGE", "YMIN_IMAGE", "XMAX_IMAGE", "YMAX_IMAGE")))
-        if j is not None and np.hypot(row["X_IMAGE"] - theirs[j]["X_IMAGE"], row["Y_IMAGE"] - theirs[j]["Y_IMAGE"]) < distance:
-            pairs.append((i, j))
-    return np.array(pairs, int).reshape(-1, 2)
-
-
 def relative(a, b, scale=None):
     a, b = np.asarray(a, float), np.asarray(b, float)
     return np.abs(a - b) / np.maximum(np.abs(b) if scale is None else scale, 1e-300)
@@ -134,7 +121,7 @@ def paired(label, out, stem, theirs):
     """imflow's LDAC rows and SExtractor's, paired, and what was paired of how many (None when under 99%
     of either side pair up)."""
     ours = Table.read(os.path.join(out, stem + ".ldac"), hdu=2)
-    pairs = pair(ours, theirs)
+    pairs = pair_by_box(ours, theirs, 0.01)
     matched = len(pairs) / max(len(theirs), 1), len(pairs) / max(len(ours), 1)
     if len(theirs) < 20 or min(matched) < 0.99:
         problems.append(f"{label}: {len(pairs)} objects matched of imflow's {len(ours)} and SExtractor's {len(theirs)}")

@@ -31,8 +31,16 @@ struct DeblendResult;  // the deblending's objects (include/imflow/kernels/deble
 struct SegmentThreshold {
   double nsigma = 0.0;
   bool subtract_background = true;
+  bool detection_subtracted = false;  // a convolve subtracted it before filtering (subtract_background false)
   bool rms_map = false;
   bool float32 = false;
+  // How the unfiltered image's values are made (deblend's measurement values): less the background,
+  // also where a convolve subtracted it from the detection image before filtering.
+  SegmentThreshold unfiltered() const {
+    SegmentThreshold how = *this;
+    how.subtract_background = subtract_background || detection_subtracted;
+    return how;
+  }
 };
 
 // Where an item comes from: a file, and inside it an HDU and a plane of a cube.
@@ -90,6 +98,10 @@ struct WorkItem {
   std::vector<std::string> fits_header;
   // The image segmentation runs on when a step filtered it (e.g. convolve); empty means `pixels`.
   ImageBuffer detection;
+  // Set by `convolve` (apply_to: detection) after the background step: `detection` is the filtered
+  // image less its background (SExtractor's FILTER Y, sep.extract's filter of data - bkg), so
+  // `segment` and `deblend` subtract no background from it.
+  bool detection_subtracted = false;
   int64_t input_bytes = 0;  // bytes of pixel data as stored in the file
 
   // Results of the astronomy steps, set by the steps that compute them.
@@ -167,6 +179,7 @@ struct WorkItem {
     pixels_big_endian = false;
     fits_header.clear();
     detection.resize(0, 0);
+    detection_subtracted = false;
     input_bytes = 0;
     background.reset();
     background_map.clear();

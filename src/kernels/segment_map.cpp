@@ -17,7 +17,7 @@ namespace imflow::kernels {
 
 namespace {
 // mask[x] = finite(p) && (double)p - (double)back[x] > nsigma * (double)rms[x] (rms != nullptr),
-// or > threshold; returns the pixels set. SSE2 does four pixels a step with the same float64
+// or > threshold (back null: 0); returns the pixels set. SSE2 does four pixels a step with the same float64
 // operations (NaN compares false there as here).
 int64_t threshold_row(const float* pixels, const float* back, const float* rms, double nsigma, double threshold,
                       int64_t width, uint8_t* mask) {
@@ -29,7 +29,7 @@ int64_t threshold_row(const float* pixels, const float* back, const float* rms, 
   const __m128i one = _mm_set1_epi8(1);
   constexpr int kBitsSet[16] = {0, 1, 1, 2, 1, 2, 2, 3, 1, 2, 2, 3, 2, 3, 3, 4};  // of a 4-bit movemask
   for (; x + 4 <= width; x += 4) {
-    const __m128 p = _mm_loadu_ps(pixels + x), b = _mm_loadu_ps(back + x);
+    const __m128 p = _mm_loadu_ps(pixels + x), b = back != nullptr ? _mm_loadu_ps(back + x) : _mm_setzero_ps();
     const __m128 finite = _mm_cmple_ps(_mm_and_ps(p, no_sign), largest);
     const __m128d diff_lo = _mm_sub_pd(_mm_cvtps_pd(p), _mm_cvtps_pd(b));
     const __m128d diff_hi = _mm_sub_pd(_mm_cvtps_pd(_mm_movehl_ps(p, p)), _mm_cvtps_pd(_mm_movehl_ps(b, b)));
@@ -53,7 +53,8 @@ int64_t threshold_row(const float* pixels, const float* back, const float* rms, 
   for (; x < width; ++x) {
     const float value = pixels[x];
     const double limit = rms != nullptr ? nsigma * static_cast<double>(rms[x]) : threshold;
-    const bool on = std::isfinite(value) && static_cast<double>(value) - static_cast<double>(back[x]) > limit;
+    const double level = back != nullptr ? static_cast<double>(back[x]) : 0.0;
+    const bool on = std::isfinite(value) && static_cast<double>(value) - level > limit;
     mask[x] = on ? 1 : 0;
     count += on;
   }
@@ -67,7 +68,7 @@ int64_t threshold_mask_local(ConstImageView image, const float* back, const floa
   const double global_threshold = nsigma * global_rms;
   for (int64_t y = 0; y < image.height; ++y) {
     const int64_t row = y * image.width;
-    count += threshold_row(image.data + row, back + row, rms != nullptr ? rms + row : nullptr, nsigma,
+    count += threshold_row(image.data + row, back != nullptr ? back + row : nullptr, rms != nullptr ? rms + row : nullptr, nsigma,
                            global_threshold, image.width, mask + row);
   }
   return count;
@@ -81,7 +82,8 @@ int64_t threshold_mask_mesh_rms(ConstImageView image, const float* back, const M
   for (int64_t y = 0; y < image.height; ++y) {
     const int64_t row = y * image.width;
     rows.rms(y, rms.data());
-    count += threshold_row(image.data + row, back + row, rms.data(), nsigma, 0.0, image.width, mask + row);
+    count += threshold_row(image.data + row, back != nullptr ? back + row : nullptr, rms.data(), nsigma, 0.0, image.width,
+                           mask + row);
   }
   return count;
 }

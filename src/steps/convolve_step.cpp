@@ -1,7 +1,8 @@
 // Step `convolve`: 2-D convolution with a Gaussian (size, sigma), the seed lesson's 15x15
 // kernel, or an explicit kernel; `apply_to: detection` filters the image segmentation uses,
 // `apply_to: image` replaces the pixels (the only choice for mode full, which grows the image);
-// `arithmetic: sep` filters as sep.extract does (kernels::sep_convolve, cuda::convolve_sep).
+// `arithmetic: sep` filters as sep.extract does (kernels::sep_convolve, cuda::convolve_sep). After
+// the background step a detection filter reads the image less its background (FILTER Y).
 #include <algorithm>
 #include <cmath>
 
@@ -52,7 +53,9 @@ class ConvolveStep final : public Step {
   }
 
   void run_cpu(WorkItem& item) const override {
-    const ImageBuffer& source = item.detection_image();
+    const bool subtract = subtracts_background(item);
+    const ImageBuffer subtracted = subtract ? less_background(item) : ImageBuffer{};
+    const ImageBuffer& source = subtract ? subtracted : item.detection_image();
     ImageBuffer result;
     result.resize(kernels::convolved_width(source.width(), kernel_.width(), mode_),
                   kernels::convolved_height(source.height(), kernel_.height(), mode_));
@@ -64,6 +67,7 @@ class ConvolveStep final : public Step {
     if (to_detection_) {
       if (item.dual_image && item.detection_as_read.empty()) item.detection_as_read = std::move(item.detection);
       item.detection = std::move(result);
+      item.detection_subtracted = item.detection_subtracted || subtract;
     } else {
       item.pixels = std::move(result);
       item.detection.resize(0, 0);
@@ -72,17 +76,41 @@ class ConvolveStep final : public Step {
 
 #ifdef IMFLOW_HAVE_CUDA
   bool has_cuda() const override { return true; }
-  void run_cuda(WorkItem&, GpuContext& gpu) const override {
+  void run_cuda(WorkItem& item, GpuContext& gpu) const override {
+    const bool subtract = subtracts_background(item);
     if (sep_) {
-      cuda::convolve_sep(gpu, sep_kernel_, to_detection_);
-      return;
+      cuda::convolve_sep(gpu, sep_kernel_, to_detection_, subtract);
+    } else {
+      cuda::convolve(gpu, kernel_.data(), static_cast<int>(kernel_.width()), static_cast<int>(kernel_.height()), mode_,
+                     to_detection_, true, subtract);
     }
-    cuda::convolve(gpu, kernel_.data(), static_cast<int>(kernel_.width()), static_cast<int>(kernel_.height()), mode_,
-                   to_detection_);
+    if (to_detection_) item.detection_subtracted = item.detection_subtracted || subtract;
   }
 #endif
 
  private:
+  // A detection filter after the background step filters the image less its background, as
+  // SExtractor's FILTER Y and sep.extract(data - bkg, filter_kernel=...) do: the background and
+  // its RMS are the unfiltered image's, and zero padding adds nothing at the borders. Not again
+  // on a detection image already less its background.
+  bool subtracts_background(const WorkItem& item) const {
+    return to_detection_ && item.background.has_value() && !item.detection_subtracted;
+  }
+
+  // The detection image less its background in float32 (the mesh map, or the global median).
+  static ImageBuffer less_background(const WorkItem& item) {
+    const ImageBuffer& image = item.detection_image();
+    const int64_t n = image.size();
+    const bool map = static_cast<int64_t>(item.background_map.size()) == n;
+    const auto level = static_cast<float>(item.background->median);
+    ImageBuffer out;
+    out.resize(image.width(), image.height());
+    const float* in = image.data();
+    float* values = out.data();
+    for (int64_t i = 0; i < n; ++i) values[i] = in[i] - (map ? item.background_map[static_cast<size_t>(i)] : level);
+    return out;
+  }
+
   void read_explicit_kernel(const YAML::Node& rows, ParamReader& params) {
     const size_t height = rows.size();
     const size_t width = height > 0 && rows[0].IsSequence() ? rows[0].size() : 0;

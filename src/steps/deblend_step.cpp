@@ -77,9 +77,10 @@ class DeblendStep final : public Step {
     // measured on it before any filter.
     const ImageBuffer* measured = item.dual_image ? (item.detection_as_read.empty() ? nullptr : &item.detection_as_read)
                                                   : (item.detection.empty() ? nullptr : &item.pixels);
-    if (measured != nullptr) {
+    if (measured != nullptr) {  // less its background, also when the filter subtracted it from the detection image
       measurement.resize(n);
-      kernels::sep_detection_values(measured->view(), how, measurement.data(), nullptr);
+      kernels::sep_detection_values(measured->view(), sep_detection_of(item, item.segment_threshold->unfiltered()),
+                                    measurement.data(), nullptr);
     }
     kernels::DeblendInput input;
     input.detection = {values.data(), width, height};

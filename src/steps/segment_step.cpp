@@ -1,6 +1,7 @@
 // Step `segment`: mask of the pixels above median + nsigma * std (or nsigma * std, the lesson's
 // `data > 5 * std`, with relative_to: zero). After the mesh background: pixel - back(x,y) above
-// nsigma * globalrms (relative_to: background) or nsigma * rms(x,y) (relative_to: rms_map).
+// nsigma * globalrms (relative_to: background) or nsigma * rms(x,y) (relative_to: rms_map); after a
+// convolve that subtracted the background (WorkItem::detection_subtracted), pixel above the same.
 // compare: float64 (the default) compares in float64; float32 in SEP's arithmetic (value
 // pixel - background in float32 against the float32 product nsigma x rms), which `deblend` needs;
 // both on the CPU and the GPU, with the same masks.
@@ -58,28 +59,28 @@ class SegmentStep final : public Step {
       throw std::runtime_error("segment: relative_to: rms_map needs the background step's method: mesh");
     reserve_huge_pages(item.mask, static_cast<size_t>(image.size()));
     item.mask.resize(static_cast<size_t>(image.size()));
-    const SegmentThreshold how = threshold_setting();
+    const SegmentThreshold how = threshold_setting(item);
     item.segment_threshold = how;
     if (float32_) {
-      item.threshold = (maps || relative_to_ == RelativeTo::zero ? 0.0 : stats.median) + nsigma_ * stats.std;
+      item.threshold = (maps || !how.subtract_background ? 0.0 : stats.median) + nsigma_ * stats.std;
       kernels::sep_threshold_mask(image.view(), sep_detection_of(item, how), item.mask.data());
       return;
     }
     if (maps && relative_to_ != RelativeTo::zero) {
-      // The threshold above the local background; per pixel with rms_map (reported with the global rms).
+      // The threshold above the local background (none left to subtract after a convolve that
+      // subtracted it); per pixel with rms_map (reported with the global rms).
       item.threshold = nsigma_ * stats.std;
+      const float* back = how.subtract_background ? item.background_map.data() : nullptr;
       if (relative_to_ == RelativeTo::rms_map && item.rms_map.empty()) {  // the CPU mesh background's grid
         if (!item.mesh_grid) throw std::runtime_error("segment: relative_to: rms_map found no RMS map or mesh grid");
-        kernels::threshold_mask_mesh_rms(image.view(), item.background_map.data(), *item.mesh_grid, nsigma_,
-                                         item.mask.data());
+        kernels::threshold_mask_mesh_rms(image.view(), back, *item.mesh_grid, nsigma_, item.mask.data());
         return;
       }
-      kernels::threshold_mask_local(image.view(), item.background_map.data(),
-                                    relative_to_ == RelativeTo::rms_map ? item.rms_map.data() : nullptr, nsigma_,
-                                    stats.std, item.mask.data());
+      kernels::threshold_mask_local(image.view(), back, relative_to_ == RelativeTo::rms_map ? item.rms_map.data() : nullptr,
+                                    nsigma_, stats.std, item.mask.data());
       return;
     }
-    const double threshold = (relative_to_ == RelativeTo::zero ? 0.0 : stats.median) + nsigma_ * stats.std;
+    const double threshold = (how.subtract_background ? stats.median : 0.0) + nsigma_ * stats.std;
     item.threshold = threshold;
     kernels::threshold_mask(image.view(), threshold, item.mask.data());
   }
@@ -87,7 +88,7 @@ class SegmentStep final : public Step {
 #ifdef IMFLOW_HAVE_CUDA
   bool has_cuda() const override { return true; }
   void run_cuda(WorkItem& item, GpuContext& gpu) const override {
-    item.segment_threshold = threshold_setting();
+    item.segment_threshold = threshold_setting(item);
     if (float32_) {
       cuda::segment_sep(gpu, *item.segment_threshold);
       return;
@@ -95,15 +96,17 @@ class SegmentStep final : public Step {
     const cuda::Threshold reference = relative_to_ == RelativeTo::zero      ? cuda::Threshold::zero
                                       : relative_to_ == RelativeTo::rms_map ? cuda::Threshold::rms_map
                                                                             : cuda::Threshold::background;
-    cuda::segment(gpu, nsigma_, reference);
+    cuda::segment(gpu, nsigma_, reference, item.detection_subtracted);
   }
 #endif
 
  private:
-  SegmentThreshold threshold_setting() const {
+  // The threshold's terms; a detection image a convolve made less its background has none to subtract.
+  SegmentThreshold threshold_setting(const WorkItem& item) const {
     SegmentThreshold how;
     how.nsigma = nsigma_;
-    how.subtract_background = relative_to_ != RelativeTo::zero;
+    how.subtract_background = relative_to_ != RelativeTo::zero && !item.detection_subtracted;
+    how.detection_subtracted = relative_to_ != RelativeTo::zero && item.detection_subtracted;
     how.rms_map = relative_to_ == RelativeTo::rms_map;
     how.float32 = float32_;
     return how;

@@ -1,6 +1,7 @@
 // The CUDA engine with companion images gives the CPU's catalogs: a mask (its pixels made NaN as
 // the image is read), a flag map (IMAFLAGS_ISO from the label map the GPU sends back) and a weight
-// map (its RMS map and rescaling made on the device), in dual-image mode one per image.
+// map (its RMS map and rescaling made on the device), in dual-image mode one per image; and a
+// detection filter after the background (the image less it filtered on the device).
 #include <algorithm>
 #include <cctype>
 #include <cmath>
@@ -333,4 +334,26 @@ TEST_CASE("dual-image mode with weight maps gives the CPU's noise and catalogs o
     CHECK(runs.records[1]["metrics"][metric].get<double>() == Approx(scale).epsilon(1e-6));
   }
   require_same_catalogs(runs);
+}
+
+TEST_CASE("a detection filter after the background gives the CPU's catalogs on the GPU", "[gpu][convolve]") {
+  test::TempDir dir("gpu_filter_after_background");
+  fs::create_directories(dir / "in");
+  test::write_fits(dir / "in" / "f.fits", -32, {kSide, kSide}, star_field(gpu_test::fresh_seed("filter_after_background")));
+  // FILTER Y: the image less its background filtered (SEP's or imflow's arithmetic), thresholded
+  // against the unfiltered RMS (global, per pixel, float32 or float64), with and without deblending.
+  const std::string steps = GENERATE(
+      as<std::string>{},
+      "[{background: {method: mesh, size: 40}}, {convolve: {kernel: [[1, 2, 1], [2, 4, 2], [1, 2, 1]], arithmetic: sep}}, "
+      "{segment: {nsigma: 1.5, relative_to: background, compare: float32}}, {label: {connectivity: 8}}, "
+      "{deblend: {minarea: 5}}, {measure: {gain: 2, auto: true, apertures: [6]}}]",
+      "[{background: {method: mesh, size: 40}}, {convolve: {kernel: [[1, 2, 1], [2, 4, 2], [1, 2, 1]], arithmetic: sep}}, "
+      "{segment: {nsigma: 1.5, relative_to: rms_map, compare: float32}}, {label: {connectivity: 8}}, "
+      "{deblend: {minarea: 5}}, {measure: {gain: 0}}]",
+      "[{background: {method: mesh, size: 40}}, {convolve: {kernel: gaussian, size: 5, sigma: 1.0}}, "
+      "{segment: {nsigma: 2, relative_to: rms_map}}, {label: {connectivity: 8}}, measure]",
+      "[background, {convolve: {kernel: [[1, 2, 1], [2, 4, 2], [1, 2, 1]], arithmetic: sep}}, {segment: {nsigma: 3}}, "
+      "{label: {connectivity: 8}}, measure]");
+  INFO(steps);
+  require_same_catalogs(run_on_both(companion_pipeline(dir / "in", "{patterns: ['f.fits']}", steps), dir.path(), "f.cat.csv"));
 }

@@ -8,7 +8,8 @@
 namespace imflow::kernels {
 
 // mask = 1 where the pixel is finite and (double)pixel - back[i] > nsigma * (rms ? rms[i] : global_rms)
-// (strict, float64), else 0. back and rms are laid out like the image. Returns the pixels set.
+// (strict, float64), else 0. back and rms are laid out like the image; a null back is 0 (an image
+// already background-subtracted). Returns the pixels set.
 int64_t threshold_mask_local(ConstImageView image, const float* back, const float* rms, double nsigma,
                              double global_rms, uint8_t* mask);
 

@@ -5,6 +5,9 @@
 // the background step a detection filter reads the image less its background (FILTER Y).
 #include <algorithm>
 #include <cmath>
+#include <stdexcept>
+#include <string>
+#include <vector>
 
 #include "imflow/kernels/convolve.hpp"
 #include "imflow/kernels/sep_filter.hpp"
@@ -52,8 +55,15 @@ class ConvolveStep final : public Step {
     if (sep_) sep_kernel_ = kernels::sep_filter_kernel(kernel_.view());
   }
 
+  // A detection filter placed after the background step filters the image less it.
+  std::string link(const std::vector<const Step*>& earlier) override {
+    after_background_ = std::any_of(earlier.begin(), earlier.end(), [](const Step* s) { return s->name() == "background"; });
+    return "";
+  }
+
   void run_cpu(WorkItem& item) const override {
     const bool subtract = subtracts_background(item);
+    if (subtract && !item.background) throw std::runtime_error("convolve: the background step's results are missing");
     const ImageBuffer subtracted = subtract ? less_background(item) : ImageBuffer{};
     const ImageBuffer& source = subtract ? subtracted : item.detection_image();
     ImageBuffer result;
@@ -94,7 +104,7 @@ class ConvolveStep final : public Step {
   // its RMS are the unfiltered image's, and zero padding adds nothing at the borders. Not again
   // on a detection image already less its background.
   bool subtracts_background(const WorkItem& item) const {
-    return to_detection_ && item.background.has_value() && !item.detection_subtracted;
+    return to_detection_ && after_background_ && !item.detection_subtracted;
   }
 
   // The detection image less its background in float32 (the mesh map, or the global median).
@@ -139,6 +149,7 @@ class ConvolveStep final : public Step {
   kernels::ConvolveMode mode_;
   bool to_detection_;
   bool sep_ = false;  // SEP's arithmetic: the kernel over sum |k|, correlated, float32 sums
+  bool after_background_ = false;  // placed after the background step (link)
   kernels::SepFilterKernel sep_kernel_;
 };
 }  // namespace

@@ -339,7 +339,15 @@ TEST_CASE("dual-image mode with weight maps gives the CPU's noise and catalogs o
 TEST_CASE("a detection filter after the background gives the CPU's catalogs on the GPU", "[gpu][convolve]") {
   test::TempDir dir("gpu_filter_after_background");
   fs::create_directories(dir / "in");
-  test::write_fits(dir / "in" / "f.fits", -32, {kSide, kSide}, star_field(gpu_test::fresh_seed("filter_after_background")));
+  // Stars on the borders too, where filtering the raw image (zero padding) would darken the sky.
+  std::vector<double> image = star_field(gpu_test::fresh_seed("filter_after_background"));
+  for (const auto& [cx, cy] : {std::pair{0.5, 60.0}, std::pair{120.0, kSide - 1.0}, std::pair{kSide - 1.5, 150.0}})
+    for (long y = 0; y < kSide; ++y)
+      for (long x = 0; x < kSide; ++x) {
+        const double r2 = (x - cx) * (x - cx) + (y - cy) * (y - cy);
+        if (r2 < 100.0) image[y * kSide + x] += 30.0 * std::exp(-r2 / (2 * 1.5 * 1.5));
+      }
+  test::write_fits(dir / "in" / "f.fits", -32, {kSide, kSide}, image);
   // FILTER Y: the image less its background filtered (SEP's or imflow's arithmetic), thresholded
   // against the unfiltered RMS (global, per pixel, float32 or float64), with and without deblending.
   const std::string steps = GENERATE(
@@ -355,5 +363,16 @@ TEST_CASE("a detection filter after the background gives the CPU's catalogs on t
       "[background, {convolve: {kernel: [[1, 2, 1], [2, 4, 2], [1, 2, 1]], arithmetic: sep}}, {segment: {nsigma: 3}}, "
       "{label: {connectivity: 8}}, measure]");
   INFO(steps);
-  require_same_catalogs(run_on_both(companion_pipeline(dir / "in", "{patterns: ['f.fits']}", steps), dir.path(), "f.cat.csv"));
+  const DeviceRuns runs = run_on_both(companion_pipeline(dir / "in", "{patterns: ['f.fits']}", steps), dir.path(), "f.cat.csv");
+  require_same_catalogs(runs);
+  // The border stars are found (their boxes touch the edges).
+  const auto header = split_csv(runs.catalogs[1][0]);
+  auto column = [&](const char* name) { return static_cast<size_t>(std::find(header.begin(), header.end(), name) - header.begin()); };
+  int on_edges = 0;
+  for (size_t r = 1; r < runs.catalogs[1].size(); ++r) {
+    const auto row = split_csv(runs.catalogs[1][r]);
+    on_edges += row[column("xmin")] == "0" || row[column("ymax")] == std::to_string(kSide - 1) ||
+                row[column("xmax")] == std::to_string(kSide - 1);
+  }
+  CHECK(on_edges >= 3);
 }

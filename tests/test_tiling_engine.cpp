@@ -25,7 +25,9 @@ using namespace tiling_test;
 
 namespace {
 // halo: auto = the convolution's reach + 1 (measure's masked-neighbour flag).
-int64_t tiling_halo_for(const std::string& pipeline) { return pipeline == "global" ? 1 : pipeline == "convolve8" ? 4 : 8; }
+int64_t tiling_halo_for(const std::string& pipeline) {
+  return pipeline == "global" ? 1 : pipeline == "convolve8" ? 4 : pipeline == "filtered" ? 2 : 8;
+}
 
 RunSummary run_tiled(const std::string& yaml, const fs::path& in, const fs::path& out, int64_t tile, int threads = 2) {
   Pipeline pipeline = test::pipeline_from(yaml);
@@ -47,6 +49,9 @@ TEST_CASE("tiled runs equal whole-image runs", "[tiling][engine]") {
       {"convolve8", "output: {formats: [csv, labels, bgsub, fits_image]}\n"
                     "steps: [{convolve: {size: 7, sigma: 1.5}}, background, {segment: {nsigma: 3}},"
                     " {label: {connectivity: 8}}, measure]\n"},
+      {"filtered", "output: {formats: [csv, labels, bgsub]}\n"  // the filter after the background (FILTER Y)
+                   "steps: [background, {convolve: {kernel: [[1, 2, 1], [2, 4, 2], [1, 2, 1]], arithmetic: sep}},"
+                   " {segment: {nsigma: 3}}, {label: {connectivity: 8}}, measure]\n"},
       {"lesson", "output: {formats: [csv, labels]}\n"
                  "steps: [{convolve: {kernel: lesson, apply_to: image}}, background, segment, label, measure]\n"},
   };

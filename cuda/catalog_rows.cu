@@ -90,8 +90,8 @@ __global__ void __launch_bounds__(kRowThreads) rows_kernel(Accumulators a, const
   }
 }
 
-// Dual-image mode: the measured image's fluxes and peaks into the detection pass's rows (the
-// CPU's MeasureStep merge).
+// Two passes (dual-image mode, FILTER Y): the measured image's fluxes and peaks into the shapes
+// pass's rows (the CPU's MeasureStep merge).
 __global__ void merge_measured_kernel(const DeviceSource* measured, const DeviceResults* results, int64_t capacity,
                                       DeviceSource* out) {
   const int64_t rows = valid_rows(results, capacity);
@@ -114,7 +114,7 @@ void detail::enqueue_catalog_rows(GpuContext& gpu) {
                                                        wide_peak(gpu), records, gpu.catalog_host.device_pointer(),
                                                        catalog_text_rows(gpu));
   IMFLOW_CUDA_CHECK_LAUNCH();
-  if (!gpu.dual_image) return;
+  if (!two_pass_measure(gpu)) return;
   MeasuredImageState& m = *gpu.measured;
   m.rows.reserve(static_cast<size_t>(gpu.catalog_capacity));
   rows_kernel<<<staged_blocks, kRowThreads, 0, gpu.stream>>>(accumulators_of(m.accumulators, gpu.catalog_capacity),

@@ -13,6 +13,7 @@
 #include "cuda/catalog_text.hpp"
 #include "cuda/cuda_check.hpp"
 #include "cuda/device_common.cuh"
+#include "cuda/measured_image.hpp"
 #include "imflow/huge_pages.hpp"
 #include "imflow/kernels/csv_row_text.hpp"
 #include "imflow/parallel_memory.hpp"
@@ -109,7 +110,7 @@ void reserve_text(CatalogTextState& state, size_t bytes) {
 }  // namespace
 
 bool want_catalog_text(GpuContext& gpu) {
-  if (!gpu.has_catalog || gpu.has_photometry || gpu.dual_image) return false;
+  if (!gpu.has_catalog || gpu.has_photometry || two_pass_measure(gpu)) return false;
   if (!gpu.catalog_text) {
     gpu.catalog_text = std::make_shared<CatalogTextState>();
     CatalogTextState& state = *gpu.catalog_text;

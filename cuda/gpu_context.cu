@@ -102,6 +102,7 @@ void prepare_item(GpuContext& gpu, int64_t width, int64_t height) {
   gpu.host_pixels_big_endian = false;
   gpu.weight_gain = false;
   gpu.dual_image = false;
+  gpu.filtered_shapes = false;
   if (gpu.measured) {
     MeasuredImageState& m = *gpu.measured;
     m.has_background = m.has_maps = m.detection_filtered = m.has_weight_noise = false;
@@ -280,7 +281,8 @@ void collect_normalization(const DeviceResults& r, WorkItem& item) {
 void collect_results(GpuContext& gpu, WorkItem& item) {
   DeviceGuard guard(gpu.device);
   Catalog rows_ahead = std::exchange(gpu.rows_ahead, Catalog{});  // used or freed here
-  if (gpu.dual_image) remeasure_if_overflowed(gpu);  // the host has the two passes' images, not their backgrounds
+  // Two passes: the host has their images, not their backgrounds.
+  if (two_pass_measure(gpu)) remeasure_if_overflowed(gpu);
   const DeviceResults r = *gpu.results_host.data();
   const size_t n = static_cast<size_t>(gpu.size());
   if (gpu.downloaded.pixels) {

@@ -166,6 +166,10 @@ struct GpuContext {
   // live in `measured` (cuda/measured_image.hpp).
   bool dual_image = false;
   std::shared_ptr<cuda::MeasuredImageState> measured;
+  // A convolve filtered the detection image less its background (FILTER Y): measure takes the
+  // positions and shapes from gpu.detection and the fluxes from gpu.image, in two passes as in
+  // dual-image mode (their accumulators in `measured`).
+  bool filtered_shapes = false;
   bool has_deblend = false;  // deblend ran: gpu.labels holds its objects, deblend->workspace their records
   std::shared_ptr<cuda::DeblendState> deblend;  // created by the first deblend on this slot
   bool has_photometry = false;  // measure's photometry was asked: collect_results measures the rows

@@ -314,13 +314,20 @@ void measure(GpuContext& gpu, double gain) {
   gpu.accumulators.reserve(static_cast<size_t>(gpu.catalog_capacity));
   gpu.has_catalog = true;
   gpu.measure_gain = gain;
-  if (gpu.dual_image) {  // the measured image's pass (its fluxes and peaks), then the detection image's
+  if (two_pass_measure(gpu)) {  // the measured image's pass (its fluxes and peaks), then the shapes'
+    if (!gpu.measured) gpu.measured = std::make_shared<MeasuredImageState>();
     MeasuredImageState& m = *gpu.measured;
     m.accumulators.reserve(static_cast<size_t>(gpu.catalog_capacity));
     measure_pass(gpu, gpu.image.data(), accumulators_of(m.accumulators, gpu.catalog_capacity),
                  background_for(measurement_background(gpu), gain));
   }
-  measure_pass(gpu, gpu.dual_image ? unfiltered_detection(gpu) : gpu.image.data(), accumulators_of(gpu),
-               background_for(detection_background(gpu), gain));
+  // The shapes: after FILTER Y the filtered values (already less the background), in dual-image
+  // mode otherwise the detection image as read, else the image.
+  if (gpu.filtered_shapes) {
+    measure_pass(gpu, gpu.detection.data(), accumulators_of(gpu), background_for(noise_only(detection_background(gpu)), gain));
+  } else {
+    measure_pass(gpu, gpu.dual_image ? unfiltered_detection(gpu) : gpu.image.data(), accumulators_of(gpu),
+                 background_for(detection_background(gpu), gain));
+  }
 }
 }  // namespace imflow::cuda

@@ -27,6 +27,10 @@ struct MeasuredImageState {
   bool weight_rescale = false;
 };
 
+// Whether measure makes two passes, the fluxes' over gpu.image and the shapes' over another image:
+// in dual-image mode, and after a detection filter that subtracted the background.
+inline bool two_pass_measure(const GpuContext& gpu) { return gpu.dual_image || gpu.filtered_shapes; }
+
 // Dual-image mode: the detection image before any filter.
 inline const float* unfiltered_detection(const GpuContext& gpu) {
   return gpu.measured->detection_filtered ? gpu.measured->detection_as_read.data() : gpu.detection.data();
@@ -58,6 +62,13 @@ struct MeasurementBackground {
 inline MeasurementBackground with_noise_of(const GpuContext& gpu, MeasurementBackground b) {
   if (gpu.global_noise && b.any) b.rms_map = nullptr;
   b.std_noise = b.any && b.rms_map == nullptr;
+  return b;
+}
+
+// `b`'s noise with nothing to subtract: for gpu.detection when a convolve subtracted the background.
+inline MeasurementBackground noise_only(MeasurementBackground b) {
+  b.map = nullptr;
+  b.level = false;
   return b;
 }
 

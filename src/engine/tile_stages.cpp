@@ -34,7 +34,8 @@ void record_tile_labels(RunContext&, WorkItem& item, const Step* measure) {
   kernels::describe_tile_labels(item.labels.data(), item.ref.halo, item.ref.core, count, image.grid.width, tile);
   if (measure) {
     // As the measure step does with the global background: flux_iso and moments on value - median,
-    // errors from its std (and the step's gain). The masked-neighbour flag looks one pixel around
+    // errors from its std (and the step's gain); after a detection filter that subtracted the
+    // background, the moments on the filtered values. The masked-neighbour flag looks one pixel around
     // each pixel: the halo has that pixel.
     kernels::MeasureBackground background;
     if (item.background) {
@@ -45,6 +46,12 @@ void record_tile_labels(RunContext&, WorkItem& item, const Step* measure) {
     item.gain = background.gain;  // the GAIN card of the tile's share of the image outputs
     tile.sums = kernels::accumulate_sources(item.pixels.view(), item.labels.data(), count, item.ref.halo.x,
                                             item.ref.halo.y, background);
+    if (item.detection_subtracted) {  // positions and shapes from the filtered image, already less the background
+      kernels::MeasureBackground noise = background;
+      noise.level = 0.0;
+      tile.shape_sums = kernels::accumulate_sources(item.detection.view(), item.labels.data(), count, item.ref.halo.x,
+                                                    item.ref.halo.y, noise);
+    }
   }
 }
 

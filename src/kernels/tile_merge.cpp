@@ -1,6 +1,8 @@
 // Tile label merging: border extraction, union-find over (tile, local label), raster numbering.
 #include "imflow/kernels/tile_merge.hpp"
 
+#include "imflow/kernels/dual_image.hpp"
+
 #include <tbb/blocked_range.h>
 #include <tbb/parallel_for.h>
 #include <tbb/parallel_sort.h>
@@ -175,13 +177,23 @@ void number_and_fold(std::vector<TileLabels>& tiles, const std::vector<size_t>& 
   }
   std::vector<size_t>().swap(group_of_node);
   // The same fold (and finish) as one source at a time, whatever the threads.
-  auto fold = [&](size_t g) {
+  auto fold = [&](size_t g, std::vector<SourceSums> TileLabels::*which) {
     SourceSums sums;
     for (size_t p = part_offset[g]; p < part_offset[g + 1]; ++p) {
-      const auto& tile_sums = tiles[parts[p].tile].sums;
+      const auto& tile_sums = tiles[parts[p].tile].*which;
       if (!tile_sums.empty()) sums.merge(tile_sums[static_cast<size_t>(parts[p].label - 1)]);
     }
     return sums;
+  };
+  // With shape sums (a detection filter after the background): the row is the filtered image's,
+  // its fluxes and peak the image's, as the measure step merges its two passes.
+  const bool with_shapes = std::any_of(tiles.begin(), tiles.end(), [](const TileLabels& t) { return !t.shape_sums.empty(); });
+  auto finish = [&](size_t g, int32_t id, int64_t width, int64_t height) {
+    Source row = fold(g, &TileLabels::sums).finish(id, width, height);
+    if (!with_shapes) return row;
+    Source shapes = fold(g, &TileLabels::shape_sums).finish(id, width, height);
+    take_measured_fluxes(shapes, row);
+    return shapes;
   };
   allocation.wait();
   tbb::this_task_arena::isolate([&] {
@@ -189,15 +201,18 @@ void number_and_fold(std::vector<TileLabels>& tiles, const std::vector<size_t>& 
       for (size_t rank = ranks.begin(); rank < ranks.end(); ++rank) {
         const size_t g = first_of_group[rank].second;
         if (catalog_size == nullptr) {
-          merged.sums[rank] = fold(g);
+          merged.sums[rank] = fold(g, &TileLabels::sums);
         } else {
           const auto [width, height] = *catalog_size;
-          merged.catalog[rank] = fold(g).finish(static_cast<int32_t>(rank + 1), width, height);
+          merged.catalog[rank] = finish(g, static_cast<int32_t>(rank + 1), width, height);
         }
       }
     });
   });
-  for (auto& tile : tiles) std::vector<SourceSums>().swap(tile.sums);  // merged: free them (a mosaic has millions)
+  for (auto& tile : tiles) {  // merged: free them (a mosaic has millions)
+    std::vector<SourceSums>().swap(tile.sums);
+    std::vector<SourceSums>().swap(tile.shape_sums);
+  }
 }
 
 // The merge; with `catalog_size` (the whole image's width and height), the sums of each source

@@ -9,7 +9,8 @@
 // parameters (measure_photometry.hpp), the catalog's photometry rows follow, on the CPU or the GPU
 // (cuda/photometry.hpp: the same per-source function); with a flag map (input.flags, CPU only),
 // each source's IMAFLAGS_ISO and NIMAFLAGS_ISO. In dual-image mode (input.detect) the
-// shapes come from the detection image and the fluxes from the measured one.
+// shapes come from the detection image and the fluxes from the measured one; after a detection
+// filter that subtracted the background, the shapes from the filtered values.
 #include <stdexcept>
 
 #include "imflow/kernels/deblend.hpp"
@@ -43,10 +44,14 @@ class MeasureStep final : public Step {
     const kernels::MeasureBackground detection_background =
         item.dual_image ? background_of(item, gain, false, global_noise_) : background;
     item.catalog = catalog_of(item, item.pixels.view(), background);
-    if (item.dual_image) {
-      // SExtractor's dual-image mode: positions, moments, shapes and their errors come from the
-      // detection image (less its background), fluxes and peaks from the measured image.
-      Catalog shapes = catalog_of(item, item.unfiltered_detection().view(), detection_background);
+    if (item.dual_image || item.detection_subtracted) {
+      // Positions, moments, shapes and their errors as SExtractor and SEP take them: after a
+      // detection filter that subtracted the background (FILTER Y), weighted by the filtered
+      // values (their cdvalue); in dual-image mode otherwise from the detection image as read,
+      // less its background. Fluxes and peaks from the measured image.
+      Catalog shapes = item.detection_subtracted
+                           ? catalog_of(item, item.detection.view(), noise_only(detection_background))
+                           : catalog_of(item, item.unfiltered_detection().view(), detection_background);
       for (size_t i = 0; i < shapes.size(); ++i) kernels::take_measured_fluxes(shapes[i], (*item.catalog)[i]);
       item.catalog = std::move(shapes);
     }
@@ -104,6 +109,13 @@ class MeasureStep final : public Step {
       background.rms_grid = nullptr;
       background.rms = stats->std;
     }
+    return background;
+  }
+
+  // `background`'s noise with nothing to subtract: for an image already less its background.
+  static kernels::MeasureBackground noise_only(kernels::MeasureBackground background) {
+    background.map = nullptr;
+    background.level = 0.0;
     return background;
   }
 

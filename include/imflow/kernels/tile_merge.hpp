@@ -20,6 +20,9 @@ struct TileLabels {
   std::vector<int32_t> top, bottom;  // local labels along the core's first and last rows (core.width each)
   std::vector<int32_t> left, right;  // along its first and last columns (core.height each)
   std::vector<SourceSums> sums;      // per local label, in image coordinates; empty when not measured
+  // Beside `sums`, the sums of the filtered detection image less its background, when the
+  // positions and shapes come from it (a detection filter after the background); else empty.
+  std::vector<SourceSums> shape_sums;
 };
 
 // Describe a tile from its label map. `labels` covers `labels_rect` (rows labels_rect.width

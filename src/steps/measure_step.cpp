@@ -79,8 +79,9 @@ class MeasureStep final : public Step {
  private:
   // The background measurements subtract and their noise: the item's background (the detection
   // image's: its map, its RMS map or a weight map's, or its global level), or in dual-image mode
-  // with `measured_image` the measured image's own (input.detect; its RMS map or input.weight's). With `global_noise` (noise:
-  // global, SExtractor's WEIGHT_TYPE NONE) the mesh map is subtracted and the noise is its global RMS.
+  // with `measured_image` the measured image's own (input.detect; its RMS map or input.weight's).
+  // With `global_noise` (noise: global, SExtractor's WEIGHT_TYPE NONE) the mesh map is subtracted
+  // and the noise is its global RMS.
   static kernels::MeasureBackground background_of(const WorkItem& item, double gain, bool measured_image,
                                                   bool global_noise) {
     kernels::MeasureBackground background;

@@ -35,8 +35,8 @@ void record_tile_labels(RunContext&, WorkItem& item, const Step* measure) {
   if (measure) {
     // As the measure step does with the global background: flux_iso and moments on value - median,
     // errors from its std (and the step's gain); after a detection filter that subtracted the
-    // background, the moments on the filtered values. The masked-neighbour flag looks one pixel around
-    // each pixel: the halo has that pixel.
+    // background, the moments on the filtered values. The masked-neighbour flag looks one pixel
+    // around each pixel: the halo has that pixel.
     kernels::MeasureBackground background;
     if (item.background) {
       background.level = item.background->median;
@@ -47,10 +47,8 @@ void record_tile_labels(RunContext&, WorkItem& item, const Step* measure) {
     tile.sums = kernels::accumulate_sources(item.pixels.view(), item.labels.data(), count, item.ref.halo.x,
                                             item.ref.halo.y, background);
     if (item.detection_subtracted) {  // positions and shapes from the filtered image, already less the background
-      kernels::MeasureBackground noise = background;
-      noise.level = 0.0;
       tile.shape_sums = kernels::accumulate_sources(item.detection.view(), item.labels.data(), count, item.ref.halo.x,
-                                                    item.ref.halo.y, noise);
+                                                    item.ref.halo.y, background.noise_only());
     }
   }
 }

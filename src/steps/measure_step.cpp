@@ -50,7 +50,7 @@ class MeasureStep final : public Step {
       // values (their cdvalue); in dual-image mode otherwise from the detection image as read,
       // less its background. Fluxes and peaks from the measured image.
       Catalog shapes = item.detection_subtracted
-                           ? catalog_of(item, item.detection.view(), noise_only(detection_background))
+                           ? catalog_of(item, item.detection.view(), detection_background.noise_only())
                            : catalog_of(item, item.unfiltered_detection().view(), detection_background);
       for (size_t i = 0; i < shapes.size(); ++i) kernels::take_measured_fluxes(shapes[i], (*item.catalog)[i]);
       item.catalog = std::move(shapes);
@@ -110,13 +110,6 @@ class MeasureStep final : public Step {
       background.rms_grid = nullptr;
       background.rms = stats->std;
     }
-    return background;
-  }
-
-  // `background`'s noise with nothing to subtract: for an image already less its background.
-  static kernels::MeasureBackground noise_only(kernels::MeasureBackground background) {
-    background.map = nullptr;
-    background.level = 0.0;
     return background;
   }
 

@@ -30,6 +30,15 @@ struct MeasureBackground {
   double rms = std::numeric_limits<double>::quiet_NaN();
   double gain = 0.0;
   double weight_gain_rms = 0.0;
+
+  // The same noise with nothing to subtract: for an image already less its background (a
+  // detection image filtered after the background step).
+  MeasureBackground noise_only() const {
+    MeasureBackground noise = *this;
+    noise.map = nullptr;
+    noise.level = 0.0;
+    return noise;
+  }
 };
 
 // One raster pass: the accumulators of labels 1..nlabels (index label-1). (x0, y0) is the

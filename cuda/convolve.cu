@@ -199,8 +199,8 @@ __global__ void subtract_background_kernel(const float* __restrict__ in, const f
 // background (the mesh map, or the global median) in gpu.filter_input.
 const float* filter_source(GpuContext& gpu, const float* source, bool subtract) {
   if (!subtract) return source;
-  gpu.filtered_shapes = true;  // measure takes the positions and shapes from the filtered image
   if (!gpu.has_background) throw std::logic_error("cuda::convolve: no background to subtract before filtering");
+  gpu.filtered_shapes = true;  // measure takes the positions and shapes from the filtered image
   const int64_t n = gpu.size();
   gpu.filter_input.reserve(static_cast<size_t>(n) + 4);
   const float* back = gpu.has_background_maps ? gpu.mesh_background->back_map.data() : nullptr;

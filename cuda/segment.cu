@@ -71,6 +71,13 @@ void segment(GpuContext& gpu, double nsigma, bool relative_to_zero) {
   segment(gpu, nsigma, relative_to_zero ? Threshold::zero : Threshold::background);
 }
 
+void segment(GpuContext& gpu, const SegmentThreshold& how) {
+  const Threshold relative_to = how.rms_map                                            ? Threshold::rms_map
+                                : how.subtract_background || how.detection_subtracted ? Threshold::background
+                                                                                      : Threshold::zero;
+  segment(gpu, how.nsigma, relative_to, how.detection_subtracted);
+}
+
 void segment(GpuContext& gpu, double nsigma, Threshold relative_to, bool detection_subtracted) {
   if (detection_subtracted && relative_to == Threshold::background) relative_to = Threshold::zero;
   if (!gpu.has_background) throw std::logic_error("cuda::segment: the background step has not run on the GPU");

@@ -17,6 +17,10 @@ enum class Threshold { background, zero, rms_map };
 // subtracted, background compares as zero, rms_map as p > nsigma * rms(x,y).
 void segment(GpuContext& gpu, double nsigma, Threshold relative_to, bool detection_subtracted = false);
 
+// The segment step's form: the reference and detection_subtracted from the step's SegmentThreshold
+// (rms_map, else background where it subtracts one or a convolve did, else zero).
+void segment(GpuContext& gpu, const SegmentThreshold& how);
+
 // The global-background form: relative_to_zero ? Threshold::zero : Threshold::background.
 void segment(GpuContext& gpu, double nsigma, bool relative_to_zero);
 

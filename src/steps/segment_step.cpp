@@ -91,12 +91,9 @@ class SegmentStep final : public Step {
     item.segment_threshold = threshold_setting(item);
     if (float32_) {
       cuda::segment_sep(gpu, *item.segment_threshold);
-      return;
+    } else {
+      cuda::segment(gpu, *item.segment_threshold);
     }
-    const cuda::Threshold reference = relative_to_ == RelativeTo::zero      ? cuda::Threshold::zero
-                                      : relative_to_ == RelativeTo::rms_map ? cuda::Threshold::rms_map
-                                                                            : cuda::Threshold::background;
-    cuda::segment(gpu, nsigma_, reference, item.detection_subtracted);
   }
 #endif
 

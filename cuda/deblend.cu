@@ -143,6 +143,7 @@ void deblend(const DeblendDeviceInput& in, const kernels::DeblendParams& params,
   p.beta = params.clean_param;
   p.clean = params.clean;
   p.clean_style = params.clean_style == kernels::DeblendCleanStyle::sextractor ? 1 : 0;
+  p.blank_lag = params.blank_lag;
   p.counters = B.counters.data();
   p.label_npix = B.label_npix.data();
   p.label_first = B.label_first.data();
@@ -389,7 +390,7 @@ void deblend(const DeblendDeviceInput& in, const kernels::DeblendParams& params,
 
   // ---- Outputs.
   IMFLOW_CUDA_CHECK(cudaMemsetAsync(labels_out, 0, static_cast<size_t>(N) * sizeof(int32_t), stream));
-  launch_paint(p, c, labels_out, K, stream);
+  launch_paint(p, c, labels_out, in.detected, K, stream);
   launch_records(p, c, B.records.device_pointer(), Ob, stream);
   launch_summary(p, c, B.summary.device_pointer(), nlabels_out, stream);
   B.has_result = true;

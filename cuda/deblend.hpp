@@ -27,6 +27,9 @@ struct DeblendDeviceInput {
   // With nlabels_device, nlabels bounds n (0: (width * height + 1) / 2 + 1, any label map's).
   const int32_t* nlabels_device = nullptr;
   int32_t nlabels = 0;
+  // The detection's threshold mask (segment's; may be nullptr): the pixels of the objects CLEAN
+  // removes are cleared there (kernels::DeblendInput::detected).
+  uint8_t* detected = nullptr;
 };
 
 // One object of the output as the device writes it (kernels::DeblendObject's fields, plain data

@@ -226,12 +226,24 @@ IMFLOW_HOST_DEVICE inline void clean_resolve(const DeblendPlan& p, const CleanPl
   }
 }
 
-// Chain position t: its object's new label (new_id: exclusive scan of survives), 0 if cleaned.
-IMFLOW_HOST_DEVICE inline void paint_job(const DeblendPlan& p, const CleanPlan& c, int32_t* labels_out, int32_t t) {
+// Chain position t: its object's new label (new_id: exclusive scan of survives), 0 if cleaned;
+// a pixel of an object CLEAN removed is 0 in `detected`, when given, or 2 where a merge leaves it
+// blanked (kernels::DeblendInput::detected: rows after the merge's line - blank_lag).
+IMFLOW_HOST_DEVICE inline void paint_job(const DeblendPlan& p, const CleanPlan& c, int32_t* labels_out,
+                                         uint8_t* detected, int32_t t) {
   const int32_t r = segment_of(p, t);
-  int32_t o = p.obj_off[r] + (p.seg_branches[r] > 0 ? p.owner[t] : 0);
-  if (c.merging) o = c.owner[o];  // a merged object's pixels take its survivor's label
-  if (c.survives[o]) labels_out[p.chain[t]] = c.new_id[o] + 1;
+  const int32_t own = p.obj_off[r] + (p.seg_branches[r] > 0 ? p.owner[t] : 0);
+  const int32_t o = c.merging ? c.owner[own] : own;  // a merged object's pixels take its survivor's label
+  const bool kept = c.survives[o] != 0;
+  if (kept) labels_out[p.chain[t]] = c.new_id[o] + 1;
+  if (detected == nullptr || (kept && o == own)) return;
+  uint8_t value = 0;
+  if (c.merging) {  // merged on the line after the later object's segment ends
+    const int32_t eater = c.state[own].eaten_by;
+    const long long line = static_cast<long long>(p.objects[own > eater ? own : eater].last_row) + 1;
+    if (p.chain[t] / p.width > line - p.blank_lag) value = 2;
+  }
+  detected[p.chain[t]] = value;
 }
 
 // SEP's OBJ_TRUNC of object o: a lone segment's box touches the image edge; a blended object's

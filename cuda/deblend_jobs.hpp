@@ -54,6 +54,7 @@ struct DeblendPlan {
   double mincont = 0.005, beta = 1.0;
   bool clean = true;
   int clean_style = 0;  // 0: SEP's clean(), 1: SExtractor's (cuda/deblend_clean_sextractor.hpp)
+  int blank_lag = 0;    // kernels::DeblendParams::blank_lag
   DeblendCounters* counters = nullptr;
   // per label
   int32_t *label_npix = nullptr, *label_first = nullptr, *label_last = nullptr, *label_xmin = nullptr,

@@ -127,8 +127,8 @@ __global__ void clean_resolve_kernel(DeblendPlan p, CleanPlan c) {
 
 IMFLOW_DEBLEND_KERNEL(survive_all_kernel, at_most(n, p.counters->objects), c.survives[k] = 1, DeblendPlan p,
                       CleanPlan c)
-IMFLOW_DEBLEND_KERNEL(paint_kernel, n, paint_job(p, c, labels_out, k), DeblendPlan p, CleanPlan c,
-                      int32_t* labels_out)
+IMFLOW_DEBLEND_KERNEL(paint_kernel, n, paint_job(p, c, labels_out, detected, k), DeblendPlan p, CleanPlan c,
+                      int32_t* labels_out, uint8_t* detected)
 IMFLOW_DEBLEND_KERNEL(record_kernel, at_most(n, p.counters->objects), record_job(p, c, records, k), DeblendPlan p,
                       CleanPlan c, DeblendRecord* records)
 
@@ -251,8 +251,9 @@ void launch_survive_all(const DeblendPlan& p, const CleanPlan& c, int64_t n, cud
   survive_all_kernel<<<blocks(n), kThreads, 0, stream>>>(p, c, n);
   IMFLOW_CUDA_CHECK_LAUNCH();
 }
-void launch_paint(const DeblendPlan& p, const CleanPlan& c, int32_t* labels_out, int64_t n, cudaStream_t stream) {
-  paint_kernel<<<blocks(n), kThreads, 0, stream>>>(p, c, labels_out, n);
+void launch_paint(const DeblendPlan& p, const CleanPlan& c, int32_t* labels_out, uint8_t* detected, int64_t n,
+                  cudaStream_t stream) {
+  paint_kernel<<<blocks(n), kThreads, 0, stream>>>(p, c, labels_out, detected, n);
   IMFLOW_CUDA_CHECK_LAUNCH();
 }
 void launch_records(const DeblendPlan& p, const CleanPlan& c, DeblendRecord* records, int64_t n, cudaStream_t stream) {

@@ -50,7 +50,8 @@ void launch_clean_count(const DeblendPlan& p, const CleanPlan& c, int64_t n, cud
 void launch_clean_store(const DeblendPlan& p, const CleanPlan& c, int64_t n, cudaStream_t stream);
 void launch_clean_resolve(const DeblendPlan& p, const CleanPlan& c, cudaStream_t stream);
 void launch_survive_all(const DeblendPlan& p, const CleanPlan& c, int64_t n, cudaStream_t stream);
-void launch_paint(const DeblendPlan& p, const CleanPlan& c, int32_t* labels_out, int64_t n, cudaStream_t stream);
+void launch_paint(const DeblendPlan& p, const CleanPlan& c, int32_t* labels_out, uint8_t* detected, int64_t n,
+                  cudaStream_t stream);
 void launch_records(const DeblendPlan& p, const CleanPlan& c, DeblendRecord* records, int64_t n, cudaStream_t stream);
 void launch_summary(const DeblendPlan& p, const CleanPlan& c, DeblendSummary* summary, int32_t* nlabels_out,
                     cudaStream_t stream);

@@ -39,6 +39,7 @@ void deblend_objects(GpuContext& gpu, const SegmentThreshold& how, const kernels
   input.threshold_device = state.threshold.data();
   input.labels = gpu.labels.data();
   input.nlabels_device = &gpu.results.data()->nlabels;
+  input.detected = gpu.has_mask ? gpu.mask.data() : nullptr;  // less the objects CLEAN removes
   deblend(input, params, state.labels_out.data(), &gpu.results.data()->nlabels, gpu.stream, state.workspace);
   swap(gpu.labels, state.labels_out);
   gpu.has_deblend = true;

@@ -239,6 +239,7 @@ RowArgs row_args(GpuContext& gpu, int64_t count, double noise_std) {
     a.kron_any_masked = st.detection_any_masked.data();
   }
   a.labels = gpu.has_labels ? gpu.labels.data() : nullptr;
+  a.image.detected = gpu.has_mask ? gpu.mask.data() : nullptr;  // SExtractor's blanked pixels, less what CLEAN removed
   a.spec = gpu.photometry_spec;
   a.sources = gpu.catalog_host.device_pointer();
   a.count = count;

@@ -5,6 +5,7 @@
 // centre, the merged flux).
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
@@ -41,6 +42,36 @@ double profile(const SepObject& o, float flux, int64_t npix, double r) {
   clean_moffat(o, 1.0, flux, npix, amp, alpha);
   return amp / (1 + alpha * o.cxx * r * r);
 }
+
+// A bright star (5000 at the peak, sigma 2) and a faint one (4, sigma 1) in its wing, thresholded
+// at 2 and labelled 8-connected: two segments.
+struct TwoStars {
+  int64_t w = 0, h = 0;
+  std::vector<float> image;
+  std::vector<uint8_t> mask;
+  std::vector<int32_t> labels;
+  int32_t nlabels = 0;
+  TwoStars(int64_t width, int64_t height, double bx, double by, double fx, double fy)
+      : w(width), h(height), image(static_cast<size_t>(width * height)), mask(image.size()), labels(image.size()) {
+    for (int64_t y = 0; y < h; ++y)
+      for (int64_t x = 0; x < w; ++x) {
+        auto g = [&](double cx, double cy, double amp, double s) {
+          return amp * std::exp(-((x - cx) * (x - cx) + (y - cy) * (y - cy)) / (2 * s * s));
+        };
+        image[static_cast<size_t>(y * w + x)] = static_cast<float>(g(bx, by, 5000, 2) + g(fx, fy, 4, 1));
+      }
+    for (size_t i = 0; i < image.size(); ++i) mask[i] = image[i] > 2.0f;
+    nlabels = label_components({mask.data(), w, h}, 8, labels.data());
+  }
+  DeblendInput input() const {
+    DeblendInput in;
+    in.detection = {image.data(), w, h};
+    in.threshold = 2.0f;
+    in.labels = labels.data();
+    in.nlabels = nlabels;
+    return in;
+  }
+};
 
 std::vector<SextractorCleanObject> listed(const std::vector<SepObject>& objects, int64_t rows) {
   std::vector<SextractorCleanObject> out;
@@ -109,28 +140,20 @@ TEST_CASE("SExtractor's CLEAN: objects leave the list as the scan moves 1022 lin
 TEST_CASE("deblend clean_style sextractor: the cleaned object's pixels join its survivor's label", "[deblend]") {
   // The field of "CLEAN removes a detection in a bright star's wing": a faint star in a bright
   // one's wing, its own segment.
-  const int64_t w = 80, h = 60;
-  std::vector<float> image(static_cast<size_t>(w * h));
-  for (int64_t y = 0; y < h; ++y)
-    for (int64_t x = 0; x < w; ++x) {
-      auto g = [&](double cx, double cy, double amp, double s) {
-        return amp * std::exp(-((x - cx) * (x - cx) + (y - cy) * (y - cy)) / (2 * s * s));
-      };
-      image[static_cast<size_t>(y * w + x)] = static_cast<float>(g(30, 30, 5000, 2) + g(42, 30, 4, 1));
-    }
-  std::vector<uint8_t> mask(image.size());
-  for (size_t i = 0; i < image.size(); ++i) mask[i] = image[i] > 2.0f;
-  std::vector<int32_t> labels(image.size()), sep_map(image.size()), sex_map(image.size());
-  const int32_t nlabels = label_components({mask.data(), w, h}, 8, labels.data());
-  REQUIRE(nlabels == 2);
-  DeblendInput input;
-  input.detection = {image.data(), w, h};
-  input.threshold = 2.0f;
-  input.labels = labels.data();
-  input.nlabels = nlabels;
+  const TwoStars field(80, 60, 30, 30, 42, 30);
+  const int64_t w = field.w, h = field.h;
+  const std::vector<float>& image = field.image;
+  const std::vector<uint8_t>& mask = field.mask;
+  const std::vector<int32_t>& labels = field.labels;
+  std::vector<int32_t> sep_map(image.size()), sex_map(image.size());
+  REQUIRE(field.nlabels == 2);
+  DeblendInput input = field.input();
   DeblendParams params;
+  std::vector<uint8_t> sep_detected = mask, sex_detected = mask;  // CLEAN clears the cleaned object's pixels
+  input.detected = sep_detected.data();
   const DeblendResult sep = deblend_sources(input, params, sep_map.data());
   params.clean_style = DeblendCleanStyle::sextractor;
+  input.detected = sex_detected.data();
   const DeblendResult sex = deblend_sources(input, params, sex_map.data());
   REQUIRE(sep.objects.size() == 1);
   REQUIRE(sex.objects.size() == 1);
@@ -142,11 +165,16 @@ TEST_CASE("deblend clean_style sextractor: the cleaned object's pixels join its 
   double flux = 0.0;
   for (size_t i = 0; i < image.size(); ++i) {
     CHECK(sex_map[i] == (labels[i] != 0 ? 1 : 0));  // both segments, one label
+    // Both styles leave the survivor's own pixels detected, the cleaned one's not (SExtractor
+    // pastes them back unblanked).
+    CHECK(sep_detected[i] == (sep_map[i] != 0 ? 1 : 0));
+    CHECK(sex_detected[i] == sep_detected[i]);
     all += labels[i] != 0;
     if (labels[i] != 0) flux += image[i];
   }
   CHECK(sex.objects[0].npix == all);
   CHECK(sex.objects[0].npix > sep.objects[0].npix);
+  CHECK(std::count(sex_detected.begin(), sex_detected.end(), 1) == sep.objects[0].npix);
   CHECK(sex.objects[0].flux == Approx(flux).epsilon(1e-6));
 
   // measure: the merged flux over all the pixels, at the survivor's centre, not flagged as blended.
@@ -156,4 +184,40 @@ TEST_CASE("deblend clean_style sextractor: the cleaned object's pixels join its 
   CHECK(catalog[0].npix == all);
   CHECK(catalog[0].flux == Approx(flux).epsilon(1e-9));
   CHECK((catalog[0].flags & kFlagDeblended) == 0);
+}
+
+TEST_CASE("deblend clean_style sextractor: behind a filter a merged newcomer's last rows stay blanked", "[deblend]") {
+  // The faint star 12 px below the bright one: its segment ends last, so it is the newcomer the
+  // bright star eats, on the line after its last row (38); SExtractor's scan blanks the rows
+  // within blank_lag of that line after the paste.
+  const TwoStars field(60, 60, 30, 25, 30, 37);
+  const int64_t w = field.w, h = field.h;
+  const std::vector<uint8_t>& mask = field.mask;
+  const std::vector<int32_t>& labels = field.labels;
+  std::vector<int32_t> objects(mask.size());
+  REQUIRE(field.nlabels == 2);
+  DeblendInput input = field.input();
+  DeblendParams params;
+  params.clean_style = DeblendCleanStyle::sextractor;
+  for (const int lag : {0, 2, 3}) {
+    INFO("blank_lag " << lag);
+    params.blank_lag = lag;
+    std::vector<uint8_t> detected = mask;
+    input.detected = detected.data();
+    const DeblendResult result = deblend_sources(input, params, objects.data());
+    REQUIRE(result.objects.size() == 1);
+    REQUIRE(result.objects_cleaned == 1);
+    int64_t faint_rows = 0;
+    for (int64_t y = 0; y < h; ++y)
+      for (int64_t x = 0; x < w; ++x) {
+        const size_t i = static_cast<size_t>(y * w + x);
+        if (labels[i] == 0 || labels[i] == labels[static_cast<size_t>(25 * w + 30)]) {
+          CHECK(detected[i] == mask[i]);  // the survivor's own pixels and the background
+          continue;
+        }
+        faint_rows |= int64_t{1} << y;
+        CHECK(detected[i] == (y > 39 - lag ? 2 : 0));
+      }
+    CHECK(faint_rows == ((int64_t{1} << 36) | (int64_t{1} << 37) | (int64_t{1} << 38)));
+  }
 }

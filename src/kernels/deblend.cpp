@@ -51,6 +51,17 @@ void for_each_segment(size_t count, Body body) {
     for (size_t i = range.begin(); i != range.end(); ++i) body(i, scratch);
   });
 }
+
+// A cleaned object's pixels in the detection mask (DeblendInput::detected), when given: 0 (pasted
+// back), or 2 (blanked for every object) on the rows after `blanked_after`.
+void unblank(const SegmentPixels& s, const std::vector<int32_t>& pixels, int64_t width, int64_t blanked_after,
+             uint8_t* detected) {
+  if (detected == nullptr) return;
+  for (const int32_t p : pixels) {
+    const int64_t y = s.y0 + s.y[static_cast<size_t>(p)];
+    detected[y * width + s.x0 + s.x[static_cast<size_t>(p)]] = y > blanked_after ? 2 : 0;
+  }
+}
 }  // namespace
 
 DeblendResult deblend_sources(const DeblendInput& input, const DeblendParams& params, int32_t* labels_out) {
@@ -129,8 +140,8 @@ DeblendResult deblend_sources(const DeblendInput& input, const DeblendParams& pa
   // end of that chain (an earlier object in the list, or a later newcomer that ate it).
   std::vector<int32_t> eaten_by, owner;
   std::vector<float> merged_flux;
+  std::vector<SextractorCleanObject> listed;
   if (params.clean && params.clean_style == DeblendCleanStyle::sextractor) {
-    std::vector<SextractorCleanObject> listed;
     listed.reserve(all.size());
     for (const SegmentWork& w : work) {
       const int64_t last_row = w.pixels.y0 + w.pixels.height - 1;
@@ -160,6 +171,7 @@ DeblendResult deblend_sources(const DeblendInput& input, const DeblendParams& pa
       if (!owner.empty()) where.emplace_back(&w, o);
       if (!survives[index]) {
         ++result.objects_cleaned;
+        if (owner.empty()) unblank(s, w.objects.pixels[o], width, std::numeric_limits<int64_t>::max(), input.detected);
         continue;
       }
       if (result.objects.size() >= static_cast<size_t>(std::numeric_limits<int32_t>::max()))
@@ -192,6 +204,10 @@ DeblendResult deblend_sources(const DeblendInput& input, const DeblendParams& pa
     survivor.merged = true;
     survivor.npix += static_cast<int64_t>(w->objects.pixels[o].size());
     survivor.truncated = survivor.truncated || branch_truncated(s, w->objects, o, width, height);
+    // Merged while the scan completed the later object's segment, on the line after its last row:
+    // the rows the scan had not blanked yet stay blanked (DeblendParams::blank_lag).
+    const SextractorCleanObject& newcomer = listed[std::max(i, static_cast<size_t>(eaten_by[i]))];
+    unblank(s, w->objects.pixels[o], width, newcomer.last_row + 1 - params.blank_lag, input.detected);
     for (const int32_t p : w->objects.pixels[o])
       labels_out[(s.y0 + s.y[static_cast<size_t>(p)]) * width + s.x0 + s.x[static_cast<size_t>(p)]] = id;
   }

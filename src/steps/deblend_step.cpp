@@ -24,6 +24,24 @@
 namespace imflow {
 
 namespace {
+// SExtractor's blankh for the last convolve before deblend that filters the detection image: its
+// kernel's height / 2 + 1 (the lesson kernel is 15 x 15, a gaussian `size` square); 0 without one.
+int blank_lag_of(const std::vector<const Step*>& earlier) {
+  int lag = 0;
+  for (const Step* step : earlier) {
+    if (step->name() != "convolve" || step->param_text("apply_to", "detection") != "detection") continue;
+    const YAML::Node kernel = step->params()["kernel"];
+    int64_t rows = 15;
+    if (kernel.IsDefined() && kernel.IsSequence()) {
+      rows = static_cast<int64_t>(kernel.size());
+    } else if (!kernel.IsDefined() || kernel.Scalar() != "lesson") {
+      rows = std::stoll(step->param_text("size", "5"));
+    }
+    lag = static_cast<int>(rows / 2 + 1);
+  }
+  return lag;
+}
+
 class DeblendStep final : public Step {
  public:
   explicit DeblendStep(ParamReader& params) {
@@ -59,6 +77,7 @@ class DeblendStep final : public Step {
     if (segment->param_text("compare", "float64") != "float32")
       return "needs the segments thresholded as SEP does, in float32 (set segment: {compare: float32}; "
              "docs/astronomy.md, Deblending)";
+    params_.blank_lag = blank_lag_of(earlier);
     return "";
   }
 
@@ -89,6 +108,7 @@ class DeblendStep final : public Step {
     input.threshold = how.threshold();
     input.labels = item.labels.data();
     input.nlabels = *item.nlabels;
+    input.detected = item.mask.size() == n ? item.mask.data() : nullptr;  // less the objects CLEAN removes
     std::vector<int32_t> objects(n);
     auto result = std::make_shared<kernels::DeblendResult>(kernels::deblend_sources(input, params_, objects.data()));
     item.labels.swap(objects);

@@ -191,6 +191,8 @@ void PhotometrySetting::measure(WorkItem& item, const kernels::MeasureBackground
   image.data = {data.data(), width, height};
   image.gain = background.gain;
   image.mask = mask.empty() ? nullptr : mask.data();
+  // SExtractor's blanked pixels: every detected one (segment's mask, less what CLEAN removed).
+  image.detected = item.mask.size() == static_cast<size_t>(n) ? item.mask.data() : nullptr;
   image.noise_kind = kernels::NoiseKind::stddev;
   std::vector<float> rms;
   if (background.rms_map) {

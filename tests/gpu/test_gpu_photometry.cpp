@@ -95,6 +95,8 @@ imflow::Catalog check_photometry(Slot& slot, const WorkItem& input, const std::s
   std::copy(input.pixels.begin(), input.pixels.end(), cpu_item.pixels.begin());
   cpu_item.catalog = gpu_item.catalog;
   cpu_item.labels = gpu_item.labels;
+  cpu_item.mask.resize(n);  // the detected pixels, less what CLEAN removed: the neighbours' blanks
+  REQUIRE(cudaMemcpy(cpu_item.mask.data(), slot.gpu.mask.data(), n, cudaMemcpyDeviceToHost) == cudaSuccess);
   imflow::kernels::MeasureBackground background;  // what measure_step.cpp's background_of gives the CPU
   background.gain = gpu_item.gain.value_or(0.0);
   const bool global_noise = measure.find("noise: global") != std::string::npos;
@@ -212,12 +214,13 @@ TEST_CASE("GPU photometry when the catalog overflows the device capacity", "[gpu
 
 // The engine: device cuda runs a pipeline with photometry on the GPU (it refused it before), the
 // same catalogs as device cpu (the GPU's float64 atomics move x, y in the last digits), and a
-// GPU-resident image gives the whole image's.
+// GPU-resident image gives the whole image's. Then SExtractor's detection at 1.5 sigma, whose
+// detections under minarea and cleaned objects decide the neighbours' blanks on both devices.
 TEST_CASE("The engine measures photometry on the GPU, GPU-resident images too", "[gpu][photometry][pipeline]") {
   test::TempDir dir("gpu_photometry_engine");
   fs::create_directories(dir / "in");
   fs::copy(fs::path(IMFLOW_SOURCE_DIR) / "datasets/samples/isaac_crop.fits", dir / "in" / "isaac_crop.fits");
-  const std::string yaml =
+  std::string yaml =
       "output: {formats: [csv]}\nsteps: [{background: {method: mesh, size: 32}}, {segment: {nsigma: 3}}, "
       "{label: {connectivity: 8}}, {measure: " + kEverything + "}]\n";
   auto run = [&](const std::string& device, const std::string& out, int64_t whole_above) {
@@ -245,5 +248,15 @@ TEST_CASE("The engine measures photometry on the GPU, GPU-resident images too", 
     INFO(file);
     tiling_test::check_same_catalog(entry.path(), dir / "cuda" / file, 1e-6);
     tiling_test::check_same_catalog(dir / "cuda" / file, dir / "resident" / file, 1e-9);
+  }
+  for (const std::string style : {"sep", "sextractor"}) {
+    yaml = "output: {formats: [csv]}\nsteps: [{background: {method: mesh, size: 32}}, {segment: {nsigma: 1.5, "
+           "compare: float32}}, {label: {connectivity: 8}}, {deblend: {minarea: 5, clean_style: " + style + "}}, "
+           "{measure: {auto: {kron_fact: 2.5, min_kron_radius: 3.5}, apertures: [6], vignet: [9, 9]}}]\n";
+    run("cpu", "cpu-" + style, 0);
+    run("cuda", "cuda-" + style, 0);
+    INFO(style);
+    tiling_test::check_same_catalog(dir / ("cpu-" + style) / "isaac_crop.cat.csv",
+                                    dir / ("cuda-" + style) / "isaac_crop.cat.csv", 1e-6);
   }
 }

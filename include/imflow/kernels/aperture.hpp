@@ -44,11 +44,26 @@ struct ApertureImage {
   // label there (int32, 0 = background) is neither 0 nor neighbour_id is another object's. The
   // sums, flux_radius and winpos read the pixel symmetric about (mirror_x, mirror_y) instead,
   // SExtractor's (int)(2 x + 0.49999 - ix), or 0 when that one is outside the image, masked or
-  // another object's too; kron_radius leaves it out. Such pixels set no flag.
+  // another object's too; kron_radius leaves it out. Such pixels set no flag. With `detected`
+  // (uint8, the detection's threshold mask as deblend leaves it: DeblendInput::detected) the other
+  // objects' pixels are SExtractor's blanked ones: every detected pixel (1) whose label is not
+  // neighbour_id, detections under minarea (label 0) included, every pixel marked 2 (those of
+  // merged objects SExtractor blanks again, whatever their label), and no other (the pixels
+  // CLEAN removed, which SExtractor pastes back).
   const int32_t* neighbours = nullptr;
+  const uint8_t* detected = nullptr;
   int32_t neighbour_id = 0;
   double mirror_x = 0.0, mirror_y = 0.0;
 };
+
+// Whether pixel `at` is another object's for object `own` (ApertureImage::neighbours): off without
+// `labels`; with `detected`, a pixel detected (1) and not labelled `own`, or blanked for all (2);
+// else a label neither 0 nor `own`.
+IMFLOW_HOST_DEVICE inline bool blanked_pixel(const int32_t* labels, const uint8_t* detected, int32_t own, int64_t at) {
+  if (labels == nullptr) return false;
+  if (detected != nullptr) return detected[at] == 2 || (detected[at] == 1 && labels[at] != own);
+  return labels[at] != 0 && labels[at] != own;
+}
 
 // How masked pixels enter a sum: `correct` scales the sum and variance by total area / unmasked
 // area (masked pixels take the aperture's mean, SEP's default); `ignore` drops them and their area

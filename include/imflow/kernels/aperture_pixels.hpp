@@ -31,9 +31,9 @@ class PixelNoise {
   float value_;
 };
 
-// Whether pixel `at` is another object's (ApertureImage::neighbours).
+// Whether pixel `at` is another object's (ApertureImage::neighbours and detected).
 IMFLOW_HOST_DEVICE inline bool other_object(const ApertureImage& image, int64_t at) {
-  return image.neighbours != nullptr && image.neighbours[at] != 0 && image.neighbours[at] != image.neighbour_id;
+  return blanked_pixel(image.neighbours, image.detected, image.neighbour_id, at);
 }
 
 // The pixel a sum reads for (ix, iy): itself, or for another object's pixel the one symmetric

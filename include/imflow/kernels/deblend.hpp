@@ -63,6 +63,11 @@ struct DeblendParams {
   int minarea = 5;           // DETECT_MINAREA: smaller segments are dropped; CLEAN's mthresh is the minarea-th brightest pixel
   DeblendAllocation allocation = DeblendAllocation::sep_random;
   DeblendCleanStyle clean_style = DeblendCleanStyle::sep;
+  // The rows SExtractor's scan blanks late behind a detection filter (scan.c's blankh: the
+  // filter's height / 2 + 1; 0 without a filter): clean_style sextractor pastes a merged object's
+  // pixels back on the line after the later object's last row, so those on the last blank_lag
+  // rows before it stay blanked (DeblendInput::detected 2).
+  int blank_lag = 0;
 };
 
 // What sep.extract sees. All arrays are laid out like `detection` (row-major, width x height).
@@ -82,6 +87,11 @@ struct DeblendInput {
   // The segments: labels 1..nlabels, 8-connected (kernels::label_components), 0 elsewhere.
   const int32_t* labels = nullptr;
   int32_t nlabels = 0;
+  // The detection's threshold mask (segment's), or nullptr: the pixels of the objects CLEAN
+  // removes (dropped or merged into a survivor) are cleared there, as SExtractor pastes them back
+  // unblanked, or set to 2 where it blanks them again (DeblendParams::blank_lag), so that the
+  // photometry's neighbours (ApertureImage::detected) are SExtractor's.
+  uint8_t* detected = nullptr;
 };
 
 struct DeblendObject {

@@ -9,9 +9,9 @@
 
 namespace imflow::kernels {
 
-// One source's row (spec.stride() values) on `image` (background-subtracted, with its noise and
-// gain; segmap: the label map, used when spec.mask_neighbours). The recipe is SEP 1.4.1's
-// documented one (docs/astronomy.md): FLUX_AUTO as kernels::auto_flux; aperture sums with exact
+// One source's row (spec.stride() values) on `image` (background-subtracted, with its noise,
+// gain and `detected` mask; segmap: the label map, used when spec.mask_neighbours). The recipe is
+// SEP 1.4.1's documented one (docs/astronomy.md): FLUX_AUTO as kernels::auto_flux; aperture sums with exact
 // overlap (subpix 0), minus the local annulus's mean with aperture_bkgann; flux_radius within
 // rmax = 6 a normalised by FLUX_AUTO (subpix 5); winpos with sig = 2 / 2.35 x flux_radius(0.5)
 // (subpix 11), then SExtractor's windowed flux, moments, position errors and FLAGS_WIN
@@ -34,8 +34,9 @@ IMFLOW_HOST_DEVICE void measure_photometry(ApertureImage image, const int32_t* s
 // SExtractor's VIGNET(width, height) (copyimage): the width x height pixels of `image.data`
 // (background-subtracted) about ((int)(x + 0.49999), (int)(y + 0.49999)), 0-based, from column
 // -width/2 and row -height/2 of it, row after row; -1e30 (SExtractor's -BIG, which PSFEx takes as
-// bad) outside the image, on masked pixels, on other objects' pixels (a `segmap` label neither 0
-// nor `label`: SExtractor's BLANK) and everywhere when that centre is outside the image.
+// bad) outside the image, on masked pixels, on other objects' pixels (blanked_pixel of `segmap`
+// and image.detected for `label`: SExtractor's BLANK) and everywhere when that centre is outside
+// the image.
 template <typename Team = SerialTeam>
 IMFLOW_HOST_DEVICE void copy_vignet(const ApertureImage& image, const int32_t* segmap, int32_t label, double x,
                                            double y, int width, int height, float* out);

@@ -82,7 +82,7 @@ IMFLOW_HOST_DEVICE inline void copy_vignet(const ApertureImage& image, const int
     const int64_t px = x0 + k % width, py = y0 + k / width;
     if (placed && px >= 0 && py >= 0 && px < image.data.width && py < image.data.height) {
       const int64_t at = py * image.data.width + px;
-      if (!image.masked(at) && (segmap == nullptr || segmap[at] == 0 || segmap[at] == label)) value = image.data.data[at];
+      if (!image.masked(at) && !blanked_pixel(segmap, image.detected, label, at)) value = image.data.data[at];
     }
     out[k] = value;
   }
@@ -130,6 +130,7 @@ IMFLOW_HOST_DEVICE inline void measure_photometry(ApertureImage image, const int
     } else {
       ApertureImage detection = *kron_image;  // with the measured image's neighbours
       detection.neighbours = image.neighbours;
+      detection.detected = image.detected;
       detection.neighbour_id = image.neighbour_id;
       detection.mirror_x = image.mirror_x;
       detection.mirror_y = image.mirror_y;

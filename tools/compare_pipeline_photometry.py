@@ -7,7 +7,8 @@ the same background-subtracted image (imflow's .bgsub.fits), the same x, y, a, b
 catalog's), err = sep.Background's rms map, the same gain. Every column must agree within 1e-4
 relative (positions 1e-3 px) for at least 99% of the isolated sources (no other object's pixel
 within the largest aperture any recipe reads); prints the fraction and the worst difference.
-A second run with mask_neighbours: true must give the same values on those isolated sources.
+A second run with mask_neighbours: true must give the same values on the sources that have no other
+detected pixel either (a detection under minarea is a neighbour, as SExtractor blanks it).
 Usage: compare_pipeline_photometry.py IMFLOW SOURCE_DIR [--min-fraction 0.99]"""
 import argparse
 import glob
@@ -78,8 +79,9 @@ def sep_recipe(data, x, y, a, b, theta, err, gain=GAIN, apertures=APERTURES, fra
     return out
 
 
-def isolated(labels, cat, reach):
-    """Sources with no other object's pixel within `reach` (per source) of their centre."""
+def isolated(labels, cat, reach, detected=None):
+    """Sources with no other object's pixel (and, with `detected`, no detected pixel not their own)
+    within `reach` (per source) of their centre."""
     h, w = labels.shape
     keep = np.zeros(len(cat), dtype=bool)
     for i, (x, y, r, label) in enumerate(zip(cat["x"], cat["y"], reach, cat["id"])):
@@ -88,8 +90,10 @@ def isolated(labels, cat, reach):
         box = labels[y0:y1, x0:x1]
         yy, xx = np.mgrid[y0:y1, x0:x1]
         near = (xx - x) ** 2 + (yy - y) ** 2 <= r * r
-        others = box[near]
-        keep[i] = np.all((others == 0) | (others == label))
+        others, own = box[near], box[near] == label
+        keep[i] = np.all((others == 0) | own)
+        if detected is not None:
+            keep[i] = keep[i] and not np.any(detected[y0:y1, x0:x1][near] & ~own)
     return keep
 
 
@@ -117,7 +121,7 @@ def main():
             with open(config, "w") as stream:
                 stream.write(pipeline(inputs, os.path.join(work, f"out_{mask}"), mask))
             subprocess.run([args.imflow, "-q", "run", config], check=True)
-        total_kept = total_ok = total_all = total_all_ok = 0
+        total_kept = total_ok = total_all = total_all_ok = total_alone = 0
         worst = {c: 0.0 for c in COLUMNS}
         for path in images:
             stem = os.path.basename(path)[:-5]
@@ -131,7 +135,9 @@ def main():
             image = fits.getdata(path).astype(np.float32)
             data = native(fits.getdata(os.path.join(out, stem + ".bgsub.fits")))
             labels = np.asarray(fits.getdata(os.path.join(out, stem + ".labels.fits")), dtype=np.int32)
-            rms = sep.Background(native(image), bw=64, bh=64, fw=3, fh=3).rms()
+            background = sep.Background(native(image), bw=64, bh=64, fw=3, fh=3)
+            rms = background.rms()
+            detected = data > 0.999 * 1.5 * background.globalrms  # segment's pixels, and a margin
             ref = sep_recipe(data, *(np.asarray(cat[k], dtype=np.float64) for k in ("x", "y", "a", "b", "theta")), rms)
             a = np.asarray(cat["a"])
             sig = 2.0 / 2.35 * np.asarray(ref["flux_radius_0.5"])
@@ -139,6 +145,8 @@ def main():
             reach = np.maximum.reduce([6.0 * a + 1.5, 2.5 * np.asarray(ref["kron_radius"]) * a + 1.0,
                                        np.full(len(cat), max(APERTURES) / 2 + 1.0), 4.0 * sig + 2.0 + moved])
             keep = isolated(labels, cat, reach) & np.isfinite(np.asarray(cat["flux_auto"]))
+            alone = isolated(labels, cat, reach, detected) & keep
+            total_alone += int(alone.sum())
             good = np.ones(len(cat), dtype=bool)
             for column in COLUMNS:
                 ours, theirs = np.asarray(cat[column], dtype=np.float64), np.asarray(ref[column], dtype=np.float64)
@@ -151,11 +159,11 @@ def main():
                 good &= ok
                 if keep.any():
                     worst[column] = max(worst[column], float(np.nanmax(np.where(keep, diff, 0.0))))
-                # Isolated sources: masking neighbours changes nothing.
-                same = np.asarray(masked[column], dtype=np.float64)[keep] == ours[keep]
+                # Without another detected pixel in reach, masking neighbours changes nothing.
+                same = np.asarray(masked[column], dtype=np.float64)[alone] == ours[alone]
                 if not same.all():
                     failures.append(f"{stem}: {column} differs with mask_neighbours: true on "
-                                    f"{np.count_nonzero(~same)} isolated sources")
+                                    f"{np.count_nonzero(~same)} sources without a detected pixel in reach")
             mags = np.asarray(cat["mag_auto"])
             expected = np.where(cat["flux_auto"] > 0, ZEROPOINT - 2.5 * np.log10(np.maximum(cat["flux_auto"], 1e-300)), 99.0)
             if not np.allclose(mags, expected, rtol=1e-12, atol=0):
@@ -175,6 +183,9 @@ def main():
             print(f"  worst {column}: {worst[column]:.3g} {unit}")
         if total_kept < minimum_isolated:
             failures.append(f"only {total_kept} isolated sources compared (at least {minimum_isolated} expected)")
+        print(f"sources without another detected pixel in reach, the same with mask_neighbours: true: {total_alone}")
+        if total_alone < 10:
+            failures.append(f"only {total_alone} sources without another detected pixel in reach (at least 10 expected)")
         if fraction < args.min_fraction:
             failures.append(f"{fraction:.4%} of the isolated sources agree, below {args.min_fraction:.0%}")
     for failure in failures:

@@ -90,14 +90,16 @@ __global__ void __launch_bounds__(kRowThreads) rows_kernel(Accumulators a, const
   }
 }
 
-// Two passes (dual-image mode, FILTER Y): the measured image's fluxes and peaks into the shapes
-// pass's rows (the CPU's MeasureStep merge).
+// Two passes (dual-image mode, FILTER Y, SExtractor's CLEAN): the measured image's fluxes and
+// peaks into the shapes pass's rows, after CLEAN also the merged pixel counts, boxes and flags
+// (the CPU's MeasureStep merge).
 __global__ void merge_measured_kernel(const DeviceSource* measured, const DeviceResults* results, int64_t capacity,
-                                      DeviceSource* out) {
+                                      bool merged, DeviceSource* out) {
   const int64_t rows = valid_rows(results, capacity);
   for (int64_t r = static_cast<int64_t>(blockIdx.x) * kThreads + threadIdx.x; r < rows;
        r += static_cast<int64_t>(gridDim.x) * kThreads) {
-    kernels::take_measured_fluxes(out[r], measured[r]);
+    if (merged) kernels::take_merged_sums(out[r], measured[r]);
+    else kernels::take_measured_fluxes(out[r], measured[r]);
   }
 }
 
@@ -121,8 +123,8 @@ void detail::enqueue_catalog_rows(GpuContext& gpu) {
                                                        gpu.results.data(), width, gpu.height, wide_peak(gpu), records,
                                                        m.rows.data(), nullptr);
   IMFLOW_CUDA_CHECK_LAUNCH();
-  merge_measured_kernel<<<rows_blocks, kThreads, 0, gpu.stream>>>(m.rows.data(), gpu.results.data(),
-                                                                 gpu.catalog_capacity, gpu.catalog_host.device_pointer());
+  merge_measured_kernel<<<rows_blocks, kThreads, 0, gpu.stream>>>(
+      m.rows.data(), gpu.results.data(), gpu.catalog_capacity, m.merged_shapes, gpu.catalog_host.device_pointer());
   IMFLOW_CUDA_CHECK_LAUNCH();
 }
 

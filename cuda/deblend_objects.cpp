@@ -43,6 +43,10 @@ void deblend_objects(GpuContext& gpu, const SegmentThreshold& how, const kernels
   deblend(input, params, state.labels_out.data(), &gpu.results.data()->nlabels, gpu.stream, state.workspace);
   swap(gpu.labels, state.labels_out);
   gpu.has_deblend = true;
+  if (params.clean && params.clean_style == kernels::DeblendCleanStyle::sextractor && input.detected != nullptr) {
+    if (!gpu.measured) gpu.measured = std::make_shared<MeasuredImageState>();
+    gpu.measured->merged_shapes = true;  // measure: the survivors' shapes from their own pixels
+  }
 }
 
 }  // namespace imflow::cuda

@@ -105,7 +105,7 @@ void prepare_item(GpuContext& gpu, int64_t width, int64_t height) {
   gpu.filtered_shapes = false;
   if (gpu.measured) {
     MeasuredImageState& m = *gpu.measured;
-    m.has_background = m.has_maps = m.detection_filtered = m.has_weight_noise = false;
+    m.has_background = m.has_maps = m.detection_filtered = m.has_weight_noise = m.merged_shapes = false;
   }
   gpu.downloaded = DownloadWants{};
 }

@@ -270,8 +270,18 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
-// One pass of measure over `image` into `a` (reset first), subtracting `background`.
-void measure_pass(GpuContext& gpu, const float* image, const Accumulators& a, const Background& background) {
+// The labels of the pixels still detected (1 in `mask`): each object's own, without those CLEAN
+// merged into it.
+__global__ void own_labels_kernel(const int32_t* __restrict__ labels, const uint8_t* __restrict__ mask, int64_t n,
+                                  int32_t* __restrict__ own) {
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * kThreads + threadIdx.x; i < n;
+       i += static_cast<int64_t>(gridDim.x) * kThreads)
+    own[i] = mask[i] == 1 ? labels[i] : 0;
+}
+
+// One pass of measure over `image` and `labels` into `a` (reset first), subtracting `background`.
+void measure_pass(GpuContext& gpu, const float* image, const int32_t* labels, const Accumulators& a,
+                  const Background& background) {
   const int64_t n = gpu.size();
   // Room for a segment per 8 pixels (a crowded field's sources covering a third of the image in
   // runs of 3 pixels); beyond that accumulate walks every pixel.
@@ -284,19 +294,19 @@ void measure_pass(GpuContext& gpu, const float* image, const Accumulators& a, co
   if (n == 0) return;
   const int64_t pixel_blocks = static_cast<int64_t>(gpu.sm_count) * 32;
   segments_kernel<<<detail::blocks_for((n + kSpan - 1) / kSpan, kThreads, pixel_blocks), kThreads, 0, gpu.stream>>>(
-      gpu.labels.data(), gpu.width, n, a, segments);
+      labels, gpu.width, n, a, segments);
   IMFLOW_CUDA_CHECK_LAUNCH();
   // As many blocks as are resident at once: the grid strides over what is listed.
   const int blocks = detail::blocks_for((n + kSpan - 1) / kSpan, kThreads,
                                         static_cast<int64_t>(gpu.sm_count) * kAccumulateBlocksPerSm);
   if (wide_peak(gpu)) {
-    accumulate_kernel<true><<<blocks, kThreads, 0, gpu.stream>>>(image, gpu.labels.data(), gpu.width, n, a, background,
+    accumulate_kernel<true><<<blocks, kThreads, 0, gpu.stream>>>(image, labels, gpu.width, n, a, background,
                                                                  gpu.results.data(), segments);
     IMFLOW_CUDA_CHECK_LAUNCH();
     position_kernel<<<detail::blocks_for(n, kThreads, pixel_blocks), kThreads, 0, gpu.stream>>>(
-        image, gpu.labels.data(), n, a, background);
+        image, labels, n, a, background);
   } else {
-    accumulate_kernel<false><<<blocks, kThreads, 0, gpu.stream>>>(image, gpu.labels.data(), gpu.width, n, a, background,
+    accumulate_kernel<false><<<blocks, kThreads, 0, gpu.stream>>>(image, labels, gpu.width, n, a, background,
                                                                   gpu.results.data(), segments);
   }
   IMFLOW_CUDA_CHECK_LAUNCH();
@@ -318,15 +328,26 @@ void measure(GpuContext& gpu, double gain) {
     if (!gpu.measured) gpu.measured = std::make_shared<MeasuredImageState>();
     MeasuredImageState& m = *gpu.measured;
     m.accumulators.reserve(static_cast<size_t>(gpu.catalog_capacity));
-    measure_pass(gpu, gpu.image.data(), accumulators_of(m.accumulators, gpu.catalog_capacity),
+    measure_pass(gpu, gpu.image.data(), gpu.labels.data(), accumulators_of(m.accumulators, gpu.catalog_capacity),
                  background_for(measurement_background(gpu), gain));
   }
   // The shapes: after FILTER Y the filtered values (already less the background), in dual-image
-  // mode otherwise the detection image as read, else the image.
+  // mode otherwise the detection image as read, else the image; after SExtractor's CLEAN over
+  // each object's own pixels.
+  const int32_t* labels = gpu.labels.data();
+  if (gpu.measured && gpu.measured->merged_shapes) {
+    const int64_t n = gpu.size();
+    gpu.measured->own_labels.reserve(static_cast<size_t>(n) + 1);
+    own_labels_kernel<<<detail::blocks_for(n, kThreads, static_cast<int64_t>(gpu.sm_count) * 16), kThreads, 0,
+                        gpu.stream>>>(gpu.labels.data(), gpu.mask.data(), n, gpu.measured->own_labels.data());
+    IMFLOW_CUDA_CHECK_LAUNCH();
+    labels = gpu.measured->own_labels.data();
+  }
   if (gpu.filtered_shapes) {
-    measure_pass(gpu, gpu.detection.data(), accumulators_of(gpu), background_for(noise_only(detection_background(gpu)), gain));
+    measure_pass(gpu, gpu.detection.data(), labels, accumulators_of(gpu),
+                 background_for(noise_only(detection_background(gpu)), gain));
   } else {
-    measure_pass(gpu, gpu.dual_image ? unfiltered_detection(gpu) : gpu.image.data(), accumulators_of(gpu),
+    measure_pass(gpu, gpu.dual_image ? unfiltered_detection(gpu) : gpu.image.data(), labels, accumulators_of(gpu),
                  background_for(detection_background(gpu), gain));
   }
 }

@@ -25,11 +25,18 @@ struct MeasuredImageState {
   std::shared_ptr<WeightNoiseState> weight_noise;
   bool has_weight_noise = false;
   bool weight_rescale = false;
+  // deblend's clean_style sextractor: a survivor's shapes come from its own pixels (those still
+  // detected in gpu.mask, kernels::DeblendInput::detected), its sums from all of them.
+  bool merged_shapes = false;
+  DeviceBuffer<int32_t> own_labels;
 };
 
-// Whether measure makes two passes, the fluxes' over gpu.image and the shapes' over another image:
-// in dual-image mode, and after a detection filter that subtracted the background.
-inline bool two_pass_measure(const GpuContext& gpu) { return gpu.dual_image || gpu.filtered_shapes; }
+// Whether measure makes two passes, the fluxes' over gpu.image and the shapes' over another image
+// or other labels: in dual-image mode, after a detection filter that subtracted the background,
+// and after SExtractor's CLEAN (merged_shapes).
+inline bool two_pass_measure(const GpuContext& gpu) {
+  return gpu.dual_image || gpu.filtered_shapes || (gpu.measured && gpu.measured->merged_shapes);
+}
 
 // Dual-image mode: the detection image before any filter.
 inline const float* unfiltered_detection(const GpuContext& gpu) {

@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <fstream>
+#include <iomanip>
 #include <map>
 #include <random>
 #include <sstream>
@@ -251,4 +252,51 @@ TEST_CASE("deblend step: configuration errors", "[deblend]") {
   CHECK(plan.off_reason.find("deblend") != std::string::npos);
   CHECK_THROWS_WITH(test::pipeline_from("tiling: {size: 64}\n" + fails("deblend", l8, s32)),
                     Catch::Contains("cannot run on tiles: deblend splits each segment as a whole"));
+}
+
+TEST_CASE("deblend step: a CLEAN survivor keeps its own moments, SExtractor's merge sums", "[deblend]") {
+  // A bright star and a faint one 12 px away in its wing, each its own segment: CLEAN (clean_style
+  // sextractor) merges the faint one into the bright one, whose position, moments, shape and
+  // their errors stay those of its own pixels (the clean: false row), its fluxes, pixel count and
+  // box those of both.
+  test::TempDir dir("deblend_step_merged_moments");
+  std::filesystem::create_directories(dir / "in");
+  const int w = 96, h = 64;
+  std::mt19937 rng(5);
+  std::normal_distribution<double> noise(100.0, 1.0);
+  std::vector<double> image(static_cast<size_t>(w * h));
+  for (int y = 0; y < h; ++y)
+    for (int x = 0; x < w; ++x) {
+      const double r1 = (x - 40.2) * (x - 40.2) + (y - 31.7) * (y - 31.7), r2 = (x - 52.1) * (x - 52.1) + (y - 32.4) * (y - 32.4);
+      image[static_cast<size_t>(y * w + x)] = noise(rng) + 5000.0 * std::exp(-r1 / 8.0) + 12.0 * std::exp(-r2 / 2.88);
+    }
+  test::write_fits(dir / "in" / "wing.fits", -32, {w, h}, image);
+  auto run = [&](const std::string& deblend) {
+    Pipeline pipeline = test::pipeline_from(pipeline_text(deblend));
+    pipeline.input.dir = dir / "in";
+    pipeline.output.dir = dir / deblend.substr(deblend.size() - 6, 5);
+    REQUIRE(run_pipeline(pipeline, {}).failed() == 0);
+    return read_catalog(pipeline.output.dir / "wing.cat.csv");
+  };
+  const auto both = run("deblend: {clean: false}");
+  const auto merged = run("deblend: {clean_style: sextractor}");
+  REQUIRE(both.size() == 2);
+  REQUIRE(merged.size() == 1);
+  const auto& bright = both[0].at("flux") > both[1].at("flux") ? both[0] : both[1];
+  const auto& faint = both[0].at("flux") > both[1].at("flux") ? both[1] : both[0];
+  // Its position is SEP's centre of its pixels (as for any merged or deblended object: SEP's
+  // float32 sums), the clean: false row's the measured centroid: the moments about the two agree
+  // to 1e-6; with the faint star's pixels x2 would grow by ~3%.
+  CHECK(std::hypot(merged[0].at("x") - bright.at("x"), merged[0].at("y") - bright.at("y")) < 0.005);
+  const double size = bright.at("x2") + bright.at("y2"), error_size = bright.at("errx2") + bright.at("erry2");
+  for (const auto& [column, scale] : std::vector<std::pair<const char*, double>>{
+           {"x2", size}, {"y2", size}, {"xy", size}, {"a", bright.at("a")}, {"b", bright.at("a")},
+           {"errx2", error_size}, {"erry2", error_size}, {"errxy", error_size}}) {
+    INFO(column << ": " << std::setprecision(17) << merged[0].at(column) << " vs " << bright.at(column));
+    CHECK(std::abs(merged[0].at(column) - bright.at(column)) <= 1e-6 * scale);
+  }
+  CHECK(merged[0].at("npix") == bright.at("npix") + faint.at("npix"));
+  CHECK(merged[0].at("flux_iso") == Approx(bright.at("flux_iso") + faint.at("flux_iso")).epsilon(1e-12));
+  CHECK(merged[0].at("xmax") == faint.at("xmax"));
+  CHECK(merged[0].at("peak") == bright.at("peak"));
 }

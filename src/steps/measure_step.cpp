@@ -11,7 +11,9 @@
 // each source's IMAFLAGS_ISO and NIMAFLAGS_ISO. In dual-image mode (input.detect) the
 // shapes come from the detection image and the fluxes from the measured one; after a detection
 // filter that subtracted the background, the shapes from the filtered values.
+#include <algorithm>
 #include <stdexcept>
+#include <vector>
 
 #include "imflow/kernels/deblend.hpp"
 #include "imflow/kernels/dual_image.hpp"
@@ -43,16 +45,22 @@ class MeasureStep final : public Step {
     const kernels::MeasureBackground background = background_of(item, gain, item.dual_image, global_noise_);
     const kernels::MeasureBackground detection_background =
         item.dual_image ? background_of(item, gain, false, global_noise_) : background;
-    item.catalog = catalog_of(item, item.pixels.view(), background);
-    if (item.dual_image || item.detection_subtracted) {
+    item.catalog = catalog_of(item, item.pixels.view(), background, item.labels.data());
+    const std::vector<int32_t> own = own_pixel_labels(item);
+    if (item.dual_image || item.detection_subtracted || !own.empty()) {
       // Positions, moments, shapes and their errors as SExtractor and SEP take them: after a
       // detection filter that subtracted the background (FILTER Y), weighted by the filtered
       // values (their cdvalue); in dual-image mode otherwise from the detection image as read,
-      // less its background. Fluxes and peaks from the measured image.
-      Catalog shapes = item.detection_subtracted
-                           ? catalog_of(item, item.detection.view(), detection_background.noise_only())
-                           : catalog_of(item, item.unfiltered_detection().view(), detection_background);
-      for (size_t i = 0; i < shapes.size(); ++i) kernels::take_measured_fluxes(shapes[i], (*item.catalog)[i]);
+      // less its background; a CLEAN survivor's from its own pixels. Fluxes and peaks from the
+      // measured image, and of everything merged.
+      const int32_t* labels = own.empty() ? item.labels.data() : own.data();
+      Catalog shapes = item.detection_subtracted ? catalog_of(item, item.detection.view(), detection_background.noise_only(), labels)
+                       : item.dual_image         ? catalog_of(item, item.unfiltered_detection().view(), detection_background, labels)
+                                                 : catalog_of(item, item.pixels.view(), background, labels);
+      for (size_t i = 0; i < shapes.size(); ++i) {
+        if (own.empty()) kernels::take_measured_fluxes(shapes[i], (*item.catalog)[i]);
+        else kernels::take_merged_sums(shapes[i], (*item.catalog)[i]);
+      }
       item.catalog = std::move(shapes);
     }
     if (photometry_.spec.any() || photometry_.magnitudes()) {
@@ -113,10 +121,23 @@ class MeasureStep final : public Step {
     return background;
   }
 
-  // The catalog of the item's labels (or deblended objects) measured on `image`.
-  static Catalog catalog_of(const WorkItem& item, ConstImageView image, const kernels::MeasureBackground& background) {
-    if (!item.deblend) return kernels::measure_sources(image, item.labels.data(), item.nlabels.value(), background);
-    return kernels::measure_deblended(image, item.labels.data(), item.nlabels.value(), *item.deblend, background);
+  // The catalog of the item's `labels` (or deblended objects) measured on `image`.
+  static Catalog catalog_of(const WorkItem& item, ConstImageView image, const kernels::MeasureBackground& background,
+                            const int32_t* labels) {
+    if (!item.deblend) return kernels::measure_sources(image, labels, item.nlabels.value(), background);
+    return kernels::measure_deblended(image, labels, item.nlabels.value(), *item.deblend, background);
+  }
+
+  // After clean_style sextractor merged objects: the labels of each object's own pixels (a merged
+  // object's are not detected any more, DeblendInput::detected), as SExtractor keeps a survivor's
+  // moments from before its merges; empty when nothing was merged.
+  static std::vector<int32_t> own_pixel_labels(const WorkItem& item) {
+    if (!item.deblend || item.mask.size() != item.labels.size()) return {};
+    const auto& objects = item.deblend->objects;
+    if (std::none_of(objects.begin(), objects.end(), [](const kernels::DeblendObject& o) { return o.merged; })) return {};
+    std::vector<int32_t> own(item.labels.size());
+    for (size_t i = 0; i < own.size(); ++i) own[i] = item.mask[i] == 1 ? item.labels[i] : 0;
+    return own;
   }
 
   GainSetting gain_;

@@ -149,3 +149,24 @@ TEST_CASE("measure: a detection label drops for its minarea is blanked around a 
     CHECK(dropped.at(column) == labelled.at(column));
   CHECK(plain.at("flux_aper_20") - dropped.at("flux_aper_20") > 100.0);  // the spike's 120 counts, mirrored away
 }
+
+TEST_CASE("a neighbour's mirror is at SExtractor's (int)(2 x + 0.49999 - i), truncated as in C", "[photometry]") {
+  // A source at x = 1.2 beside the left edge: its neighbour's pixel at column 3 mirrors to
+  // 2.4 + 0.49999 - 3 = -0.1, which C's (int) makes column 0 (std::floor would leave the image).
+  std::vector<float> pixels(8 * 4);
+  for (size_t i = 0; i < pixels.size(); ++i) pixels[i] = static_cast<float>(i);
+  std::vector<int32_t> labels(pixels.size(), 0);
+  labels[2 * 8 + 3] = 2;  // another object's pixel at (3, 2)
+  k::ApertureImage image{{pixels.data(), 8, 4}};
+  image.neighbours = labels.data();
+  image.neighbour_id = 1;
+  image.mirror_x = 1.2;
+  image.mirror_y = 2.0;
+  const k::aperture_detail::ReadPixel near = k::aperture_detail::read_pixel(image, 3, 2, 2 * 8 + 3);
+  CHECK(near.value == pixels[2 * 8 + 0]);
+  CHECK(near.noise_at == 2 * 8 + 0);
+  image.mirror_x = 0.7;  // 1.4 + 0.49999 - 3 = -1.1: outside, the pixel counts 0
+  const k::aperture_detail::ReadPixel outside = k::aperture_detail::read_pixel(image, 3, 2, 2 * 8 + 3);
+  CHECK(outside.value == 0.0f);
+  CHECK(outside.noise_at == 2 * 8 + 3);
+}

@@ -37,16 +37,20 @@ IMFLOW_HOST_DEVICE inline bool other_object(const ApertureImage& image, int64_t 
 }
 
 // The pixel a sum reads for (ix, iy): itself, or for another object's pixel the one symmetric
-// about the centre; `at` < 0 when there is none (the pixel counts as 0, with its own variance).
+// about the centre, at SExtractor's (int)(2 x + 0.49999 - ix) (C's truncation: a mirror up to a
+// pixel before the first column is column 0); `at` < 0 when there is none (the pixel counts as 0,
+// with its own variance).
 struct ReadPixel {
   float value;
   int64_t noise_at;
 };
 IMFLOW_HOST_DEVICE inline ReadPixel read_pixel(const ApertureImage& image, int64_t ix, int64_t iy, int64_t at) {
   if (!other_object(image, at)) return {image.data.data[at], at};
-  const auto sx = static_cast<int64_t>(std::floor(2.0 * image.mirror_x + 0.49999 - static_cast<double>(ix)));
-  const auto sy = static_cast<int64_t>(std::floor(2.0 * image.mirror_y + 0.49999 - static_cast<double>(iy)));
-  if (sx < 0 || sy < 0 || sx >= image.data.width || sy >= image.data.height) return {0.0f, at};
+  const double mx = 2.0 * image.mirror_x + 0.49999 - static_cast<double>(ix);
+  const double my = 2.0 * image.mirror_y + 0.49999 - static_cast<double>(iy);
+  if (!(mx > -1.0 && my > -1.0 && mx < static_cast<double>(image.data.width) && my < static_cast<double>(image.data.height)))
+    return {0.0f, at};
+  const auto sx = static_cast<int64_t>(mx), sy = static_cast<int64_t>(my);
   const int64_t sat = sy * image.data.width + sx;
   if (other_object(image, sat) || image.masked(sat)) return {0.0f, at};
   return {image.data.data[sat], sat};

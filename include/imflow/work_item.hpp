@@ -142,7 +142,7 @@ struct WorkItem {
   std::vector<float> measure_rms_map;  // with input.weight: the measured image's noise from its weight map
   std::optional<double> threshold;
   std::optional<SegmentThreshold> segment_threshold;  // set by `segment`
-  std::vector<uint8_t> mask;     // 1 where the pixel is above threshold (deblend clears the objects CLEAN removes)
+  std::vector<uint8_t> mask;     // 1 where the pixel is above threshold; deblend marks what CLEAN removed (0 or 2)
   std::vector<int32_t> labels;   // 0 background, 1..nlabels sources
   std::optional<int32_t> nlabels;
   // Set by `deblend`, which replaces `labels` by its objects: per object (label - 1) whether it

@@ -3,8 +3,10 @@
 // and draws: sextractor takes its random numbers) of the 8-connected segments `label` found. It rebuilds the
 // values and thresholds `segment` detected with, in SEP's float32 arithmetic (steps/sep_detection.hpp),
 // drops segments under minarea, splits blends, and replaces the label map by the objects,
-// numbered in sep.extract's catalog order; `measure` then measures them (with SEP's centre for
-// the children of a blend). On the GPU the same, object for object (cuda/deblend_objects.hpp).
+// numbered in sep.extract's catalog order, marking in segment's mask what CLEAN removed (the
+// photometry's neighbours, kernels::DeblendInput::detected); `measure` then measures them (with
+// SEP's centre for the children of a blend). On the GPU the same, object for object
+// (cuda/deblend_objects.hpp).
 #include <algorithm>
 #include <limits>
 #include <memory>

@@ -10,7 +10,8 @@
 // (cuda/photometry.hpp: the same per-source function); with a flag map (input.flags, CPU only),
 // each source's IMAFLAGS_ISO and NIMAFLAGS_ISO. In dual-image mode (input.detect) the
 // shapes come from the detection image and the fluxes from the measured one; after a detection
-// filter that subtracted the background, the shapes from the filtered values.
+// filter that subtracted the background, the shapes from the filtered values; after SExtractor's
+// CLEAN (clean_style sextractor) a survivor's shapes from its own pixels, its sums from all.
 #include <algorithm>
 #include <stdexcept>
 #include <vector>
@@ -54,9 +55,14 @@ class MeasureStep final : public Step {
       // less its background; a CLEAN survivor's from its own pixels. Fluxes and peaks from the
       // measured image, and of everything merged.
       const int32_t* labels = own.empty() ? item.labels.data() : own.data();
-      Catalog shapes = item.detection_subtracted ? catalog_of(item, item.detection.view(), detection_background.noise_only(), labels)
-                       : item.dual_image         ? catalog_of(item, item.unfiltered_detection().view(), detection_background, labels)
-                                                 : catalog_of(item, item.pixels.view(), background, labels);
+      Catalog shapes;
+      if (item.detection_subtracted) {
+        shapes = catalog_of(item, item.detection.view(), detection_background.noise_only(), labels);
+      } else if (item.dual_image) {
+        shapes = catalog_of(item, item.unfiltered_detection().view(), detection_background, labels);
+      } else {
+        shapes = catalog_of(item, item.pixels.view(), background, labels);
+      }
       for (size_t i = 0; i < shapes.size(); ++i) {
         if (own.empty()) kernels::take_measured_fluxes(shapes[i], (*item.catalog)[i]);
         else kernels::take_merged_sums(shapes[i], (*item.catalog)[i]);

@@ -110,7 +110,8 @@ def compare_sextractor(stem, image, clean):
     columns.update({"KRON_RADIUS": relative(o["KRON_RADIUS"][whole], t["KRON_RADIUS"][whole],
                                             np.asarray(t["KRON_RADIUS"], float)[whole]),
                     "FLUX_AUTO": relative(o["FLUX_AUTO"][whole], t["FLUX_AUTO"][whole], auto_scale)})
-    # FLUXERR_AUTO: one object of M12's 1,365 (CLEAN N) counts one pixel's variance more (0.3%).
+    # FLUXERR_AUTO: one object of M12's 1,365 (CLEAN N) counts one pixel's variance more (0.3%): a
+    # pixel 1e-4 from its ellipse's boundary, inside in double arithmetic, outside for SExtractor.
     error = relative(o["FLUXERR_AUTO"][whole], t["FLUXERR_AUTO"][whole], np.asarray(t["FLUXERR_AUTO"], float)[whole])
     apart = int((error > 1e-4).sum())
     if apart > max(1, len(error) // 1000) or (len(error) and error.max() > 0.01):

@@ -22,21 +22,27 @@
 using namespace imflow;
 
 namespace {
-// A 64 x 48 sky (100 +- 1) with two Gaussian stars 6 px apart: one 8-connected segment at 5 sigma.
-constexpr double kStar1X = 24.0, kStar1Y = 24.0, kStar2X = 30.0, kStar2Y = 24.3;
+// A Gaussian star: centre, peak and 2 sigma^2.
+struct GaussianStar {
+  double x, y, peak, two_sigma2;
+  double at(int px, int py) const { return peak * std::exp(-((px - x) * (px - x) + (py - y) * (py - y)) / two_sigma2); }
+};
 
-std::vector<double> blended_pair() {
-  const int w = 64, h = 48;
-  std::mt19937 rng(3);
+// A w x h sky (100 +- 1, the noise drawn from `seed`) with two stars.
+std::vector<double> two_stars(int w, int h, unsigned seed, const GaussianStar& first, const GaussianStar& second) {
+  std::mt19937 rng(seed);
   std::normal_distribution<double> noise(100.0, 1.0);
   std::vector<double> image(static_cast<size_t>(w * h));
   for (int y = 0; y < h; ++y)
-    for (int x = 0; x < w; ++x) {
-      const double r1 = (x - kStar1X) * (x - kStar1X) + (y - kStar1Y) * (y - kStar1Y);
-      const double r2 = (x - kStar2X) * (x - kStar2X) + (y - kStar2Y) * (y - kStar2Y);
-      image[static_cast<size_t>(y * w + x)] = noise(rng) + 200.0 * std::exp(-r1 / 4.5) + 140.0 * std::exp(-r2 / 4.5);
-    }
+    for (int x = 0; x < w; ++x) image[static_cast<size_t>(y * w + x)] = noise(rng) + first.at(x, y) + second.at(x, y);
   return image;
+}
+
+// A 64 x 48 sky with two Gaussian stars 6 px apart: one 8-connected segment at 5 sigma.
+constexpr double kStar1X = 24.0, kStar1Y = 24.0, kStar2X = 30.0, kStar2Y = 24.3;
+
+std::vector<double> blended_pair() {
+  return two_stars(64, 48, 3, {kStar1X, kStar1Y, 200.0, 4.5}, {kStar2X, kStar2Y, 140.0, 4.5});
 }
 
 std::string pipeline_text(const std::string& deblend) {
@@ -261,16 +267,8 @@ TEST_CASE("deblend step: a CLEAN survivor keeps its own moments, SExtractor's me
   // box those of both.
   test::TempDir dir("deblend_step_merged_moments");
   std::filesystem::create_directories(dir / "in");
-  const int w = 96, h = 64;
-  std::mt19937 rng(5);
-  std::normal_distribution<double> noise(100.0, 1.0);
-  std::vector<double> image(static_cast<size_t>(w * h));
-  for (int y = 0; y < h; ++y)
-    for (int x = 0; x < w; ++x) {
-      const double r1 = (x - 40.2) * (x - 40.2) + (y - 31.7) * (y - 31.7), r2 = (x - 52.1) * (x - 52.1) + (y - 32.4) * (y - 32.4);
-      image[static_cast<size_t>(y * w + x)] = noise(rng) + 5000.0 * std::exp(-r1 / 8.0) + 12.0 * std::exp(-r2 / 2.88);
-    }
-  test::write_fits(dir / "in" / "wing.fits", -32, {w, h}, image);
+  test::write_fits(dir / "in" / "wing.fits", -32, {96, 64},
+                   two_stars(96, 64, 5, {40.2, 31.7, 5000.0, 8.0}, {52.1, 32.4, 12.0, 2.88}));
   auto run = [&](const std::string& deblend) {
     Pipeline pipeline = test::pipeline_from(pipeline_text(deblend));
     pipeline.input.dir = dir / "in";

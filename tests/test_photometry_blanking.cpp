@@ -54,7 +54,7 @@ struct SpikeField {
   }
 };
 
-void check_same(const k::AutoFlux& a, const k::AutoFlux& b) {
+void check_same_auto_flux(const k::AutoFlux& a, const k::AutoFlux& b) {
   CHECK(a.kron_radius == b.kron_radius);
   CHECK(a.flux == b.flux);
   CHECK(a.flux_err == b.flux_err);
@@ -90,14 +90,14 @@ TEST_CASE("a detection without an object is mirrored as a labelled neighbour wou
   const k::AutoFlux blanked = field.auto_flux(field.detected.data());
   SpikeField labelled;  // the same spike as object 2, read without the mask
   for (int64_t x = kSpikeFirst; x <= kSpikeLast; ++x) labelled.labels[kSpikeRow * kBlankSide + x] = 2;
-  check_same(blanked, labelled.auto_flux(nullptr));
+  check_same_auto_flux(blanked, labelled.auto_flux(nullptr));
   // The spike's 100 counts are in reach: mirrored, the star keeps its own light only.
   CHECK(ignored.flux - blanked.flux > 90.0);
   CHECK(blanked.flux == Approx(2.0 * M_PI * 100.0 * kStarSigma * kStarSigma).epsilon(0.02));
   // CLEAN removed it (its pixels cleared in the mask): not blanked, as SExtractor pastes them back.
   std::vector<uint8_t> cleaned = field.detected;
   for (int64_t x = kSpikeFirst; x <= kSpikeLast; ++x) cleaned[kSpikeRow * kBlankSide + x] = 0;
-  check_same(field.auto_flux(cleaned.data()), ignored);
+  check_same_auto_flux(field.auto_flux(cleaned.data()), ignored);
 
   // VIGNET blanks it likewise.
   std::vector<float> stamp(11 * 11);

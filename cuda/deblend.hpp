@@ -28,7 +28,7 @@ struct DeblendDeviceInput {
   const int32_t* nlabels_device = nullptr;
   int32_t nlabels = 0;
   // The detection's threshold mask (segment's; may be nullptr): the pixels of the objects CLEAN
-  // removes are cleared there (kernels::DeblendInput::detected).
+  // removes are marked there, 0 or 2 (kernels::DeblendInput::detected).
   uint8_t* detected = nullptr;
 };
 

@@ -8,6 +8,7 @@ find_package(CLI11 REQUIRED)
 find_package(nlohmann_json REQUIRED)
 find_package(dragonbox REQUIRED)  # shortest float64 digits for the CSV catalogs (src/io/shortest_double.cpp)
 pkg_check_modules(CFITSIO REQUIRED IMPORTED_TARGET cfitsio)
+find_package(BZip2 REQUIRED)  # why a .bz2 FITS file failed (src/io/bzip2_stream_end.cpp)
 pkg_check_modules(WCSLIB REQUIRED IMPORTED_TARGET wcslib)  # sky coordinates (include/imflow/io/wcs.hpp)
 
 # yaml-cpp 0.7 (Debian 12) exports `yaml-cpp`, 0.8 exports `yaml-cpp::yaml-cpp`.

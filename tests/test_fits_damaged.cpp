@@ -1,7 +1,8 @@
 // FITS files as transfers and tools damage them, and compressed ones as surveys ship them: NaNs of
 // a quantized tile-compressed float image; an extension whose header or data is damaged fails
-// alone; a corrupt tile says why; GZIP tiles of 64-bit integers are refused; a gzip of several
-// members or cut short says what it is.
+// alone; a corrupt tile says why; GZIP tiles of 64-bit integers are refused; a gzip or bzip2 of
+// several members or streams, cut short or corrupt says what it is.
+#include <bzlib.h>
 #include <catch2/catch.hpp>
 #include <zlib.h>
 
@@ -199,4 +200,38 @@ TEST_CASE("a gzip of several members, or cut short, is named as such when it rea
   write_bytes(dir / "cut.fits.gz", whole.substr(0, whole.size() * 3 / 4));
   CHECK_THAT(read_error(dir / "cut.fits.gz", 0),
              Catch::Contains("cut.fits.gz: HDU 0 plane 0: cannot read pixels") && Catch::Contains("gzip stream ends early"));
+}
+
+namespace {
+std::string bzip2_of(const std::string& bytes) {
+  std::string packed(bytes.size() + bytes.size() / 100 + 600, '\0');
+  auto size = static_cast<unsigned>(packed.size());
+  REQUIRE(BZ2_bzBuffToBuffCompress(packed.data(), &size, const_cast<char*>(bytes.data()), static_cast<unsigned>(bytes.size()),
+                                   9, 0, 0) == BZ_OK);
+  packed.resize(size);
+  return packed;
+}
+}  // namespace
+
+TEST_CASE("a bzip2 cut short, corrupt or of several streams is named as such, not by CFITSIO's account", "[fits][damaged]") {
+  test::TempDir dir("fits_bzip2_damaged");
+  test::write_fits(dir / "plain.fits", -32, {kSide, kSide}, test::star_field(kSide, kSide, 4));
+  const std::string bytes = file_bytes(dir / "plain.fits");
+  const std::string whole = bzip2_of(bytes);
+  write_bytes(dir / "whole.fits.bz2", whole);
+  CHECK(read_error(dir / "whole.fits.bz2", 0).empty());
+  // Cut in the middle (CFITSIO: "could not allocate memory"), a byte flipped (a header of noise),
+  // and two streams as pbzip2 writes them (CFITSIO reads the first: the data ends early).
+  write_bytes(dir / "cut.fits.bz2", whole.substr(0, whole.size() / 2));
+  std::string flipped = whole;
+  flipped[flipped.size() / 2] = static_cast<char>(flipped[flipped.size() / 2] ^ 0xff);
+  write_bytes(dir / "flipped.fits.bz2", flipped);
+  write_bytes(dir / "two.fits.bz2", bzip2_of(bytes.substr(0, 2880 * 2)) + bzip2_of(bytes.substr(2880 * 2)));
+  CHECK(read_error(dir / "cut.fits.bz2", 0) ==
+        (dir / "cut.fits.bz2").string() + ": not a readable FITS file: its bzip2 stream ends early (truncated file)");
+  CHECK(read_error(dir / "flipped.fits.bz2", 0) ==
+        (dir / "flipped.fits.bz2").string() + ": not a readable FITS file: its bzip2 stream is corrupt (bad data or CRC)");
+  CHECK_THAT(read_error(dir / "two.fits.bz2", 0),
+             Catch::Contains("two.fits.bz2: HDU 0 plane 0: cannot read pixels") && Catch::Contains("a bzip2 of several streams") &&
+                 !Catch::Contains("gzip"));
 }

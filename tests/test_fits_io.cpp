@@ -286,3 +286,30 @@ TEST_CASE("float64 values beyond float32's range read as invalid pixels, with a 
   REQUIRE(logged.size() == 1);
   CHECK_THAT(logged[0], Catch::Contains("wide.fits: HDU 0 plane 0: 2 pixel(s) infinite or beyond float32's range"));
 }
+
+TEST_CASE("integers that BSCALE carries beyond float32's range read as invalid pixels, with the same warning", "[fits]") {
+  test::TempDir dir("fits_scaled_range");
+  std::vector<double> values(20 * 10, 1e37);  // stored 1 each
+  values[3] = 1e39;                            // stored 100: beyond float32
+  values[4] = -2e38;                           // stored -20: within range
+  values[7] = -5e38;                           // stored -50: beyond
+  const auto path = dir / "scaled.fits";
+  test::write_fits(path, 16, {20, 10}, values, 1e37);
+  test::write_fits(dir / "plain.fits", 16, {20, 10}, std::vector<double>(200, 8.0), 2.0, 32768.0);
+  auto sink = std::make_shared<spdlog::sinks::ringbuffer_sink_mt>(8);
+  auto previous = spdlog::default_logger();
+  spdlog::set_default_logger(std::make_shared<spdlog::logger>("capture", sink));
+  ImageBuffer image;
+  read_fits_plane(path, 0, 0, image);
+  ImageBuffer plain;
+  read_fits_plane(dir / "plain.fits", 0, 0, plain);  // its largest value, 2 x 32767 + 32768, is far within range
+  spdlog::set_default_logger(previous);
+  CHECK(std::isinf(image.data()[3]));
+  CHECK(std::isinf(image.data()[7]));
+  CHECK(image.data()[4] == -2e38f);
+  CHECK(image.data()[0] == 1e37f);
+  CHECK(plain.data()[0] == 8.0f);
+  const std::vector<std::string> logged = sink->last_formatted();
+  REQUIRE(logged.size() == 1);
+  CHECK_THAT(logged[0], Catch::Contains("scaled.fits: HDU 0 plane 0: 2 pixel(s) infinite or beyond float32's range"));
+}

@@ -4,7 +4,7 @@
 set -euo pipefail
 packages=(build-essential cmake ninja-build pkg-config git
           libtbb-dev libcfitsio-dev libcfitsio-bin wcslib-dev libstb-dev libyaml-cpp-dev libspdlog-dev catch2 libcli11-dev libdragonbox-dev libdeflate-dev
-          nlohmann-json3-dev zlib1g-dev liblapacke-dev libopenblas-dev libopenmpi-dev openmpi-bin libpng-dev libnifti2-dev
+          nlohmann-json3-dev zlib1g-dev libbz2-dev liblapacke-dev libopenblas-dev libopenmpi-dev openmpi-bin libpng-dev libnifti2-dev
           python3-numpy python3-scipy python3-astropy python3-matplotlib python3-pil
           source-extractor scamp psfex swarp)  # the peers the FITS_LDAC and weight-map tests run
 missing=()

@@ -1,10 +1,11 @@
-// Counting and reporting float64 pixels beyond float32's range (fits_float_range.hpp).
+// Counting and reporting pixels beyond float32's range (fits_float_range.hpp).
 #include "fits_float_range.hpp"
 
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 namespace imflow {
 
@@ -15,9 +16,17 @@ void warn_beyond_float32(const std::filesystem::path& path, int hdu, int64_t pla
 
 namespace detail {
 
-void check_float_range(const std::filesystem::path& path, int hdu, int64_t plane, const FitsImageInfo& info,
+bool may_exceed_float32(const PixelConversion& conversion) {
+  if (conversion.bitpix == -64) return true;
+  if (conversion.bitpix == -32) return conversion.scale != 1.0 || conversion.zero != 0.0;
+  const double largest_stored = std::ldexp(1.0, conversion.bitpix - 1);  // |most negative| stored value
+  const double largest = std::fabs(conversion.scale) * largest_stored + std::fabs(conversion.zero);
+  return !(largest <= double(std::numeric_limits<float>::max()));
+}
+
+void check_float_range(const std::filesystem::path& path, int hdu, int64_t plane, const PixelConversion& conversion,
                        const TileRect& region, const ImageBuffer& pixels, const ReadLimits& limits) {
-  if (info.bitpix != -64) return;
+  if (!may_exceed_float32(conversion)) return;
   // The rows and columns of `pixels` to count: all of them, or those inside the core.
   int64_t x0 = 0, y0 = 0, x1 = pixels.width(), y1 = pixels.height();
   const TileRect& core = limits.out_of_range_core;

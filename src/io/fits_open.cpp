@@ -11,6 +11,7 @@
 #include <string>
 #include <string_view>
 
+#include "compressed_stream_end.hpp"
 #include "fits_status.hpp"
 
 namespace imflow {
@@ -81,7 +82,8 @@ std::string why_not_opened(const fs::path& path) {
 }  // namespace
 
 std::string fits_not_opened_text(const fs::path& path, int status) {
-  const std::string why = why_not_opened(path);
+  std::string why = why_not_opened(path);
+  if (why.empty()) why = compressed_stream_problem(path);  // CFITSIO: "could not allocate memory", a header of noise
   return why.empty() ? fits_error_text(path, "not a readable FITS file", status)
                      : path.string() + ": not a readable FITS file: " + why;
 }

@@ -12,11 +12,11 @@
 #include <string>
 #include <string_view>
 
+#include "compressed_stream_end.hpp"
 #include "fits_direct_read.hpp"
 #include "fits_float_range.hpp"
 #include "fits_read_paths.hpp"
 #include "fits_status.hpp"
-#include "gzip_members.hpp"
 #include "read_only_file.hpp"
 #include "imflow/errors.hpp"
 #include "imflow/io/fits.hpp"
@@ -246,7 +246,7 @@ std::optional<detail::DirectImageLayout> direct_layout(const OpenPlane& open, co
 // a failure thrown as "FILE: what: CFITSIO error ...". A tile-compressed HDU's failure is read
 // again inside FitsMessages, for CFITSIO's own account of it (its status alone says "non-CFITSIO
 // program error" of a corrupt tile); pixel reads that succeed never take the messages' lock. A
-// gzip file that CFITSIO read short is said to be cut short, corrupt or of several members.
+// gzip or bzip2 file that CFITSIO read short is said to be cut short, corrupt or of several members.
 template <typename Read>
 void read_pixels(const OpenPlane& open, const fs::path& path, const std::string& what, Read read) {
   int status = 0;
@@ -260,15 +260,7 @@ void read_pixels(const OpenPlane& open, const fs::path& path, const std::string&
   }
   std::string message = fits_error_text(path, what, status);
   if (status == END_OF_FILE && whole_file_compressed(path)) {
-    switch (detail::gzip_stream_end(path)) {
-      case detail::GzipEnd::several_members:
-        message += ": the file is a gzip of several members (as bgzip or `cat a.gz b.gz` write), of which CFITSIO "
-                   "reads only the first; gunzip it, or recompress it with gzip as one member";
-        break;
-      case detail::GzipEnd::cut_short: message += ": its gzip stream ends early (truncated file)"; break;
-      case detail::GzipEnd::corrupt: message += ": its gzip stream is corrupt"; break;
-      default: break;
-    }
+    if (const std::string problem = detail::compressed_stream_problem(path); !problem.empty()) message += ": " + problem;
   }
   throw InputError(message);
 }
@@ -309,7 +301,7 @@ int64_t read_fits_plane(const fs::path& path, int hdu, int64_t plane, ImageBuffe
     const bool defer = limits.float32_swap_deferred != nullptr && c.bitpix == -32 && c.scale == 1.0 && c.zero == 0.0;
     read_direct(path, *layout, plane, TileRect{0, 0, width, height}, out.data(), plane_text(hdu, plane), !defer);
     if (defer) *limits.float32_swap_deferred = true;
-    detail::check_float_range(path, hdu, plane, info, TileRect{0, 0, width, height}, out, limits);
+    detail::check_float_range(path, hdu, plane, c, TileRect{0, 0, width, height}, out, limits);
     return width * height * (std::abs(info.bitpix) / 8);
   }
   float null_value = std::numeric_limits<float>::quiet_NaN();
@@ -336,7 +328,7 @@ int64_t read_fits_region(const fs::path& path, int hdu, int64_t plane, const Til
   if (const auto layout = direct_layout(open, path, read_path)) {
     read_direct(path, *layout, plane, region, out.data(),
                 plane_text(hdu, plane) + ": the tile at x " + std::to_string(region.x) + ", y " + std::to_string(region.y));
-    detail::check_float_range(path, hdu, plane, info, region, out, limits);
+    detail::check_float_range(path, hdu, plane, layout->conversion, region, out, limits);
     return region.size() * (std::abs(info.bitpix) / 8);
   }
   long first[kMaxAxes], last[kMaxAxes], step[kMaxAxes];

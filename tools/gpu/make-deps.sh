@@ -11,7 +11,7 @@ packages=(libtbb-dev libtbb12 libtbbmalloc2 libtbbbind-2-5 libhwloc15 libcfitsio
           libcli11-dev liblapacke-dev liblapacke libopenblas-dev libopenblas0 libopenblas0-pthread
           libopenblas-pthread-dev liblapack3 libblas3 libgfortran5 catch2
           libnifti2-dev libnifti2-2 libniftiio-dev libniftiio2 libznz-dev libznz3 libnifticdf-dev libnifticdf2
-          libpng-dev libpng16-16 libdeflate-dev libdeflate0 zlib1g-dev nlohmann-json3-dev wcslib-dev libwcs7 "$@")
+          libpng-dev libpng16-16 libdeflate-dev libdeflate0 zlib1g-dev libbz2-dev nlohmann-json3-dev wcslib-dev libwcs7 "$@")
 apt-get update -qq > /dev/null 2>&1 || true
 (cd "$dir" && apt-get download "${packages[@]}" 2>&1 | grep -E "^E:" || true)
 # The Python module's build (nanobind), pytest for its tests (tests/python, pure-Python wheels)

@@ -42,7 +42,8 @@ struct ReadLimits {
   // Not null: a FITS image read (read_fits_plane) also gives its HDU's header records there, as
   // read_fits_header_records does, so that its outputs' WCS need not open the file again.
   std::vector<std::string>* header_records = nullptr;
-  // Not null: pixels of BITPIX -64 data read as +-Infinity (beyond float32's range) are added here,
+  // Not null: pixels read as +-Infinity from values beyond float32's range (BITPIX -64 data, or
+  // stored values scaled beyond it) are added here,
   // only those inside out_of_range_core (plane coordinates; empty: every pixel read), instead of
   // a warning per read: a caller reading one plane in many regions (tiles with their halos,
   // strips) warns once for the plane (warn_beyond_float32).
@@ -50,7 +51,7 @@ struct ReadLimits {
   TileRect out_of_range_core{};
 };
 
-// The warning for `count` pixels of a plane that read as +-Infinity from float64 data.
+// The warning for `count` pixels of a plane that read as +-Infinity from values beyond float32's range.
 void warn_beyond_float32(const std::filesystem::path& path, int hdu, int64_t plane, int64_t count);
 
 // Every image HDU of the file with at least two axes, all non-zero (empty primaries and tables

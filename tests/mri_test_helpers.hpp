@@ -12,7 +12,16 @@
 #include <string>
 #include <vector>
 
+#include "imflow/io/nifti.hpp"
+
 namespace test {
+
+// Sets the NIfTI volume cache's budget for a test and restores the one before when it ends.
+struct NiftiCacheBudget {
+  explicit NiftiCacheBudget(uint64_t bytes) : before(imflow::nifti_cache_bytes()) { imflow::set_nifti_cache_bytes(bytes); }
+  ~NiftiCacheBudget() { imflow::set_nifti_cache_bytes(before); }
+  const uint64_t before;
+};
 
 struct NiftiSpec {
   std::vector<int64_t> dims;  // nx, ny, nz, ... (NIfTI-1 stores them as int16)

@@ -1,11 +1,13 @@
 // NIfTI files damaged in ways nifticlib alone would misread or misname: a vox_offset inside the
-// header, a zero dim, a single file without NIfTI's magic, a gzip stream whose trailer is wrong.
+// header, a zero dim, a single file without NIfTI's magic, a gzip stream whose trailer is wrong
+// (every slice fails, cached or read one by one).
 #include <catch2/catch.hpp>
 #include <zlib.h>
 
 #include <cstring>
 #include <fstream>
 #include <numeric>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -40,6 +42,11 @@ TEST_CASE("damaged NIfTI headers and gzip streams are named by what is wrong", "
   std::string flat = bytes;
   flat[42] = flat[43] = 0;
   CHECK_THROWS_WITH(scan_nifti(write("flat.nii", flat)), Catch::Contains("flat.nii") && Catch::Contains("dim[1] = 0"));
+  // dim[0..7] (int16 from byte 40) 7 and 32767 each: the claim said in full, not cut to 31 digits.
+  std::string huge = bytes;
+  huge[40] = 7, huge[41] = 0;
+  for (int d = 1; d <= 7; ++d) huge[40 + 2 * d] = '\xff', huge[41 + 2 * d] = '\x7f';
+  CHECK_THROWS_WITH(scan_nifti(write("huge.nii", huge)), Catch::Contains("huge.nii: NIfTI header claims 8.111e+31 bytes"));
   // datatype (int16 at byte 70) 77: no NIfTI code.
   std::string typo = bytes;
   typo[70] = 77, typo[71] = 0;
@@ -59,4 +66,29 @@ TEST_CASE("damaged NIfTI headers and gzip streams are named by what is wrong", "
   std::memcpy(gz.data() + gz.size() - 8, &wrong, sizeof wrong);  // little-endian CRC, then ISIZE
   CHECK_THROWS_WITH(scan_nifti(write("crc.nii.gz", gz)),
                     Catch::Contains("crc.nii.gz: corrupt gzip stream (incorrect data check)"));
+}
+
+TEST_CASE("a .nii.gz whose damage only its CRC-32 shows fails every slice, cached or read one by one", "[nifti]") {
+  test::TempDir dir("nifti_crc_slices");
+  // Noise: the stream is as long as the data, so the header's read stops far before its trailer.
+  const int nx = 64, ny = 64, nz = 8;
+  std::mt19937 rng(5);
+  std::vector<double> values(static_cast<size_t>(nx) * ny * nz);
+  for (double& v : values) v = static_cast<double>(rng() % 30000);
+  test::write_nifti<int16_t>(dir / "noise.nii.gz", {{nx, ny, nz}, 4, 16, 0, 0, false, true}, values);
+  std::string gz = test::read_text(dir / "noise.nii.gz");
+  gz[gz.size() - 6] = static_cast<char>(gz[gz.size() - 6] ^ 0x10);  // the CRC-32's third byte
+  std::ofstream(dir / "crc.nii.gz", std::ios::binary) << gz;
+  REQUIRE_NOTHROW(scan_nifti(dir / "crc.nii.gz"));
+  for (const uint64_t budget : {uint64_t{1} << 30, uint64_t{0}}) {  // read whole into the cache; slice by slice
+    test::NiftiCacheBudget cache(budget);
+    for (int plane = 0; plane < nz; ++plane) {
+      INFO("budget " << budget << " slice " << plane);
+      ImageBuffer image;
+      CHECK_THROWS_WITH(read_nifti_slice(dir / "crc.nii.gz", 2, plane, image),
+                        (dir / "crc.nii.gz").string() + ": corrupt gzip stream (incorrect data check)");
+      CHECK_NOTHROW(read_nifti_slice(dir / "noise.nii.gz", 2, plane, image));
+      CHECK(image.data()[7] == static_cast<float>(values[static_cast<size_t>(plane) * nx * ny + 7]));
+    }
+  }
 }

@@ -232,12 +232,6 @@ std::vector<float> expected_slice(int nx, int ny, int nz, int axis, int plane, d
   return out;
 }
 
-// Sets the cache budget for a test and restores the one before when it ends, passed or not.
-struct CacheBudget {
-  explicit CacheBudget(uint64_t bytes) : before(nifti_cache_bytes()) { set_nifti_cache_bytes(bytes); }
-  ~CacheBudget() { set_nifti_cache_bytes(before); }
-  const uint64_t before;
-};
 }  // namespace
 
 TEST_CASE("NIfTI slices are the same read whole into the cache and one by one", "[nifti]") {
@@ -248,7 +242,7 @@ TEST_CASE("NIfTI slices are the same read whole into the cache and one by one", 
     test::write_nifti<int32_t>(path, {{nx, ny, nz}, 8, 32, 0, 0, true, std::string(name).ends_with(".gz")},
                                volume_values(nx, ny, nz));
     for (uint64_t budget : {uint64_t{1} << 30, uint64_t{0}, uint64_t{100}}) {  // whole, off, too small
-      CacheBudget cache(budget);
+      test::NiftiCacheBudget cache(budget);
       for (int axis = 0; axis < 3; ++axis) {
         const int count = axis == 0 ? nx : axis == 1 ? ny : nz;
         for (int plane = count - 1; plane >= 0; --plane) {  // backwards: a gzip stream cannot seek back cheaply
@@ -272,7 +266,7 @@ TEST_CASE("prefetching (at scan time) fills the cache without evicting volumes n
     test::write_nifti<int16_t>(dir / name, {{nx, ny, nz}, 4, 16, 0, 0, false, true}, ramp(nx, ny, nz));
   }
   test::write_nifti<int16_t>(dir / "plain.nii", {{nx, ny, nz}, 4, 16}, ramp(nx, ny, nz));
-  CacheBudget cache(uint64_t{nx} * ny * nz * 2);  // room for one volume
+  test::NiftiCacheBudget cache(uint64_t{nx} * ny * nz * 2);  // room for one volume
   CHECK_FALSE(prefetch_nifti(dir / "plain.nii", 2));  // slices along k of a .nii are read directly
   CHECK(prefetch_nifti(dir / "a.nii.gz", 2));
   CHECK(prefetch_nifti(dir / "a.nii.gz", 2));         // already there
@@ -292,7 +286,7 @@ TEST_CASE("threads reading slices of gzipped volumes share the cache, also while
     test::write_nifti<float>(dir / ("v" + std::to_string(f) + ".nii.gz"), {{nx, ny, nz}, 16, 32, 0, 0, false, true},
                              volume_values(nx, ny, nz, f));
   }
-  CacheBudget cache(uint64_t{nx} * ny * nz * 4 + 1);  // one volume: each file evicts the one before
+  test::NiftiCacheBudget cache(uint64_t{nx} * ny * nz * 4 + 1);  // one volume: each file evicts the one before
   std::atomic<int> reads{0}, wrong{0};
   std::vector<std::string> errors(8);
   std::vector<std::thread> threads;

@@ -21,6 +21,7 @@
 #include "imflow/io/input_format.hpp"
 #include "imflow/io/nifti.hpp"
 #include "luminance.hpp"
+#include "nifti_gzip_data.hpp"
 #include "nifti_header_start.hpp"
 #include "nifti_slice.hpp"
 #include "nifti_volume_cache.hpp"
@@ -124,12 +125,13 @@ double data_bytes(const NiftiInfo& info) {
 }
 
 // Up to `bytes` of the data file from byte `offset` of the voxel data on; fewer when it ends early.
-std::vector<unsigned char> read_data_bytes(const NiftiHeader& header, int64_t offset, int64_t bytes, const fs::path& path) {
+// A gzip stream read whole (`whole`) is inflated to its end, so that its CRC-32 is checked.
+std::vector<unsigned char> read_data_bytes(const NiftiHeader& header, int64_t offset, int64_t bytes, const fs::path& path,
+                                           bool whole = false) {
+  if (is_gzip(header.data_file)) return detail::read_gzip_data(header.data_file, header.data_offset + offset, bytes, whole, path);
   std::vector<unsigned char> data(static_cast<size_t>(bytes));
-  const char* name = header.data_file.c_str();
-  znzFile file = znzopen(name, "rb", nifti_is_gzfile(name));
+  znzFile file = znzopen(header.data_file.c_str(), "rb", 0);
   if (znz_isnull(file)) throw InputError(path.string() + ": cannot open the NIfTI data");
-  // In chunks: znzread returns (size_t)-1 for a corrupt gzip stream, losing what it had inflated.
   constexpr size_t chunk = size_t{4} << 20;
   size_t got = 0;
   if (znzseek(file, static_cast<long>(header.data_offset + offset), SEEK_SET) >= 0) {
@@ -144,6 +146,20 @@ std::vector<unsigned char> read_data_bytes(const NiftiHeader& header, int64_t of
   znzclose(file);
   data.resize(got);
   return data;
+}
+
+// Before the first slice of a gzip volume read slice by slice: its whole stream inflated once, so
+// that a stream whose damage only its CRC-32 shows fails every slice, not only the last.
+void check_stream_once(const NiftiHeader& header, const fs::path& path) {
+  GzipStreamCheck& check = *header.stream_check;
+  std::call_once(check.once, [&] {
+    try {
+      detail::check_gzip_stream(header.data_file, path);
+    } catch (const InputError& error) {
+      check.problem = error.what();
+    }
+  });
+  if (!check.problem.empty()) throw InputError(check.problem);
 }
 
 // Slices along `axis` come from the whole data, read once per file into the cache, when the file
@@ -258,8 +274,8 @@ NiftiInfo scan_nifti(const fs::path& path) {
   const bool gzip = is_gzip(data_file);
   const double capacity = gzip ? static_cast<double>(file_size) * 1100.0 + 65536.0 : static_cast<double>(file_size);
   if (needed > capacity) {
-    char claimed[32];
-    std::snprintf(claimed, sizeof claimed, "%.0f", needed);
+    char claimed[40];  // every digit up to 1e15 bytes; beyond, "4.056e+31" (64-bit NIfTI-2 dims reach 1e130)
+    std::snprintf(claimed, sizeof claimed, needed < 1e15 ? "%.0f" : "%.4g", needed);
     throw InputError(path.string() + ": NIfTI header claims " + claimed + " bytes (dims " +
                      std::to_string(info.dims[0]) + "x" + std::to_string(info.dims[1]) + "x" +
                      std::to_string(info.dims[2]) + "...) but " + (data_file == path ? "the file" : data_file.filename().string()) +
@@ -273,7 +289,7 @@ bool prefetch_nifti(const fs::path& path, int axis) {
   if (!reads_whole(*header, axis)) return false;
   const double whole = data_bytes(header->info);
   return prefetch_nifti_volume(header->data_file, static_cast<uint64_t>(whole),
-                               [&] { return read_data_bytes(*header, 0, static_cast<int64_t>(whole), path); });
+                               [&] { return read_data_bytes(*header, 0, static_cast<int64_t>(whole), path, true); });
 }
 
 int64_t read_nifti_slice(const fs::path& path, int axis, int64_t plane, ImageBuffer& out, const ReadLimits& limits) {
@@ -311,7 +327,7 @@ int64_t read_nifti_slice(const fs::path& path, int axis, int64_t plane, ImageBuf
   std::shared_ptr<const NiftiVolumeBytes> volume;
   if (reads_whole(*header, axis)) {
     volume = cached_nifti_volume(header->data_file, static_cast<uint64_t>(whole),
-                                 [&] { return read_data_bytes(*header, 0, static_cast<int64_t>(whole), path); });
+                                 [&] { return read_data_bytes(*header, 0, static_cast<int64_t>(whole), path, true); });
     if (!volume && nifti_cache_bytes() > 0) warn_uncached(path, whole, is_gzip(header->data_file));
   }
   std::vector<unsigned char> slice, data;  // the gathered slice (when the data's bytes are not it as they are); the span read
@@ -323,6 +339,7 @@ int64_t read_nifti_slice(const fs::path& path, int axis, int64_t plane, ImageBuf
     }
     raw = gather_slice(volume->data() + span.first * bpv, span, bpv, header->swap, header->swapsize, slice);
   } else {
+    if (is_gzip(header->data_file)) check_stream_once(*header, path);
     data = read_data_bytes(*header, span.first * bpv, span.voxels() * bpv, path);
     if (static_cast<int64_t>(data.size()) != span.voxels() * bpv) {
       throw InputError(truncated(path, plane, span.voxels() * bpv, static_cast<int64_t>(data.size())));

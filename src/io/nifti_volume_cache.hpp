@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -33,6 +34,13 @@ std::shared_ptr<const NiftiVolumeBytes> cached_nifti_volume(const std::filesyste
 bool prefetch_nifti_volume(const std::filesystem::path& path, uint64_t data_bytes,
                            const std::function<NiftiVolumeBytes()>& load);
 
+// Whether a gzip data file's whole stream inflated cleanly, found once per file version by the
+// first slice read that needs to know (a volume read slice by slice, beyond the cache).
+struct GzipStreamCheck {
+  std::once_flag once;
+  std::string problem;  // empty: the stream is sound (or cut short, which the slices find)
+};
+
 // What a slice read needs from a file's header.
 struct NiftiHeader {
   NiftiInfo info;
@@ -40,6 +48,7 @@ struct NiftiHeader {
   int64_t data_offset = 0;          // of the voxel data in data_file (vox_offset)
   bool swap = false;                // stored in the other byte order
   int swapsize = 0;                 // bytes swapped as a unit (nifticlib's)
+  std::shared_ptr<GzipStreamCheck> stream_check = std::make_shared<GzipStreamCheck>();
 };
 
 // The header of `path` (identified as cached_nifti_volume identifies a file), parsed by `parse` the

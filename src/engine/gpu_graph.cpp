@@ -88,7 +88,7 @@ void host_phase_stage(RunContext& run, WorkItem& item, size_t first) {
       if (s < first) steps[s]->run_cpu(item);
       else steps[s]->prepare_host(item);
     } catch (const std::exception& error) {
-      item.fail(item_name(item.ref) + ": " + step_failure(steps[s]->name(), error));
+      item.fail(item_name(item.ref) + ": " + step_failure(steps[s]->name(), error, item.ref.path));
       return;
     }
   }
@@ -111,7 +111,7 @@ void enqueue_item(RunContext& run, GpuSlot& slot, WorkItem& item) {
       enqueue_step(steps[s]->name(), [&] {
         if (item.ref.tiled) tile_run_cuda(*steps[s], item, context);  // a tile (docs/tiling.md)
         else steps[s]->run_cuda(item, context);
-      });
+      }, item.ref.path);
     }
     slot.marks[2 + s].record(slot.stream);
   }

@@ -168,9 +168,9 @@ class StepFailure : public std::runtime_error {
 };
 
 // Runs `enqueue` (one step's work on the device); a failure other than a CUDA error comes out as
-// a StepFailure naming the step.
+// a StepFailure naming the step (step_failure: without `file`'s name, which the item's says).
 template <typename Enqueue>
-void enqueue_step(const std::string& step, Enqueue&& enqueue) {
+void enqueue_step(const std::string& step, Enqueue&& enqueue, const std::filesystem::path& file = {}) {
   try {
     enqueue();
   } catch (const cuda::CudaError&) {
@@ -178,7 +178,7 @@ void enqueue_step(const std::string& step, Enqueue&& enqueue) {
   } catch (const StepFailure&) {
     throw;
   } catch (const std::exception& error) {
-    throw StepFailure(step_failure(step, error));
+    throw StepFailure(step_failure(step, error, file));
   }
 }
 

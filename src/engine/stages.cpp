@@ -8,6 +8,7 @@
 #include <exception>
 #include <new>
 #include <string>
+#include <string_view>
 
 #include "companion_inputs.hpp"
 #include "imflow/io/input_format.hpp"
@@ -53,9 +54,12 @@ std::string item_name(const ItemRef& ref) {
   return name;
 }
 
-std::string step_failure(const std::string& step, const std::exception& error) {
-  const bool out_of_memory = dynamic_cast<const std::bad_alloc*>(&error) != nullptr;
-  return "step " + step + ": " + (out_of_memory ? std::string("out of memory") : std::string(error.what()));
+std::string step_failure(const std::string& step, const std::exception& error, const std::filesystem::path& file) {
+  if (dynamic_cast<const std::bad_alloc*>(&error) != nullptr) return "step " + step + ": out of memory";
+  std::string_view why = error.what();
+  const std::string named = file.string() + ": ";
+  if (!file.empty() && why.starts_with(named)) why.remove_prefix(named.size());  // the item's name says it
+  return "step " + step + ": " + std::string(why);
 }
 
 std::string worker_track(const std::string& stage) {
@@ -100,7 +104,7 @@ void cpu_process_stage(RunContext& run, WorkItem& item) {
     try {
       step->run_cpu(item);
     } catch (const std::exception& error) {
-      item.fail(item_name(item.ref) + ": " + step_failure(step->name(), error));
+      item.fail(item_name(item.ref) + ": " + step_failure(step->name(), error, item.ref.path));
       return;
     }
   }

@@ -3,6 +3,7 @@
 #pragma once
 #include <atomic>
 #include <exception>
+#include <filesystem>
 #include <mutex>
 #include <string>
 
@@ -90,8 +91,9 @@ std::string output_device_problem(const std::filesystem::path& dir);
 std::string item_name(const ItemRef& ref);
 
 // "step NAME: reason" for what step NAME threw ("out of memory" for std::bad_alloc): how every
-// path, CPU or GPU, words a step's failure after the item's name.
-std::string step_failure(const std::string& step, const std::exception& error);
+// path, CPU or GPU, words a step's failure after the item's name. A reason that starts with
+// `file` (the item's own, e.g. a header keyword's error) loses that prefix: the name says it.
+std::string step_failure(const std::string& step, const std::exception& error, const std::filesystem::path& file = {});
 
 // A track name for the calling worker thread, e.g. "read #3".
 std::string worker_track(const std::string& stage);

@@ -53,8 +53,10 @@ nlohmann::json RunSummary::item_record(const WorkItem& item, const std::vector<s
                             {"valid", item.background->valid}};
   }
   if (item.threshold) record["threshold"] = number(*item.threshold);
-  if (item.catalog) record["nsources"] = item.catalog->size();
-  else if (item.nlabels) record["nsources"] = *item.nlabels;
+  if (item.status == ItemStatus::ok) {  // a failed item wrote no catalog
+    if (item.catalog) record["nsources"] = item.catalog->size();
+    else if (item.nlabels) record["nsources"] = *item.nlabels;
+  }
   for (const auto& [name, value] : item.metrics) record["metrics"][name] = number(value);
   if (!item.warnings.empty()) record["warnings"] = item.warnings;
   if (item.ref.resident_rows > 0) {  // read in strips straight into GPU memory (docs/tiling.md)

@@ -75,7 +75,7 @@ void tile_cpu_process_stage(RunContext& run, WorkItem& item) {
         step->run_cpu(item);
       }
     } catch (const std::exception& error) {
-      item.fail(item_name(item.ref) + ": tile " + std::to_string(item.ref.tile) + ": " + step_failure(step->name(), error));
+      item.fail(item_name(item.ref) + ": tile " + std::to_string(item.ref.tile) + ": " + step_failure(step->name(), error, item.ref.path));
       return;
     }
   }

@@ -8,6 +8,7 @@
 """
 import errno as _errno
 import json as _json
+import numbers as _numbers
 import os as _os
 import pkgutil as _pkgutil
 import threading as _threading
@@ -67,7 +68,19 @@ def _flag(name):
     return check
 
 
-_RUN_OPTIONS = {"device": str, "threads": int, "buffers": int, "batch": int, "fail_fast": _flag("fail_fast"),
+def _whole_number(name, high=4096):
+    """The check of a count option, as the command line checks it: a whole number from 0 to `high`."""
+    def check(value):
+        if isinstance(value, bool) or not isinstance(value, _numbers.Integral):
+            raise TypeError(f"{name} must be a whole number from 0 to {high}, not {value!r}")
+        if not 0 <= value <= high:
+            raise ValueError(f"{name} must be a whole number from 0 to {high}, not {value}")
+        return int(value)
+    return check
+
+
+_RUN_OPTIONS = {"device": str, "threads": _whole_number("run: threads"), "buffers": _whole_number("run: buffers"),
+                "batch": _whole_number("run: batch"), "fail_fast": _flag("fail_fast"),
                 "resume": _flag("resume"), "trace": _os.fspath, "summary": _os.fspath}
 
 
@@ -233,13 +246,16 @@ def extract_image(data, pipeline, threads=None, device="cpu"):
     without the GIL. The pipeline's input, output and engine sections are not used; measure's
     gain_keyword and zeropoint_keyword fall back to its gain and zeropoint (an array has no header).
     """
+    if device == "cuda":
+        raise NotImplementedError("device: 'cuda': extract_image runs on the CPU only (device='cpu')")
     if device != "cpu":
-        raise NotImplementedError(f"device: {device!r}: extract_image runs on the CPU only (device='cpu')")
+        raise ValueError(f"device: {device!r} is not 'cpu' (extract_image runs on the CPU only)")
+    threads = 0 if threads is None else _whole_number("extract_image: threads")(threads)
     import numpy as np
     text, name = _pipeline_text(pipeline)
     array = np.ma.filled(np.ma.asanyarray(data).astype(np.float32), np.nan) if np.ma.isMaskedArray(data) else data
     from ._apertures import _image
-    result = _imflow.extract_image(text, name, _image(array), 0 if threads is None else int(threads))
+    result = _imflow.extract_image(text, name, _image(array), threads)
     for warning in result["warnings"]:
         _warnings.warn(f"extract_image: {warning}", RuntimeWarning, stacklevel=2)
     meta = {key: _card_value(value, numeric) for key, value, numeric, _ in result["cards"]}

@@ -82,6 +82,9 @@ def _converted(values, dtype, what):
     return rounded.astype(dtype)
 
 
+_SUBTRACTED_AS_SEP = (np.dtype(np.float32), np.dtype(np.float64), np.dtype(np.int32))  # sep_bkg_subarray's
+
+
 class Background:
     """Spatially variable background and noise, as sep.Background (SEP's mesh method).
 
@@ -92,7 +95,8 @@ class Background:
     def __init__(self, data, mask=None, maskthresh=0.0, bw=64, bh=64, fw=3, fh=3, fthresh=0.0, device=None):
         pixels = _masked(_image(data), mask, maskthresh)
         original = np.asarray(data)
-        self._dtype = original.dtype.newbyteorder("=")
+        # The maps' dtype by default, as SEP: the data's, float32 for boolean data.
+        self._dtype = original.dtype.newbyteorder("=") if original.dtype.kind in "fiu" else np.dtype(np.float32)
         self._shape = pixels.shape
         # A filter size of 0 filters nothing, as 1 (SEP takes it so).
         arguments = (pixels, int(bw), int(bh), int(fw) or 1, int(fh) or 1, float(fthresh))
@@ -119,20 +123,31 @@ class Background:
 
     def subfrom(self, data):
         """Subtract the background from `data` (float or integer, the original shape) in place;
-        integers lose the map rounded as SEP rounds it."""
+        integers lose the map rounded as SEP rounds it, and a result their dtype cannot hold (an
+        unsigned image below its background) is refused, not wrapped around."""
         if not isinstance(data, np.ndarray) or data.dtype.kind not in "fiu":
             raise ValueError("subfrom: data must be a float or integer array")
         if data.shape != self._shape:
             raise ValueError(f"subfrom: data's shape {data.shape} differs from the background's {self._shape}")
-        data -= _converted(self._map("back"), data.dtype, "subfrom")
+        back = _converted(self._map("back"), data.dtype, "subfrom")
+        if data.dtype.kind == "f":
+            data -= back
+            return
+        result = data.astype(np.int64) - back.astype(np.int64)
+        limits = np.iinfo(data.dtype)
+        if result.size and (result.min() < limits.min or result.max() > limits.max):
+            raise ValueError(f"subfrom: the background-subtracted values ({result.min()} to {result.max()}) do not fit "
+                             f"dtype {data.dtype}; subtract from a float copy (data - bkg is float32 for it)")
+        data[...] = result
 
-    def __array__(self, dtype=None, copy=None):  # numpy's view of it (`data - bkg`, np.sqrt(bkg)): the map
-        return self.back(dtype)
+    def __array__(self, dtype=None, copy=None):
+        """NumPy's view of it (`data - bkg`, np.sqrt(bkg)): the map in the data's dtype where SEP can
+        subtract it (float32, float64, int32: the dtype stays, as SEP), else float32, so that NumPy
+        computes `data - bkg` of 8- and 16-bit integers in float32 instead of wrapping around."""
+        return self.back(dtype or (self._dtype if self._dtype in _SUBTRACTED_AS_SEP else np.float32))
 
-    def __rsub__(self, data):
-        result = np.array(data, copy=True)
-        self.subfrom(result)
-        return result
+    def __rsub__(self, data):  # `data - bkg` where data is not an array (NumPy's arrays take __array__)
+        return np.asarray(data) - self.__array__()
 
 
 def _noise(err, var, shape):

@@ -101,3 +101,25 @@ def test_integer_data_masks_and_numpy_arithmetic_as_seps(images):
     assert ours.globalback == pytest.approx(theirs.globalback, rel=1e-6)
     assert relative(ours.back(), theirs.back()) <= 1e-6
     assert isep.__version__ == sep.__version__ == "1.4.1"
+
+
+def test_integers_sep_cannot_subtract_give_float32_not_wrapped_values(images):
+    # uint16 as astropy reads a BZERO=32768 image (SEP refuses the dtype): pixels below the
+    # background would wrap around to ~65535 in place.
+    data = np.clip(native(images["isaac_crop"]), 0, 60000).astype(np.uint16)
+    ours = isep.Background(data)
+    subtracted = data - ours
+    assert subtracted.dtype == np.float32
+    np.testing.assert_array_equal(subtracted, data.astype(np.float32) - ours.back(np.float32))
+    assert subtracted.min() < 0
+    with pytest.raises(ValueError, match="do not fit dtype uint16; subtract from a float copy"):
+        ours.subfrom(data.copy())
+    signed = np.clip(data, 0, 30000).astype(np.int16)  # int16 holds the result: in place, the map rounded
+    background = isep.Background(signed)
+    expected = signed.astype(np.int64) - background.back(np.int16)
+    background.subfrom(signed)
+    np.testing.assert_array_equal(signed, expected)
+    # Boolean data: the maps are float32.
+    flags = native(images["isaac_crop"]) > np.median(native(images["isaac_crop"]))
+    assert isep.Background(flags).back().dtype == np.float32
+    assert (flags - isep.Background(flags)).dtype == np.float32

@@ -111,6 +111,8 @@ def test_errors(images):
         imflow.extract_image(data, {"steps": [{"segment": {"nsigma": "many"}}]})
     with pytest.raises(NotImplementedError, match="CPU only"):
         imflow.extract_image(data, PIPELINE, device="cuda")
+    with pytest.raises(ValueError, match="device: 'gpu' is not 'cpu'"):  # a misspelt device, not "not implemented"
+        imflow.extract_image(data, PIPELINE, device="gpu")
     with pytest.raises(ValueError, match="2-d"):
         imflow.extract_image(np.zeros((3, 4, 5)), PIPELINE)
     with pytest.raises(imflow.InputError, match="zeropoint_keyword"):  # no header and no zeropoint to fall back to

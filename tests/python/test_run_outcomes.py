@@ -112,6 +112,17 @@ def test_true_false_options_take_only_booleans(tmp_path):
             imflow.run(pipeline(tmp_path), output=tmp_path / "out", **{option: "no"})
 
 
+def test_count_options_are_checked_as_the_command_line_checks_them(tmp_path):
+    for option, value, error in (("threads", -1, ValueError), ("buffers", 5000, ValueError),
+                                 ("threads", 2.7, TypeError), ("batch", True, TypeError)):
+        with pytest.raises(error, match=f"run: {option} must be a whole number from 0 to 4096"):
+            imflow.run(pipeline(tmp_path), output=tmp_path / "out", **{option: value})
+    assert not (tmp_path / "out").exists()  # refused before the run
+    data = np.random.default_rng(2).normal(100.0, 5.0, (32, 32)).astype(np.float32)
+    with pytest.raises(ValueError, match="extract_image: threads must be a whole number"):
+        imflow.extract_image(data, {"steps": ["background", "segment", "label", "measure"]}, threads=-5)
+
+
 def test_a_missing_pipeline_file_is_named(tmp_path):
     data = np.random.default_rng(1).normal(100.0, 5.0, (64, 64)).astype(np.float32)
     for name in ("astro-photometry.yml", os.path.join("config", "astro-photometry"), str(tmp_path / "p.yaml")):

@@ -216,6 +216,8 @@ def extract(data, thresh, err=None, var=None, gain=None, mask=None, maskthresh=0
             noise_map[masked] = _BIG
     if int(deblend_nthresh) < 1:
         raise ValueError("deblend_nthresh must be >= 1")
+    if int(minarea) < 1:  # SEP 1.4.1 takes 0 and then keeps some deblended children of no pixels
+        raise ValueError("minarea must be >= 1")
     labels, nlabels = _given_map(segmentation_map, pixels.shape) if given else (None, 0)
     columns = _imflow.extract(pixels, float(thresh), noise_map, noise_is_var, err_value, float(gain or 0.0),
                               int(minarea), int(deblend_nthresh), float(deblend_cont), bool(clean),

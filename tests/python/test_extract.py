@@ -102,6 +102,8 @@ def test_argument_errors_and_limits(images):
         isep.extract(sub, 1.5, err=1.0, var=1.0, filter_kernel=None)
     with pytest.raises(ValueError, match="filter_type"):
         isep.extract(sub, 1.5, err=1.0, filter_type="gauss")
+    with pytest.raises(ValueError, match="^minarea must be >= 1$"):  # named as extract's argument, not a step's
+        isep.extract(sub, 1.5, err=1.0, minarea=0)
     old = isep.get_extract_pixstack()
     isep.set_extract_pixstack(10**6)
     assert isep.get_extract_pixstack() == 10**6

@@ -281,7 +281,7 @@ def _card_value(text, numeric):
     try:
         return int(text)
     except ValueError:
-        return float(text)
+        return float(f"{float(text):.15G}")  # the 15 digits CFITSIO writes into the FITS catalog's card
 
 
 def read_catalog(path):
@@ -295,7 +295,7 @@ def read_catalog(path):
     if path.lower().endswith((".fits", ".fit", ".fts", ".ldac")):
         if Table is None:
             raise ImportError(f"{path}: reading a FITS catalog needs astropy (pip install astropy)")
-        return Table.read(path, hdu=_catalog_hdu(path))
+        return _described(Table.read(path, hdu=_catalog_hdu(path)), path)
     import numpy as np
     with open(path, encoding="utf-8") as stream:
         header = stream.readline().strip().split(",")
@@ -325,6 +325,18 @@ def _empty_column_dtype(name):
     if name == "file":
         return "<U1"
     return "int64" if name in _INTEGER_COLUMNS else "float64"
+
+
+def _described(table, path):
+    """The table with each column's description from its TTYPEn comment, as extract_image gives it
+    (not CFITSIO's default "label for field N" of a column written without one)."""
+    from astropy.io import fits
+    header = fits.getheader(path, ext=_catalog_hdu(path))
+    for index, name in enumerate(table.colnames, start=1):
+        comment = header.comments[f"TTYPE{index}"] if f"TTYPE{index}" in header else ""
+        if comment and not comment.startswith("label for field") and header.get(f"TTYPE{index}") == name:
+            table[name].description = comment
+    return table
 
 
 def _catalog_hdu(path):

@@ -8,6 +8,7 @@
 #include "cuda/measure_accumulators.cuh"
 #include "cuda/measured_image.hpp"
 #include "imflow/kernels/dual_image.hpp"
+#include "imflow/kernels/saturation.hpp"
 #include "imflow/kernels/source_shape.hpp"
 
 namespace imflow::cuda {
@@ -24,7 +25,7 @@ constexpr int kThreads = 256;
 // child gets SEP's centre, its moments about it, kFlagDeblended, and the edge flag of its branch,
 // an object SExtractor's CLEAN merged others into its own centre (kernels::measure_deblended's rows).
 __device__ DeviceSource catalog_row(const Accumulators& a, int64_t r, int64_t width, int64_t height, bool wide,
-                                    const DeblendRecord* records) {
+                                    const DeblendRecord* records, double saturation, const float* back_map) {
   DeviceSource s;
   s.id = static_cast<int32_t>(r + 1);
   s.flags = a.flags[r];
@@ -57,6 +58,7 @@ __device__ DeviceSource catalog_row(const Accumulators& a, int64_t r, int64_t wi
               (object.truncated != 0 ? kFlagEdge : 0);
   }
   if (records != nullptr && records[r].singular != 0) s.flags |= kFlagSingular;  // SEP's analyse, or these moments
+  if (kernels::reaches_saturation(s, saturation, back_map, width, height)) s.flags |= kFlagSaturated;
   return s;
 }
 
@@ -69,7 +71,8 @@ constexpr int kRowWords = static_cast<int>(sizeof(DeviceSource) / sizeof(unsigne
 
 __global__ void __launch_bounds__(kRowThreads) rows_kernel(Accumulators a, const DeviceResults* results, int64_t width,
                                                            int64_t height, bool wide, const DeblendRecord* records,
-                                                           DeviceSource* out, DeviceSource* device_copy) {
+                                                           double saturation, const float* back_map, DeviceSource* out,
+                                                           DeviceSource* device_copy) {
   __shared__ unsigned long long staged[kRowThreads * kRowWords];
   const int64_t rows = valid_rows(results, a.capacity);
   for (int64_t first = static_cast<int64_t>(blockIdx.x) * kRowThreads; first < rows;
@@ -77,7 +80,7 @@ __global__ void __launch_bounds__(kRowThreads) rows_kernel(Accumulators a, const
     const int64_t count = rows - first < kRowThreads ? rows - first : kRowThreads;
     if (threadIdx.x < count) {
       reinterpret_cast<DeviceSource*>(staged)[threadIdx.x] =
-          catalog_row(a, first + threadIdx.x, width, height, wide, records);
+          catalog_row(a, first + threadIdx.x, width, height, wide, records, saturation, back_map);
     }
     __syncthreads();
     auto* words = reinterpret_cast<unsigned long long*>(out + first);
@@ -92,14 +95,17 @@ __global__ void __launch_bounds__(kRowThreads) rows_kernel(Accumulators a, const
 
 // Two passes (dual-image mode, FILTER Y, SExtractor's CLEAN): the measured image's fluxes and
 // peaks into the shapes pass's rows, after CLEAN also the merged pixel counts, boxes and flags
-// (the CPU's MeasureStep merge).
+// (the CPU's MeasureStep merge); the saturated flag from the measured peak.
 __global__ void merge_measured_kernel(const DeviceSource* measured, const DeviceResults* results, int64_t capacity,
-                                      bool merged, DeviceSource* out) {
+                                      bool merged, double saturation, const float* back_map, int64_t width,
+                                      int64_t height, DeviceSource* out) {
   const int64_t rows = valid_rows(results, capacity);
   for (int64_t r = static_cast<int64_t>(blockIdx.x) * kThreads + threadIdx.x; r < rows;
        r += static_cast<int64_t>(gridDim.x) * kThreads) {
     if (merged) kernels::take_merged_sums(out[r], measured[r]);
     else kernels::take_measured_fluxes(out[r], measured[r]);
+    out[r].flags = (out[r].flags & ~kFlagSaturated) |
+                   (kernels::reaches_saturation(out[r], saturation, back_map, width, height) ? kFlagSaturated : 0);
   }
 }
 
@@ -112,19 +118,22 @@ void detail::enqueue_catalog_rows(GpuContext& gpu) {
   const int staged_blocks = detail::blocks_for(gpu.catalog_capacity, kRowThreads, 1024);
   const DeblendRecord* records = gpu.has_deblend ? gpu.deblend->workspace.device_records() : nullptr;
   const int64_t width = gpu.width > 0 ? gpu.width : 1;
+  // The measured image's background map (null: the global background, whose peaks are as read).
+  const float* back_map = measurement_background(gpu).map;
   rows_kernel<<<staged_blocks, kRowThreads, 0, gpu.stream>>>(accumulators_of(gpu), gpu.results.data(), width, gpu.height,
-                                                       wide_peak(gpu), records, gpu.catalog_host.device_pointer(),
-                                                       catalog_text_rows(gpu));
+                                                       wide_peak(gpu), records, gpu.saturation, back_map,
+                                                       gpu.catalog_host.device_pointer(), catalog_text_rows(gpu));
   IMFLOW_CUDA_CHECK_LAUNCH();
   if (!two_pass_measure(gpu)) return;
   MeasuredImageState& m = *gpu.measured;
   m.rows.reserve(static_cast<size_t>(gpu.catalog_capacity));
   rows_kernel<<<staged_blocks, kRowThreads, 0, gpu.stream>>>(accumulators_of(m.accumulators, gpu.catalog_capacity),
                                                        gpu.results.data(), width, gpu.height, wide_peak(gpu), records,
-                                                       m.rows.data(), nullptr);
+                                                       gpu.saturation, back_map, m.rows.data(), nullptr);
   IMFLOW_CUDA_CHECK_LAUNCH();
   merge_measured_kernel<<<rows_blocks, kThreads, 0, gpu.stream>>>(
-      m.rows.data(), gpu.results.data(), gpu.catalog_capacity, m.merged_shapes, gpu.catalog_host.device_pointer());
+      m.rows.data(), gpu.results.data(), gpu.catalog_capacity, m.merged_shapes, gpu.saturation, back_map, width,
+      gpu.height, gpu.catalog_host.device_pointer());
   IMFLOW_CUDA_CHECK_LAUNCH();
 }
 

@@ -4,6 +4,7 @@
 #include <cuda_runtime_api.h>
 
 #include <cstdint>
+#include <limits>
 #include <memory>
 #include <type_traits>
 #include <vector>
@@ -160,6 +161,7 @@ struct GpuContext {
   bool weight_rescale = false;    // ... rescaled to the image's noise (results.weight_scale)
   bool weight_gain = false;  // input.weight.gain (set by measure): SExtractor's WEIGHT_GAIN against results.std
   bool global_noise = false;  // measure's noise: global: the error columns take results.std, not the RMS map
+  double saturation = std::numeric_limits<double>::infinity();  // measure's saturation level for this item: peaks at or above it flag kFlagSaturated
   std::shared_ptr<cuda::WeightNoiseState> weight_noise;  // created by the first weighted item
   // Dual-image mode (input.detect): gpu.detection holds the detection image as uploaded (then
   // filtered by convolve), gpu.image the measured one, whose own background and measure pass

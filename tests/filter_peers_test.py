@@ -15,8 +15,10 @@ thresholds it at DETECT_THRESH x the unfiltered background RMS; imflow does the 
     1e-4 relative (a CLEAN survivor's from its own pixels); KRON_RADIUS, FLUX_AUTO and FLUXERR_AUTO
     within 1e-4 relative on the objects whose photometry the image edge leaves whole (FLAGS 16 on
     neither side; FLUXERR_AUTO on all but one in 1,000, within 1%), with the neighbours SExtractor
-    blanks (detections under DETECT_MINAREA, the rows its filter blanks after CLEAN), and the
-    crowding bit (FLAGS 1) of every object the same;
+    blanks (detections under DETECT_MINAREA, the rows its filter blanks after CLEAN), the
+    crowding bit (FLAGS 1) of every object the same, and the saturated bit (FLAGS 4, each input's
+    SATURATE set to its 99.9th percentile: SATUR_KEY and saturation_keyword) wherever SExtractor's
+    peak is not within 1% of the level;
   - the same pipeline with SEP's CLEAN and draws against sep.extract(data - bkg, 1.5,
     err=bkg.globalrms, filter_kernel=default.conv, filter_type="conv"): the same objects, FLUX_ISO,
     a, b and errx2 within 1e-4 relative, x and y within 1e-4 px.
@@ -41,7 +43,7 @@ work = tempfile.mkdtemp()
 KERNEL = np.array([[1.0, 2.0, 1.0], [2.0, 4.0, 2.0], [1.0, 2.0, 1.0]])
 PARAMS = ["NUMBER", "X_IMAGE", "Y_IMAGE", "ISOAREAF_IMAGE", "XMIN_IMAGE", "YMIN_IMAGE", "XMAX_IMAGE", "YMAX_IMAGE",
           "FLUX_ISO", "FLUXERR_ISO", "X2_IMAGE", "Y2_IMAGE", "A_IMAGE", "B_IMAGE", "ERRX2_IMAGE", "KRON_RADIUS",
-          "FLUX_AUTO", "FLUXERR_AUTO", "FLAGS"]
+          "FLUX_AUTO", "FLUXERR_AUTO", "FLAGS", "FLUX_MAX", "BACKGROUND"]
 problems = []
 if shutil.which("source-extractor") is None:
     sys.exit("FAIL: source-extractor not found: tools/install-deps.sh installs Debian's source-extractor package")
@@ -58,8 +60,22 @@ def run_imflow(inputs, out, style, clean=True):
                 "  - label: {connectivity: 8}\n"
                 f"  - deblend: {{nthresh: 32, mincont: 0.005, clean: {str(clean).lower()}, clean_param: 1.0, minarea: 5, "
                 f"clean_style: {style}, draws: {style}}}\n"
-                "  - measure: {gain: 0, noise: global, auto: {kron_fact: 2.5, min_kron_radius: 3.5}}\n")
+                "  - measure: {gain: 0, noise: global, auto: {kron_fact: 2.5, min_kron_radius: 3.5}, "
+                "saturation: 50000, saturation_keyword: SATURATE}\n")
     subprocess.run([imflow, "-q", "run", config, "--input", inputs, "--output", out, "--threads", "2"], check=True)
+
+
+def add_card(path, key, value):
+    """KEY = value appended to the primary header, byte for byte (astropy refuses to rewrite some
+    ESO headers, whose cards it calls non-standard)."""
+    with open(path, "rb") as f:
+        data = f.read()
+    end = next(at for at in range(0, len(data), 80) if data[at:at + 80] == b"END".ljust(80))
+    header_end = (end // 2880 + 1) * 2880
+    cards = data[:end] + f"{key:<8}= {value:>20.10G}".ljust(80).encode() + b"END".ljust(80)
+    cards += b" " * (-len(cards) % 2880)
+    with open(path, "wb") as f:
+        f.write(cards + data[header_end:])
 
 
 def relative(a, b, scale):
@@ -117,10 +133,21 @@ def compare_sextractor(stem, image, clean):
     if apart > max(1, len(error) // 1000) or (len(error) and error.max() > 0.01):
         problems.append(f"{stem} CLEAN {clean}: FLUXERR_AUTO apart by more than 1e-4 on {apart} objects, "
                         f"at most {error.max():.3g}")
+    # FLAGS 4, saturated, from the header's SATURATE on both sides, where SExtractor's peak is not
+    # within 1% of it (SExtractor adds the background at the centroid to the peak less the
+    # background at the peak; imflow takes the peak pixel as read).
+    level = fits.getval(image, "SATURATE")
+    peak = np.asarray(t["FLUX_MAX"], float) + np.asarray(t["BACKGROUND"], float)
+    saturated = (np.asarray(o["FLAGS"]) & 4) != 0
+    differ = (saturated != ((np.asarray(t["FLAGS"]) & 4) != 0)) & (np.abs(peak - level) > 0.01 * level)
+    if differ.any() or not saturated.any():
+        problems.append(f"{stem} CLEAN {clean}: the saturated bit differs on {differ.sum()} objects "
+                        f"({saturated.sum()} saturated)")
     crowded = (np.asarray(o["FLAGS"]) & 1) != (np.asarray(t["FLAGS"]) & 1)
     if crowded.any():
         problems.append(f"{stem} CLEAN {clean}: the crowding bit differs on {crowded.sum()} objects")
     check(f"{stem} FILTER Y, CLEAN {clean} vs SExtractor ({(np.asarray(t['FLAGS']) & 1).sum()} crowded, "
+          f"{saturated.sum()} saturated, "
           f"{whole.sum()} with whole photometry)", ours, theirs, pairs, columns)
 
 
@@ -156,6 +183,8 @@ try:
             images.append(full)
     for path in images:
         shutil.copy(path, inputs)
+        copy = os.path.join(inputs, os.path.basename(path))  # saturated: the brightest 0.1% of pixels
+        add_card(copy, "SATURATE", float(np.nanpercentile(fits.getdata(copy).astype(float), 99.9)))
     for clean in ("Y", "N"):
         run_imflow(inputs, os.path.join(work, "out_sextractor-" + clean), "sextractor", clean == "Y")
     run_imflow(inputs, os.path.join(work, "out_sep"), "sep")

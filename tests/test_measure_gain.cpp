@@ -1,10 +1,13 @@
 // The measure step's gain: `gain`, or a FITS header keyword (`gain_keyword`: the item's HDU, else
 // the primary header), used for the error columns and recorded as the catalog's GAIN card; a
-// keyword that is not a number fails that item only, naming the file.
+// keyword that is not a number fails that item only, naming the file. The saturation level
+// (`saturation`, `saturation_keyword`) flags the sources whose peak reaches it, whole or tiled.
 #include <catch2/catch.hpp>
 #include <fitsio.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
+#include <cstdio>
 #include <string>
 
 #include "imflow/engine.hpp"
@@ -43,8 +46,9 @@ double catalog_gain(const fs::path& catalog) {
   return gain;
 }
 
-RunSummary run_with_measure(const fs::path& in, const fs::path& out, const std::string& measure) {
-  Pipeline pipeline = test::pipeline_from("output: {formats: [csv, fits]}\ndevice: cpu\n"
+RunSummary run_with_measure(const fs::path& in, const fs::path& out, const std::string& measure,
+                            const std::string& settings = "") {
+  Pipeline pipeline = test::pipeline_from(settings + "output: {formats: [csv, fits]}\ndevice: cpu\n"
                                           "steps: [background, segment, label, {measure: " + measure + "}]\n");
   pipeline.input.dir = in;
   pipeline.output.dir = out;
@@ -125,4 +129,42 @@ TEST_CASE("gain_keyword must be a FITS keyword name", "[config][gain]") {
                   ConfigError);
   CHECK_THROWS_AS(test::pipeline_from("steps: [background, segment, label, {measure: {gain: -1}}]"), ConfigError);
   CHECK_NOTHROW(test::pipeline_from("steps: [background, segment, label, {measure: {gain: 2, gain_keyword: CCDGAIN}}]"));
+}
+
+TEST_CASE("saturation flags the sources whose peak reaches it; saturation_keyword reads it from the header",
+          "[engine][gain]") {
+  test::TempDir dir("saturation");
+  fs::create_directories(dir / "in");
+  const fs::path image = dir / "in" / "stars.fits";
+  test::write_fits(image, -32, {96, 80}, test::star_field(96, 80, 11, 10));
+  REQUIRE(run_with_measure(dir / "in", dir / "plain", "{}").succeeded() == 1);
+  std::vector<double> peaks;
+  for (const auto& row : test::csv_rows(dir / "plain" / "stars.cat.csv")) {
+    CHECK((std::stoi(row.at("flags")) & kFlagSaturated) == 0);  // no level, no flag (SEP has none)
+    peaks.push_back(std::stod(row.at("peak")));
+  }
+  REQUIRE(peaks.size() >= 4);
+  std::sort(peaks.begin(), peaks.end());
+  const double level = peaks[peaks.size() / 2];  // a source's own peak: "reaches" includes equality
+  // Whole and in tiles of 32 (flagged where the tiles' catalog is merged): the same rule.
+  for (const std::string settings : {"", "tiling: {size: 32}\n"}) {
+    INFO(settings);
+    const fs::path out = dir / (settings.empty() ? "whole" : "tiled");
+    char measure[64];
+    std::snprintf(measure, sizeof measure, "{saturation: %.17g}", level);
+    REQUIRE(run_with_measure(dir / "in", out, measure, settings).succeeded() == 1);
+    int saturated = 0;
+    for (const auto& row : test::csv_rows(out / "stars.cat.csv")) {
+      const bool flagged = (std::stoi(row.at("flags")) & kFlagSaturated) != 0;
+      CHECK(flagged == (std::stod(row.at("peak")) >= level));
+      saturated += flagged;
+    }
+    CHECK(saturated == static_cast<int>(peaks.size() - peaks.size() / 2));
+  }
+  // The header's SATURATE wins over `saturation`: every source at or above the lowest peak.
+  write_key(image, 0, "SATURATE", peaks.front() - 0.5);  // below the lowest peak (the card holds 15 digits)
+  REQUIRE(run_with_measure(dir / "in", dir / "keyword", "{saturation: 1e9, saturation_keyword: SATURATE}").succeeded() == 1);
+  for (const auto& row : test::csv_rows(dir / "keyword" / "stars.cat.csv")) CHECK((std::stoi(row.at("flags")) & kFlagSaturated) != 0);
+  CHECK_THROWS_WITH(run_with_measure(dir / "in", dir / "bad", "{saturation_keyword: 'NOT A KEY'}"),
+                    Catch::Contains("saturation_keyword") && Catch::Contains("is not a FITS keyword"));
 }

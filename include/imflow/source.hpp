@@ -27,6 +27,8 @@ inline constexpr int32_t kFlagDeblended = 4;
 // The second moments were singular (a line or a point: x2 y2 - xy^2 < 0.00694) and SEP's 1/12 pix^2
 // was added to x2 and y2 (SEP's flag 8 OBJ_SINGU, SExtractor's singuflag).
 inline constexpr int32_t kFlagSingular = 8;
+// The source's peak pixel reached the measure step's saturation level (SExtractor's FLAGS 4).
+inline constexpr int32_t kFlagSaturated = 16;
 
 // One connected component. Positions are 0-based pixel indices (SciPy's convention: the centre
 // of the first pixel is 0.0); add 1 for FITS/SExtractor 1-based columns.
@@ -54,7 +56,7 @@ struct Source {
   double a = 0.0, b = 0.0; // ellipse semi-axes (A, B), pix
   double theta = 0.0;      // ellipse angle from +x towards +y, radians in [-pi/2, pi/2] (SEP's theta; +-pi/2 alike)
   double cxx = 0.0, cyy = 0.0, cxy = 0.0;  // ellipse parameters (CXX, CYY, CXY), pix^-2
-  int32_t flags = 0;       // kFlagEdge | kFlagMaskedNeighbour | kFlagDeblended
+  int32_t flags = 0;       // kFlagEdge | kFlagMaskedNeighbour | kFlagDeblended | kFlagSingular | kFlagSaturated
   // With a flag map (input.flags): the OR of its values over the segment's pixels and the number
   // of those pixels with a non-zero value (SExtractor's IMAFLAGS_ISO, FLAG_TYPE OR, NIMAFLAGS_ISO).
   int32_t imaflags_iso = 0;

@@ -15,6 +15,7 @@
 #include "imflow/io/catalog.hpp"
 #include "imflow/io/fits.hpp"
 #include "manifest.hpp"
+#include "steps/measure_saturation.hpp"
 #include "stages.hpp"
 #include "item_warnings.hpp"
 #include "tiled_image.hpp"
@@ -76,6 +77,11 @@ std::vector<fs::path> write_image_outputs(RunContext& run, TiledImage& image, Wo
                                            grid.height);
       record_item.catalog = std::move(merged->catalog);
       record_item.catalog_csv.reset();  // a tile's rows, not the image's
+      for (const auto& step : run.pipeline.steps) {  // the saturated flag from the merged peaks
+        if (step->name() == "measure") {
+          flag_saturated(*record_item.catalog, SaturationSetting::from_resolved(step->params()).for_item(image.image));
+        }
+      }
     } else {
       merged = kernels::merge_tile_labels(image.tiles, grid.columns(), grid.rows(), connectivity);
     }

@@ -14,14 +14,15 @@ inline constexpr double kDegreesPerRadian = 57.29577951308232;
 inline constexpr int64_t kSextractorTruncated = 8;        // SExtractor's FLAGS bit for a segment cut by the edge
 inline constexpr int64_t kSextractorApertureCut = 16;     // its OBJ_APERT_PB: a photometry box cut by the edge
 inline constexpr int64_t kSextractorCrowded = 1;          // its OBJ_CROWDED: neighbours or bad pixels
+inline constexpr int64_t kSextractorSaturated = 4;        // its OBJ_SATUR: a pixel at the saturation level
 
 // Source::flags as SExtractor's FLAGS: touching the edge is its 8 (truncated), a non-finite
 // neighbour its 1 (bad pixels nearby; with FLUX_AUTO measured, SExtractor's crowding rule instead:
-// catalog_output.cpp), a deblended object its 2 (originally blended).
+// catalog_output.cpp), a deblended object its 2 (originally blended), a saturated one its 4.
 inline double sextractor_flags(const Source& s) {
   return double(((s.flags & kFlagEdge) ? kSextractorTruncated : 0) |
                 ((s.flags & kFlagMaskedNeighbour) ? kSextractorCrowded : 0) |
-                ((s.flags & kFlagDeblended) ? 2 : 0));
+                ((s.flags & kFlagDeblended) ? 2 : 0) | ((s.flags & kFlagSaturated) ? kSextractorSaturated : 0));
 }
 
 inline const std::array<CatalogColumn, 30>& ldac_columns() {

@@ -8,7 +8,8 @@
 // about it (kernels::SourceSums::finish_about), flagged kFlagDeblended. With photometry
 // parameters (measure_photometry.hpp), the catalog's photometry rows follow, on the CPU or the GPU
 // (cuda/photometry.hpp: the same per-source function); with a flag map (input.flags, CPU only),
-// each source's IMAFLAGS_ISO and NIMAFLAGS_ISO. In dual-image mode (input.detect) the
+// each source's IMAFLAGS_ISO and NIMAFLAGS_ISO; with `saturation` (measure_saturation.hpp) the
+// saturated flag. In dual-image mode (input.detect) the
 // shapes come from the detection image and the fluxes from the measured one; after a detection
 // filter that subtracted the background, the shapes from the filtered values; after SExtractor's
 // CLEAN (clean_style sextractor) a survivor's shapes from its own pixels, its sums from all.
@@ -24,6 +25,7 @@
 #include "engine/companion_inputs.hpp"
 #include "steps/measure_gain.hpp"
 #include "steps/measure_photometry.hpp"
+#include "steps/measure_saturation.hpp"
 
 #ifdef IMFLOW_HAVE_CUDA
 #include "cuda/measure.hpp"
@@ -38,7 +40,8 @@ class MeasureStep final : public Step {
   explicit MeasureStep(ParamReader& params)
       : gain_(GainSetting::from_params(params)),
         global_noise_(params.choice("noise", "map", {"map", "global"}) == "global"),
-        photometry_(PhotometrySetting::from_params(params)) {}
+        photometry_(PhotometrySetting::from_params(params)),
+        saturation_(SaturationSetting::from_params(params)) {}
 
   void run_cpu(WorkItem& item) const override {
     const double gain = gain_.for_item(item.ref);
@@ -69,6 +72,8 @@ class MeasureStep final : public Step {
       }
       item.catalog = std::move(shapes);
     }
+    flag_saturated(*item.catalog, saturation_.for_item(item.ref), background.map, item.pixels.width(),
+                   item.pixels.height());  // the measured image's peaks
     if (photometry_.spec.any() || photometry_.magnitudes()) {
       photometry_.measure(item, background, detection_background);
     }
@@ -83,6 +88,7 @@ class MeasureStep final : public Step {
     item.gain = gain_.for_item(item.ref);  // a header read on this host thread when gain_keyword is set
     gpu.weight_gain = item.weight_gain;
     gpu.global_noise = global_noise_;
+    gpu.saturation = saturation_.for_item(item.ref);
     cuda::measure(gpu, *item.gain);
     if (!photometry_.spec.any() && !photometry_.magnitudes()) return;
     item.photometry = photometry_.table_for(item.ref);
@@ -149,6 +155,7 @@ class MeasureStep final : public Step {
   GainSetting gain_;
   bool global_noise_;
   PhotometrySetting photometry_;
+  SaturationSetting saturation_;
 };
 }  // namespace
 

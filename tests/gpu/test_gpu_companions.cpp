@@ -281,10 +281,10 @@ TEST_CASE("dual-image mode detects on one image and measures another on the GPU 
   test::write_fits(dir / "detect" / "d.fits", -32, {kSide, kSide}, detection);
   test::write_fits(dir / "in" / "d.fits", -32, {kSide, kSide}, measured);
   const std::string steps = GENERATE(
-      as<std::string>{}, "[background, {segment: {nsigma: 3}}, {label: {connectivity: 8}}, {measure: {gain: 1}}]",
+      as<std::string>{}, "[background, {segment: {nsigma: 3}}, {label: {connectivity: 8}}, {measure: {gain: 1, saturation: 170}}]",
       "[{convolve: {kernel: [[1, 2, 1], [2, 4, 2], [1, 2, 1]], apply_to: detection, arithmetic: sep}}, {background: {method: mesh, size: 32}}, "
       "{segment: {nsigma: 1.5, relative_to: rms_map, compare: float32}}, {label: {connectivity: 8}}, {deblend: {minarea: 5}}, "
-      "{measure: {gain: 2, auto: {kron_fact: 2.5, min_radius: 3.5}, apertures: [6], windowed: true}}]");
+      "{measure: {gain: 2, auto: {kron_fact: 2.5, min_radius: 3.5}, apertures: [6], windowed: true, saturation: 170}}]");
   INFO(steps);
   imflow::Pipeline pipeline = companion_pipeline(dir / "in", "{detect: {image: '../detect/{stem}.fits'}}", steps);
   const DeviceRuns runs = run_on_both(std::move(pipeline), dir.path(), "d.cat.csv");
@@ -296,6 +296,14 @@ TEST_CASE("dual-image mode detects on one image and measures another on the GPU 
   double sum = 0.0;
   for (size_t r = 1; r < runs.catalogs[1].size(); ++r) sum += std::stod(split_csv(runs.catalogs[1][r])[flux]);
   CHECK(sum > 0.0);
+  // Saturated: the measured band's peaks (155-186) reach 170 for some stars; the detection
+  // image's (108-160) never would.
+  const size_t flags = static_cast<size_t>(std::find(header.begin(), header.end(), "flags") - header.begin());
+  REQUIRE(flags < header.size());
+  size_t saturated = 0;
+  for (size_t r = 1; r < runs.catalogs[1].size(); ++r) saturated += (std::stoi(split_csv(runs.catalogs[1][r])[flags]) & 16) != 0;
+  CHECK(saturated > 0);
+  CHECK(saturated + 1 < runs.catalogs[1].size());
 }
 
 TEST_CASE("dual-image mode with weight maps gives the CPU's noise and catalogs on the GPU", "[gpu][companions]") {

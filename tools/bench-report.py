@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """The tables of docs/performance.md from one bench-suite folder (tools/bench-suite.sh):
 DIR/suite.json (one record per point of every bench.json, the peers' ratios, and SEP's time on
-the crowded fields (deblend, photometry) against imflow's points on them) and DIR/suite.md
+the crowded fields (deblend, photometry) against imflow's points on them; the records of
+workloads without a bench.json in DIR kept from its previous suite.json) and DIR/suite.md
 (the same as Markdown). Per point: images/s median (min..max) and its spread, MB/s, megapixels/s,
 copy/compute overlap, the shares of the input and output ceilings (`imflow bench --ceiling`), bottleneck,
 milliseconds per item of each stage, peak RSS and GPU memory.
@@ -146,6 +147,13 @@ def main():
         # Only `imflow bench` points: other tools' files (mri-io-levels.json) have points of their own.
         records += [point_record(path.stem, bench, point) for point in bench["points"] if "images_per_second" in point]
     peers += sep_records(folder)
+    # A part rerun into a folder that keeps only suite.json for the others (one part per call):
+    # the other workloads' records stay as they were.
+    previous = folder / "suite.json"
+    if previous.exists():
+        measured = {record["workload"] for record in records}
+        kept = [r for r in json.loads(previous.read_text()).get("points", []) if r["workload"] not in measured]
+        records = sorted(kept + records, key=lambda record: record["workload"] + ".json")  # the files' order
     machine = json.loads((folder / "machine.json").read_text()) if (folder / "machine.json").exists() else {}
     (folder / "suite.json").write_text(json.dumps({"machine": machine, "points": records,
                                                    "peers": peers}, indent=1) + "\n")

@@ -207,6 +207,22 @@ TEST_CASE("LDAC FLAGS: SExtractor's 1 is FLUX_AUTO's crowding where FLUX_AUTO is
   CHECK(flags_of(apertures, source, 0) == 2);
 }
 
+TEST_CASE("LDAC KRON_RADIUS: kron_fact x the Kron radius, 0 where FLUX_AUTO is not positive (SExtractor's)", "[ldac]") {
+  PhotometryTable table;
+  table.spec.auto_flux = true;
+  table.spec.kron_fact = 2.5;
+  const auto columns = detail::ldac_output_columns(&table);
+  const auto kron = std::find_if(columns.begin(), columns.end(), [](const auto& c) { return c.name == "KRON_RADIUS"; });
+  REQUIRE(kron != columns.end());
+  std::vector<double> row(static_cast<size_t>(table.spec.stride()), 0.0);
+  const auto at = static_cast<size_t>(table.spec.auto_offset());
+  row[at] = 1.6;  // r_k, the CSV's kron_radius
+  for (const auto& [flux, expected] : {std::pair{120.0, 4.0}, std::pair{0.0, 0.0}, std::pair{-35.0, 0.0}}) {
+    row[at + 1] = flux;
+    CHECK(detail::column_value(*kron, Source{}, row.data(), 0.0, 0) == Approx(expected).epsilon(1e-15));
+  }
+}
+
 TEST_CASE("read_fits_header_records: the HDU's cards without END, a bad file named", "[ldac]") {
   test::TempDir dir("ldac_header_read");
   test::write_fits(dir / "image.fits", -32, {4, 3}, std::vector<double>(12, 1.0));

@@ -217,6 +217,7 @@ std::vector<OutputColumn> ldac_output_columns(const PhotometryTable* photometry)
     const int o = spec.auto_offset();
     OutputColumn kron = row_column("KRON_RADIUS", "", "Kron apertures in units of A or B", {o}, 'E');
     kron.scale = spec.kron_fact;
+    kron.zero_unless_positive = o + 1;  // FLUX_AUTO
     out.push_back(std::move(kron));
     out.push_back(row_column("FLUX_AUTO", "count", "Flux within a Kron-like elliptical aperture", {o + 1}, 'E'));
     out.push_back(row_column("FLUXERR_AUTO", "count", "RMS error for AUTO flux", {o + 2}, 'E'));

@@ -32,6 +32,9 @@ struct OutputColumn {
   // shift instead (SExtractor's windowed position reverts to the isophotal one).
   double (*fallback)(const Source&) = nullptr;
   int fallback_flag = 0;
+  // Kind::row, >= 0: 0 where row[zero_unless_positive] <= 0 (SExtractor's KRON_RADIUS where
+  // FLUX_AUTO <= 0: photom.c sets its kronfactor to 0 there).
+  int zero_unless_positive = -1;
   std::vector<long> dims;  // Kind::vignet: (width, height), the TDIM; repeat = width x height
   // Kind::source, flag_row >= 0: the value less its flag_clear bits, with each row_flags' `set`
   // or-ed in where row[flag_row] has its `row` bit (LDAC's FLAGS: SExtractor's 16 where a
@@ -77,6 +80,7 @@ inline double column_value(const OutputColumn& column, const Source& s, const do
           (static_cast<int64_t>(row[column.fallback_flag]) & kernels::kWinSextractorFlags) != 0) {
         return column.fallback(s) * column.scale + column.shift;
       }
+      if (column.zero_unless_positive >= 0 && row[column.zero_unless_positive] <= 0.0) return 0.0;
       const double value = row[column.offsets[e]] * column.scale + column.shift;
       return column.bits != 0 ? static_cast<double>(static_cast<int64_t>(value) & column.bits) : value;
     }

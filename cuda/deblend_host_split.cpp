@@ -103,6 +103,7 @@ void HostSplits::split_one(const DeblendPlan& p, size_t k) {
   a.nthresh = p.nthresh;
   a.mincont = p.mincont;
   a.min_pixels = p.min_pixels;
+  a.lowest_thresh = p.clean_style == 1;
   tree_job(Team{}, a, 0);
 
   int32_t* pixel_branch = pixel_branch_.data() + pixel_at_[k];

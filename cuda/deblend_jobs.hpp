@@ -149,6 +149,7 @@ IMFLOW_HOST_DEVICE inline TreeArgs tree_args(const DeblendPlan& p) {
   a.nthresh = p.nthresh;
   a.mincont = p.mincont;
   a.min_pixels = p.min_pixels;
+  a.lowest_thresh = p.clean_style == 1;
   return a;
 }
 

@@ -88,11 +88,12 @@ struct TreeArgs {
   int32_t* branch_pixels = nullptr;  // out: the kept branches' pixels, each in chain order
   int32_t* pixel_branch = nullptr;   // out, per image pixel of a segment: its kept branch or -1
   int32_t* seg_branches = nullptr;   // out: kept branches (0: not split)
-  float* seg_thresh0 = nullptr;      // out: SEP's mean threshold of the segment
+  float* seg_thresh0 = nullptr;      // out: SEP's mean threshold of the segment (lowest_thresh: the minimum)
   int32_t* error = nullptr;
   int nthresh = 32;
   double mincont = 0.005;
   int min_pixels = 3;
+  bool lowest_thresh = false;  // clean_style sextractor: SExtractor's lowest pixel threshold (obj->dthresh = minthresh)
 };
 
 // Kept branch b of a segment (after tree_job): its pixels branch_pixels[seg_off + start, + npix),
@@ -181,7 +182,7 @@ IMFLOW_HOST_DEVICE bool segment_chain(const TeamT& team, const TreeArgs& a, Segm
   count = team.shfl(count, 0);
   if (components != 1 || count != s.n) return fail(team, a, kErrorNotConnected);
   double rv = 0.0, thresh_sum = 0.0;
-  float cpeak = -1e+30f;
+  float cpeak = -1e+30f, thresh_min = 1e+30f;
   walk_chain(
       team, s.piece_len, s.next, first,
       [&](int32_t e, float& v, float& t) {
@@ -194,8 +195,9 @@ IMFLOW_HOST_DEVICE bool segment_chain(const TeamT& team, const TreeArgs& a, Segm
         if (cpeak < v) cpeak = v;
         rv += v;
         thresh_sum += static_cast<double>(t);
+        if (t < thresh_min) thresh_min = t;
       });
-  s.thresh0 = static_cast<float>(thresh_sum / static_cast<double>(s.n));
+  s.thresh0 = a.lowest_thresh ? thresh_min : static_cast<float>(thresh_sum / static_cast<double>(s.n));
   s.value0 = static_cast<float>(rv) * a.mincont;
   s.th0 = s.thresh0;
   s.peak = cpeak;

@@ -221,3 +221,43 @@ TEST_CASE("deblend clean_style sextractor: behind a filter a merged newcomer's l
     CHECK(faint_rows == ((int64_t{1} << 36) | (int64_t{1} << 37) | (int64_t{1} << 38)));
   }
 }
+
+TEST_CASE("deblend clean_style sextractor: a segment's threshold is its lowest pixel threshold, SEP's their mean",
+          "[deblend]") {
+  // Thresholds that vary per pixel (an RMS map): SExtractor deblends each segment from the lowest
+  // of its pixels' (obj->dthresh = minthresh), SEP from their mean.
+  const TwoStars field(60, 60, 20, 30, 50, 30);
+  std::vector<float> thresholds(field.image.size());
+  for (int64_t y = 0; y < field.h; ++y)
+    for (int64_t x = 0; x < field.w; ++x) thresholds[static_cast<size_t>(y * field.w + x)] = 1.0f + 0.03f * static_cast<float>(x);
+  DeblendInput input = field.input();
+  input.threshold_map = thresholds.data();
+  std::vector<uint8_t> detected = field.mask;
+  input.detected = detected.data();
+  DeblendParams params;
+  params.clean = false;
+  params.nthresh = 1;  // no split: each object is its segment, with the segment's threshold
+  std::vector<int32_t> map(field.image.size());
+  for (const DeblendCleanStyle style : {DeblendCleanStyle::sep, DeblendCleanStyle::sextractor}) {
+    params.clean_style = style;
+    const DeblendResult result = deblend_sources(input, params, map.data());
+    REQUIRE(result.objects.size() == 2);
+    for (size_t k = 0; k < result.objects.size(); ++k) {
+      float lowest = 1e30f;
+      double sum = 0.0;
+      int64_t n = 0;
+      for (size_t i = 0; i < map.size(); ++i) {
+        if (map[i] != static_cast<int32_t>(k + 1)) continue;
+        lowest = std::min(lowest, thresholds[i]);
+        sum += thresholds[i];
+        ++n;
+      }
+      REQUIRE(n > 0);
+      const float mean = static_cast<float>(sum / static_cast<double>(n));
+      INFO("object " << k << " lowest " << lowest << " mean " << mean);
+      CHECK(lowest < mean - 0.01f);  // the thresholds do vary over the segment
+      if (style == DeblendCleanStyle::sextractor) CHECK(result.objects[k].thresh == lowest);
+      else CHECK(result.objects[k].thresh == Approx(mean).epsilon(1e-6));
+    }
+  }
+}

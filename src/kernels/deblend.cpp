@@ -102,6 +102,11 @@ DeblendResult deblend_sources(const DeblendInput& input, const DeblendParams& pa
     const Box& b = boxes[static_cast<size_t>(order[i])];
     SegmentWork& w = work[i];
     gather_segment(input, order[i], b.xmin, b.ymin, b.xmax - b.xmin + 1, b.ymax - b.ymin + 1, scratch.lutz, w.pixels);
+    // SExtractor's deblending starts from the segment's lowest pixel threshold (scan.c preanalyse:
+    // obj->dthresh = minthresh), SEP's from their mean: they differ where thresholds vary per pixel.
+    if (params.clean_style == DeblendCleanStyle::sextractor && !w.pixels.thresh.empty()) {
+      w.pixels.thresh0 = *std::min_element(w.pixels.thresh.begin(), w.pixels.thresh.end());
+    }
     split_segment(w.pixels, params, scratch, w.split);
     gather_model(w.pixels, w.split, w.model);
     std::vector<int32_t>().swap(w.pixels.submap);

@@ -42,7 +42,7 @@ struct SegmentPixels {
   std::vector<int32_t> x, y;                       // relative to (x0, y0)
   std::vector<float> cd, value, thresh;            // detection, measurement, threshold
   std::vector<int32_t> submap;                     // width x height: pixel index or -1
-  float thresh0 = 0.0f;                            // SEP's get_mean_thresh
+  float thresh0 = 0.0f;                            // SEP's get_mean_thresh (clean_style sextractor: the minimum)
   int64_t size() const { return static_cast<int64_t>(x.size()); }
 };
 

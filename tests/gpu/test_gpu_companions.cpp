@@ -283,7 +283,8 @@ TEST_CASE("dual-image mode detects on one image and measures another on the GPU 
   const std::string steps = GENERATE(
       as<std::string>{}, "[background, {segment: {nsigma: 3}}, {label: {connectivity: 8}}, {measure: {gain: 1, saturation: 170}}]",
       "[{convolve: {kernel: [[1, 2, 1], [2, 4, 2], [1, 2, 1]], apply_to: detection, arithmetic: sep}}, {background: {method: mesh, size: 32}}, "
-      "{segment: {nsigma: 1.5, relative_to: rms_map, compare: float32}}, {label: {connectivity: 8}}, {deblend: {minarea: 5}}, "
+      "{segment: {nsigma: 1.5, relative_to: rms_map, compare: float32}}, {label: {connectivity: 8}}, "
+      "{deblend: {minarea: 5, clean_style: sextractor, draws: sextractor}}, "
       "{measure: {gain: 2, auto: {kron_fact: 2.5, min_radius: 3.5}, apertures: [6], windowed: true, saturation: 170}}]");
   INFO(steps);
   imflow::Pipeline pipeline = companion_pipeline(dir / "in", "{detect: {image: '../detect/{stem}.fits'}}", steps);

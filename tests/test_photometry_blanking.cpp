@@ -168,5 +168,29 @@ TEST_CASE("a neighbour's mirror is at SExtractor's (int)(2 x + 0.49999 - i), tru
   image.mirror_x = 0.7;  // 1.4 + 0.49999 - 3 = -1.1: outside, the pixel counts 0
   const k::aperture_detail::ReadPixel outside = k::aperture_detail::read_pixel(image, 3, 2, 2 * 8 + 3);
   CHECK(outside.value == 0.0f);
-  CHECK(outside.noise_at == 2 * 8 + 3);
+  CHECK(outside.noise_at == -1);  // and no variance where the noise is a map (next case)
+}
+
+TEST_CASE("a pixel counted as 0 adds no variance with a noise map, the one value without (SExtractor's)",
+          "[photometry]") {
+  // The spike (x 35, 36) and its mirror about the star (x 29, 28): other objects' pixels whose
+  // symmetric ones are other objects' too, so all four count as 0 inside the Kron ellipse.
+  const SpikeField field;
+  std::vector<uint8_t> detected = field.detected;
+  for (int64_t x = kSpikeFirst; x <= kSpikeLast; ++x) detected[kSpikeRow * kBlankSide + (2 * 32 - x)] = 1;
+  const std::vector<float> rms(field.pixels.size(), 2.0f);
+  k::ApertureImage mapped = field.image(detected.data());
+  mapped.noise_kind = k::NoiseKind::stddev;
+  mapped.noise = rms.data();
+  k::ApertureImage constant = field.image(detected.data());
+  constant.noise_kind = k::NoiseKind::stddev;
+  constant.noise_value = 2.0;
+  k::AutoParams params;
+  params.min_kron_radius = 3.5;
+  const k::AutoFlux with_map = k::auto_flux(mapped, kStarAt, kStarAt, kStarSigma, kStarSigma, 0.0, params);
+  const k::AutoFlux with_value = k::auto_flux(constant, kStarAt, kStarAt, kStarSigma, kStarSigma, 0.0, params);
+  CHECK(with_map.flux == with_value.flux);
+  CHECK(with_map.kron_radius == with_value.kron_radius);
+  // SExtractor's photom.c: with a weight field `var = 0.0` for them, else its backnoise2 stays.
+  CHECK(with_value.flux_err * with_value.flux_err - with_map.flux_err * with_map.flux_err == Approx(4 * 4.0).epsilon(1e-9));
 }

@@ -19,8 +19,11 @@ class PixelNoise {
                    ? 0.0f
                    : static_cast<float>(squared_ ? image.noise_value * image.noise_value : image.noise_value)) {}
 
+  // `at` < 0: a pixel counted as 0 (read_pixel), whose variance is 0 with a per-pixel noise map
+  // (SExtractor with a weight field: photom.c, winpos.c, growth.c) and the one value otherwise.
   IMFLOW_HOST_DEVICE float variance(int64_t at) const {
     if (array_ == nullptr) return value_;
+    if (at < 0) return 0.0f;
     const float v = array_[at];
     return squared_ ? v * v : v;
   }
@@ -38,8 +41,8 @@ IMFLOW_HOST_DEVICE inline bool other_object(const ApertureImage& image, int64_t 
 
 // The pixel a sum reads for (ix, iy): itself, or for another object's pixel the one symmetric
 // about the centre, at SExtractor's (int)(2 x + 0.49999 - ix) (C's truncation: a mirror up to a
-// pixel before the first column is column 0); `at` < 0 when there is none (the pixel counts as 0,
-// with its own variance).
+// pixel before the first column is column 0); when there is none (outside the image, another
+// object's or masked) the pixel counts as 0 with noise_at -1 (PixelNoise::variance).
 struct ReadPixel {
   float value;
   int64_t noise_at;
@@ -49,10 +52,10 @@ IMFLOW_HOST_DEVICE inline ReadPixel read_pixel(const ApertureImage& image, int64
   const double mx = 2.0 * image.mirror_x + 0.49999 - static_cast<double>(ix);
   const double my = 2.0 * image.mirror_y + 0.49999 - static_cast<double>(iy);
   if (!(mx > -1.0 && my > -1.0 && mx < static_cast<double>(image.data.width) && my < static_cast<double>(image.data.height)))
-    return {0.0f, at};
+    return {0.0f, -1};
   const auto sx = static_cast<int64_t>(mx), sy = static_cast<int64_t>(my);
   const int64_t sat = sy * image.data.width + sx;
-  if (other_object(image, sat) || image.masked(sat)) return {0.0f, at};
+  if (other_object(image, sat) || image.masked(sat)) return {0.0f, -1};
   return {image.data.data[sat], sat};
 }
 

@@ -15,6 +15,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "catalog_compare.hpp"
 #include "gpu_test_helpers.hpp"
 #include "imflow/engine.hpp"
 #include "imflow/errors.hpp"
@@ -23,6 +24,7 @@
 namespace fs = std::filesystem;
 
 namespace {
+using gpu_test::split_csv;
 constexpr long kSide = 200;
 
 // Unit noise on a sky of 100 with 40 Gaussian stars (sigma 1.5 px, peaks 8-60); fresh seed.
@@ -48,15 +50,6 @@ std::vector<std::string> lines_of(const fs::path& path) {
   std::vector<std::string> lines;
   for (std::string line; std::getline(in, line);) lines.push_back(line);
   return lines;
-}
-
-std::vector<std::string> split_csv(const std::string& line) {
-  std::vector<std::string> fields;
-  for (size_t start = 0, comma = 0; comma != std::string::npos; start = comma + 1) {
-    comma = line.find(',', start);
-    fields.push_back(line.substr(start, comma == std::string::npos ? comma : comma - start));
-  }
-  return fields;
 }
 
 imflow::Pipeline companion_pipeline(const fs::path& in, const std::string& input, const std::string& steps) {
@@ -89,66 +82,8 @@ DeviceRuns run_on_both(imflow::Pipeline pipeline, const fs::path& dir, const std
   return runs;
 }
 
-// Whether a column is one of the windowed block's (xwin, XWIN_IMAGE, flux_win, ...).
-bool windowed_column(std::string name) {
-  for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return name.find("win") != std::string::npos;
-}
-
-// Same rows and header; integer columns equal; every other value within 1e-5 relative (or 1e-9
-// absolute): the GPU's float64 sums run in another order and its background map may differ
-// from the CPU's in a last bit. A cross term (xy, cxy, errxy), a difference that cancels to near
-// zero for a round source, is relative to its row's diagonal terms, an angle to a radian. The windowed position iterates up to 16 steps over SEP's pixel box,
-// whose bounds (and the 1e-4 px stopping test) jump with the position: a source that does not
-// settle (e.g. inside a band of bad pixels) can take another path after a last-bit difference. Such
-// rows may differ in their windowed columns, but they must be rare (one row, or one in 200 of a
-// larger catalog) and their windowed position stay within 0.01 px.
-void require_same_catalogs(const DeviceRuns& runs) {
-  const auto& catalogs = runs.catalogs;
-  REQUIRE(catalogs[0].size() > 10);
-  REQUIRE(catalogs[1].size() == catalogs[0].size());
-  CHECK(catalogs[1][0] == catalogs[0][0]);
-  const std::vector<std::string> header = split_csv(catalogs[0][0]);
-  auto close = [](double va, double vb, double scale = 0.0) {
-    if (std::isnan(va)) return std::isnan(vb);
-    if (std::isinf(va)) return vb == va;
-    return std::abs(va - vb) <= 1e-5 * std::max(std::abs(va), scale) + 1e-9;
-  };
-  auto column = [&header](const char* name) {
-    return static_cast<size_t>(std::find(header.begin(), header.end(), name) - header.begin());
-  };
-  const std::vector<std::pair<size_t, std::pair<size_t, size_t>>> cross = {
-      {column("xy"), {column("x2"), column("y2")}},
-      {column("cxy"), {column("cxx"), column("cyy")}},
-      {column("errxy"), {column("errx2"), column("erry2")}}};
-  size_t diverged = 0;
-  for (size_t r = 1; r < catalogs[0].size(); ++r) {
-    const auto a = split_csv(catalogs[0][r]), b = split_csv(catalogs[1][r]);
-    REQUIRE(a.size() == header.size());
-    REQUIRE(b.size() == header.size());
-    bool windowed_apart = false;
-    for (size_t c = 0; c < header.size(); ++c) {
-      if (windowed_column(header[c]) && !close(std::stod(a[c]), std::stod(b[c]))) windowed_apart = true;
-    }
-    diverged += windowed_apart ? 1 : 0;
-    for (size_t c = 0; c < header.size(); ++c) {
-      INFO("row " << r << " column " << header[c] << ": " << a[c] << " vs " << b[c]);
-      const double va = std::stod(a[c]), vb = std::stod(b[c]);
-      double scale = header[c] == "theta" || header[c] == "errtheta" ? 1.0 : 0.0;
-      for (const auto& [term, diagonal] : cross) {
-        if (term == c && diagonal.first < a.size() && diagonal.second < a.size())
-          scale = std::abs(std::stod(a[diagonal.first])) + std::abs(std::stod(a[diagonal.second]));
-      }
-      if (!windowed_apart || !windowed_column(header[c])) {
-        CHECK(close(va, vb, scale));
-      } else if (header[c] == "xwin" || header[c] == "ywin") {
-        CHECK(std::abs(va - vb) <= 0.01);
-      }
-    }
-  }
-  if (diverged > 0) std::printf("windowed: %zu of %zu rows took another path\n", diverged, catalogs[0].size() - 1);
-  CHECK(diverged <= std::max<size_t>(1, (catalogs[0].size() - 1) / 200));
-}
+// The catalogs of both runs, line for line (catalog_compare.hpp).
+void require_same_catalogs(const DeviceRuns& runs) { gpu_test::require_same_catalog_lines(runs.catalogs); }
 
 }  // namespace
 

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <optional>
 #include <string>
 
 #include "imflow/engine.hpp"
@@ -81,6 +82,56 @@ TEST_CASE("a numeric header keyword is read from the HDU, else the primary heade
     CHECK(what.find("GAIN is not a number") != std::string::npos);
   }
   CHECK_THROWS_AS(read_fits_number_keyword(dir / "missing.fits", 0, "GAIN"), InputError);
+}
+
+TEST_CASE("a numeric keyword in the read's header records is CFITSIO's value of the file's card", "[fits][gain]") {
+  test::TempDir dir("gain_records");
+  const fs::path mef = dir / "mef.fits";
+  test::write_empty_primary(mef);
+  test::write_fits(mef, -32, {8, 6}, std::vector<double>(48, 1.0), 1, 0, nullptr, false);
+  write_key(mef, 0, "GAIN", 3.0);
+  write_key(mef, 1, "GAIN", 5.5);
+  fitsfile* file = nullptr;
+  int status = 0;
+  fits_open_file(&file, mef.c_str(), READWRITE, &status);
+  fits_movabs_hdu(file, 2, nullptr, &status);
+  for (const char* card : {"EXPD    = 1.5D2 / a Fortran exponent", "QGAIN   = '2.25    '", "FLAG    = T",
+                           "EMPTY   =", "CPLX    = (1.0, 2.0)", "TWICE   = 1", "TWICE   = 2"}) {
+    fits_write_record(file, card, &status);
+  }
+  fits_close_file(file, &status);
+  REQUIRE(status == 0);
+  const std::vector<std::string> records = read_fits_header_records(mef, 1);
+  for (const char* key : {"GAIN", "gain", "EXPD", "QGAIN", "FLAG", "EMPTY", "CPLX", "TWICE", "NONE"}) {
+    INFO(key);
+    std::optional<double> from_file, from_records;
+    std::string file_error, records_error;
+    try {
+      from_file = read_fits_number_keyword(mef, 1, key);
+    } catch (const InputError& error) {
+      file_error = error.what();
+    }
+    try {
+      from_records = read_fits_number_keyword(mef, 1, key, records);
+    } catch (const InputError& error) {
+      records_error = error.what();
+    }
+    CHECK(from_records == from_file);
+    CHECK(records_error == file_error);
+  }
+  CHECK(read_fits_number_keyword(mef, 1, "EXPD", records) == 150.0);
+  CHECK(read_fits_number_keyword(mef, 1, "TWICE", records) == 1.0);  // the first card, as CFITSIO's
+  CHECK_THROWS_WITH(read_fits_number_keyword(mef, 1, "EMPTY", records), Catch::Contains("EMPTY is not a number"));
+
+  // The records answer without the file where they hold the keyword, or for the primary HDU.
+  const fs::path missing = dir / "missing.fits";
+  std::string card = "GAIN    =                  7.0";
+  card.resize(80, ' ');
+  CHECK(read_fits_number_keyword(missing, 1, "GAIN", {card}) == 7.0);
+  CHECK_FALSE(read_fits_number_keyword(missing, 0, "RDNOISE", {card}).has_value());
+  CHECK_THROWS_AS(read_fits_number_keyword(missing, 1, "RDNOISE", {card}), InputError);  // the primary's, read
+  CHECK(read_fits_number_keyword(mef, 1, "RDNOISE", {card}) == std::nullopt);
+  CHECK(read_fits_number_keyword(mef, 1, "NONE", {}) == std::nullopt);
 }
 
 TEST_CASE("measure's gain_keyword sets each item's gain; the catalogs record it", "[engine][gain]") {

@@ -1,8 +1,12 @@
 // Header keywords of an image HDU read on demand: a number (e.g. a detector's GAIN) or the whole
 // header (the FITS_LDAC catalog's copy of the image header).
 #include <fitsio.h>
+extern "C" {
+#include <fitsio2.h>  // ffc2d: CFITSIO's own conversion of a value to a double, as fits_read_key's
+}
 
 #include <algorithm>
+#include <cctype>
 #include <string_view>
 
 #include "fits_records.hpp"
@@ -13,6 +17,29 @@
 namespace imflow {
 
 namespace fs = std::filesystem;
+
+namespace {
+std::string not_a_number(const fs::path& path, int hdu, const std::string& keyword) {
+  return path.string() + ": HDU " + std::to_string(hdu) + ": keyword " + keyword + " is not a number";
+}
+
+// `keyword` read from `records` as fits_read_key(TDOUBLE) reads it from the header they are:
+// CFITSIO's status (0 with `value` set, KEY_NO_EXIST, or why the value is not a number).
+int number_in_records(const std::vector<std::string>& records, const std::string& keyword, double& value) {
+  std::string wanted = keyword;
+  for (char& c : wanted) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  for (const std::string& record : records) {
+    if (detail::record_keyword(record) != wanted) continue;
+    char card[FLEN_CARD] = {};
+    record.copy(card, std::min(record.size(), detail::kRecordLength));
+    char text[FLEN_VALUE] = {}, comment[FLEN_COMMENT] = {};
+    int status = 0;
+    if (ffpsvc(card, text, comment, &status) == 0) ffc2d(text, &value, &status);
+    return status;
+  }
+  return KEY_NO_EXIST;
+}
+}  // namespace
 
 std::optional<double> read_fits_number_keyword(const fs::path& path, int hdu, const std::string& keyword) {
   detail::FitsFile file;
@@ -31,12 +58,21 @@ std::optional<double> read_fits_number_keyword(const fs::path& path, int hdu, co
     int key_status = 0;
     if (fits_read_key(file.get(), TDOUBLE, keyword.c_str(), &value, nullptr, &key_status) == 0) return value;
     // KEY_NO_EXIST: not in this header; VALUE_UNDEFINED or BAD_C2D: present but not a number.
-    if (key_status != KEY_NO_EXIST) {
-      throw InputError(path.string() + ": HDU " + std::to_string(at) + ": keyword " + keyword + " is not a number");
-    }
+    if (key_status != KEY_NO_EXIST) throw InputError(not_a_number(path, at, keyword));
     if (at == 0) break;
   }
   return std::nullopt;
+}
+
+std::optional<double> read_fits_number_keyword(const fs::path& path, int hdu, const std::string& keyword,
+                                               const std::vector<std::string>& hdu_header) {
+  if (hdu_header.empty()) return read_fits_number_keyword(path, hdu, keyword);
+  double value = 0.0;
+  const int status = number_in_records(hdu_header, keyword, value);
+  if (status == 0) return value;
+  if (status != KEY_NO_EXIST) throw InputError(not_a_number(path, hdu, keyword));
+  if (hdu == 0) return std::nullopt;
+  return read_fits_number_keyword(path, 0, keyword);  // the primary header's
 }
 
 namespace {

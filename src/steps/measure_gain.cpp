@@ -37,10 +37,10 @@ GainSetting GainSetting::from_resolved(const YAML::Node& params) {
   return setting;
 }
 
-double GainSetting::for_item(const ItemRef& ref) const {
+double GainSetting::for_item(const ItemRef& ref, const std::vector<std::string>& hdu_header) const {
   if (keyword.empty()) return gain;
   if (!is_fits_input(ref.path)) return gain;
-  const std::optional<double> value = read_fits_number_keyword(ref.path, ref.hdu, keyword);
+  const std::optional<double> value = read_fits_number_keyword(ref.path, ref.hdu, keyword, hdu_header);
   return value && *value > 0.0 ? *value : gain;
 }
 

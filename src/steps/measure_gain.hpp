@@ -5,6 +5,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include <string>
+#include <vector>
 
 #include "imflow/work_item.hpp"
 
@@ -22,9 +23,10 @@ struct GainSetting {
   static GainSetting from_params(ParamReader& params);        // validates and fills defaults
   static GainSetting from_resolved(const YAML::Node& params);  // Step::params() of a measure step
 
-  // The gain for `ref`; reads the file's header when `keyword` is set and the item is FITS.
-  // Throws InputError when the keyword's value is not a number.
-  double for_item(const ItemRef& ref) const;
+  // The gain for `ref`; with `keyword` set and a FITS item, the keyword from `hdu_header` (the
+  // read's records, WorkItem::fits_header) or, without them, from the file's header. Throws
+  // InputError when the keyword's value is not a number.
+  double for_item(const ItemRef& ref, const std::vector<std::string>& hdu_header = {}) const;
 };
 
 }  // namespace imflow

@@ -154,10 +154,10 @@ PhotometrySetting PhotometrySetting::from_params(ParamReader& params) {
   return setting;
 }
 
-std::optional<double> PhotometrySetting::zeropoint_for(const ItemRef& ref) const {
+std::optional<double> PhotometrySetting::zeropoint_for(const ItemRef& ref, const std::vector<std::string>& hdu_header) const {
   if (zeropoint_keyword.empty()) return zeropoint;
   if (is_fits_input(ref.path)) {
-    const std::optional<double> value = read_fits_number_keyword(ref.path, ref.hdu, zeropoint_keyword);
+    const std::optional<double> value = read_fits_number_keyword(ref.path, ref.hdu, zeropoint_keyword, hdu_header);
     if (value && std::isfinite(*value)) return value;
   }
   if (zeropoint) return zeropoint;
@@ -165,16 +165,16 @@ std::optional<double> PhotometrySetting::zeropoint_for(const ItemRef& ref) const
                    " for the magnitudes (measure's zeropoint_keyword) and no zeropoint to fall back to");
 }
 
-PhotometryTable PhotometrySetting::table_for(const ItemRef& ref) const {
+PhotometryTable PhotometrySetting::table_for(const ItemRef& ref, const std::vector<std::string>& hdu_header) const {
   PhotometryTable table;
   table.spec = spec;
-  table.zeropoint = zeropoint_for(ref);
+  table.zeropoint = zeropoint_for(ref, hdu_header);
   return table;
 }
 
 void PhotometrySetting::measure(WorkItem& item, const kernels::MeasureBackground& background,
                                 const kernels::MeasureBackground& detection_background) const {
-  PhotometryTable table = table_for(item.ref);
+  PhotometryTable table = table_for(item.ref, item.fits_header);
   const Catalog& catalog = *item.catalog;
   const int64_t width = item.pixels.width(), height = item.pixels.height(), n = item.pixels.size();
   table.rows.assign(catalog.size() * static_cast<size_t>(spec.stride()), 0.0);

@@ -27,11 +27,11 @@ struct PhotometrySetting {
   static bool requested(const YAML::Node& params);
 
   bool magnitudes() const { return zeropoint.has_value() || !zeropoint_keyword.empty(); }
-  // The item's zeropoint: the keyword's value in its FITS header, else `zeropoint`. Throws
-  // InputError when neither is there.
-  std::optional<double> zeropoint_for(const ItemRef& ref) const;
-  // The item's table before its rows: the spec and zeropoint_for(ref).
-  PhotometryTable table_for(const ItemRef& ref) const;
+  // The item's zeropoint: the keyword's value in its FITS header (`hdu_header` as
+  // GainSetting::for_item takes it), else `zeropoint`. Throws InputError when neither is there.
+  std::optional<double> zeropoint_for(const ItemRef& ref, const std::vector<std::string>& hdu_header = {}) const;
+  // The item's table before its rows: the spec and zeropoint_for(ref, hdu_header).
+  PhotometryTable table_for(const ItemRef& ref, const std::vector<std::string>& hdu_header = {}) const;
 
   // item.photometry for item.catalog, measured on item.pixels less `background`'s level or map,
   // with its noise (the RMS map, the mesh grid's rows or the global rms) and gain. In dual-image

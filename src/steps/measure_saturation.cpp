@@ -29,9 +29,9 @@ SaturationSetting SaturationSetting::from_resolved(const YAML::Node& params) {
   return setting;
 }
 
-double SaturationSetting::for_item(const ItemRef& ref) const {
+double SaturationSetting::for_item(const ItemRef& ref, const std::vector<std::string>& hdu_header) const {
   if (keyword.empty() || !is_fits_input(ref.path)) return level;
-  return read_fits_number_keyword(ref.path, ref.hdu, keyword).value_or(level);
+  return read_fits_number_keyword(ref.path, ref.hdu, keyword, hdu_header).value_or(level);
 }
 
 void flag_saturated(Catalog& catalog, double level, const float* background_map, int64_t width, int64_t height) {

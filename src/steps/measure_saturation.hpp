@@ -8,6 +8,7 @@
 
 #include <limits>
 #include <string>
+#include <vector>
 
 #include "imflow/source.hpp"
 #include "imflow/work_item.hpp"
@@ -24,8 +25,9 @@ struct SaturationSetting {
   static SaturationSetting from_resolved(const YAML::Node& params);  // Step::params() of a measure step
 
   // The level for `ref`: the keyword's value when it is set, the item is FITS and its header
-  // holds a number under it, else `level`. Throws InputError when the value is not a number.
-  double for_item(const ItemRef& ref) const;
+  // (`hdu_header` as GainSetting::for_item takes it) holds a number under it, else `level`.
+  // Throws InputError when the value is not a number.
+  double for_item(const ItemRef& ref, const std::vector<std::string>& hdu_header = {}) const;
 };
 
 // Sets kFlagSaturated on the sources that reach `level` (kernels::reaches_saturation; none for

@@ -44,7 +44,7 @@ class MeasureStep final : public Step {
         saturation_(SaturationSetting::from_params(params)) {}
 
   void run_cpu(WorkItem& item) const override {
-    const double gain = gain_.for_item(item.ref);
+    const double gain = gain_.for_item(item.ref, item.fits_header);
     item.gain = gain;
     const kernels::MeasureBackground background = background_of(item, gain, item.dual_image, global_noise_);
     const kernels::MeasureBackground detection_background =
@@ -72,7 +72,7 @@ class MeasureStep final : public Step {
       }
       item.catalog = std::move(shapes);
     }
-    flag_saturated(*item.catalog, saturation_.for_item(item.ref), background.map, item.pixels.width(),
+    flag_saturated(*item.catalog, saturation_.for_item(item.ref, item.fits_header), background.map, item.pixels.width(),
                    item.pixels.height());  // the measured image's peaks
     if (photometry_.spec.any() || photometry_.magnitudes()) {
       photometry_.measure(item, background, detection_background);
@@ -85,13 +85,13 @@ class MeasureStep final : public Step {
   // The photometry rows are measured when the results are collected (cuda::photometry); the
   // zeropoint is read here, on this host thread, as the gain.
   void run_cuda(WorkItem& item, GpuContext& gpu) const override {
-    item.gain = gain_.for_item(item.ref);  // a header read on this host thread when gain_keyword is set
+    item.gain = gain_.for_item(item.ref, item.fits_header);  // the read kept the header
     gpu.weight_gain = item.weight_gain;
     gpu.global_noise = global_noise_;
-    gpu.saturation = saturation_.for_item(item.ref);
+    gpu.saturation = saturation_.for_item(item.ref, item.fits_header);
     cuda::measure(gpu, *item.gain);
     if (!photometry_.spec.any() && !photometry_.magnitudes()) return;
-    item.photometry = photometry_.table_for(item.ref);
+    item.photometry = photometry_.table_for(item.ref, item.fits_header);
     if (photometry_.spec.any()) cuda::photometry(gpu, photometry_.spec);
   }
 #endif

@@ -79,6 +79,11 @@ int64_t read_fits_region(const std::filesystem::path& path, int hdu, int64_t pla
 // when neither has it. Throws InputError naming the file when it cannot be read or the keyword's
 // value is not a number.
 std::optional<double> read_fits_number_keyword(const std::filesystem::path& path, int hdu, const std::string& keyword);
+// The same looked up first in `hdu_header`, HDU `hdu`'s records as its read gave them
+// (WorkItem::fits_header), as CFITSIO reads a card; the file is opened only for an extension's
+// primary header when they lack the keyword. Empty records: the file's, as above.
+std::optional<double> read_fits_number_keyword(const std::filesystem::path& path, int hdu, const std::string& keyword,
+                                               const std::vector<std::string>& hdu_header);
 
 // Plane `plane` (of `pixels` pixels) of image HDU `hdu` as exact integers (BZERO applied, BLANK
 // as 0). Throws InputError naming the file for an image of floating-point values or a failed read.

@@ -98,6 +98,8 @@ TEST_CASE("photometry parameters are checked", "[config][photometry]") {
   CHECK_THAT(measure_error_of("{vignet: [0, 4]}"), Contains("vignet"));
   CHECK_THAT(measure_error_of("{auto: {kron_factor: 2}}"), Contains("measure.auto.kron_factor") && Contains("unknown key"));
   CHECK_THAT(measure_error_of("{auto: {kron_fact: 0}}"), Contains("kron_fact") && Contains("out of range"));
+  CHECK(measure_error_of("{auto: true, arithmetic: sextractor}") == "no error");
+  CHECK_THAT(measure_error_of("{auto: true, arithmetic: float}"), Contains("arithmetic") && Contains("sextractor"));
   CHECK_THAT(measure_error_of("{auto: maybe}"), Contains("auto") && Contains("expected true, false"));
   CHECK_THAT(measure_error_of("{apertures: [3, -1]}"), Contains("apertures") && Contains("> 0"));
   CHECK_THAT(measure_error_of("{apertures: [3, 3]}"), Contains("listed twice"));

@@ -23,7 +23,7 @@ namespace imflow {
 namespace {
 constexpr const char* kPhotometryKeys[] = {"auto",     "apertures",       "aperture_bkgann", "flux_radius",
                                            "windowed", "mask_neighbours", "zeropoint",       "zeropoint_keyword",
-                                           "vignet",   "aperture_subpix"};
+                                           "vignet",   "aperture_subpix", "arithmetic"};
 constexpr double kMaxVignetSide = 1024;  // pixels: a stamp is a catalog cell, not an image
 constexpr double kSextractorMinKronRadius = 3.5;  // PHOT_AUTOPARAMS' second value
 
@@ -143,6 +143,7 @@ PhotometrySetting PhotometrySetting::from_params(ParamReader& params) {
     spec.aperture_subpix = static_cast<int>(params.integer("aperture_subpix", 0, 0, 64));
   }
   spec.mask_neighbours = params.boolean("mask_neighbours", true);
+  spec.sextractor_arithmetic = params.choice("arithmetic", "sep", {"sep", "sextractor"}) == "sextractor";
   if (params.has("zeropoint")) setting.zeropoint = params.number("zeropoint", 0.0, -1e6, 1e6);
   if (params.has("zeropoint_keyword")) {
     setting.zeropoint_keyword = params.text("zeropoint_keyword", "");

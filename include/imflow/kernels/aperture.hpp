@@ -86,6 +86,11 @@ struct ApertureSum {
 template <typename Team = SerialTeam>
 IMFLOW_HOST_DEVICE ApertureSum sum_circle(const ApertureImage& image, double x, double y, double r,
                                                  int subpix = 5, MaskMode mode = MaskMode::correct);
+// sum_circle as SExtractor's computeaperflux samples it (photom.c): centre, offsets and the
+// subpix x subpix test in float, pixels within r - 0.75 whole, beyond r + 0.75 skipped; subpix >= 1.
+template <typename Team = SerialTeam>
+IMFLOW_HOST_DEVICE ApertureSum sum_circle_sextractor(const ApertureImage& image, double x, double y, double r,
+                                                     int subpix = 5, MaskMode mode = MaskMode::correct);
 template <typename Team = SerialTeam>
 IMFLOW_HOST_DEVICE ApertureSum sum_circann(const ApertureImage& image, double x, double y, double rin,
                                                   double rout, int subpix = 5, MaskMode mode = MaskMode::correct);
@@ -119,7 +124,8 @@ IMFLOW_HOST_DEVICE ApertureSum sum_ellipse_bkgann(const ApertureImage& image, do
 // r_max and `blanked` those of them that are masked, below -1e30 or other objects' (SExtractor's
 // area and areab in computeautoflux's first step).
 struct KronRadius {
-  double radius = 0.0;
+  double radius = 0.0;          // r1 / v1 where both are positive, else 0 with a flag
+  double r1 = 0.0, v1 = 0.0;    // sum of r I and of I over the pixels counted
   int32_t flag = 0;
   int64_t pixels = 0, blanked = 0;
 };
@@ -187,6 +193,9 @@ struct AutoParams {
   // recipe): kron_radius is raised to min_kron_radius / kron_factor where kron_factor x
   // kron_radius falls below it (a Kron radius of 0, from a flag, too).
   double min_kron_radius = 0.0;
+  // SExtractor 2.25's float arithmetic (computeautoflux) for which pixels the Kron radius and
+  // the flux count; false: SEP's double arithmetic (sep.kron_radius, sep.sum_ellipse).
+  bool sextractor_arithmetic = false;
 };
 template <typename Team = SerialTeam>
 IMFLOW_HOST_DEVICE AutoFlux auto_flux(const ApertureImage& image, double x, double y, double a, double b,

@@ -79,25 +79,95 @@ IMFLOW_HOST_DEVICE inline ApertureSum invalid_sum() {
   return {nan, nan, nan, 0};
 }
 
+// SExtractor's circular aperture (photom.c computeaperflux): the centre rounded to float
+// (`float mx = obj->mx`), every offset, square and comparison in float; pixels closer than
+// raper - 0.75 count whole, those beyond raper + 0.75 not at all, the others are sampled
+// subpix x subpix with float steps (dx1 += scalex) and their float sum of scale2 (locarea).
+struct SextractorCircle {
+  float mx, my, raper, raper2, rintlim2, rextlim2, scale, scale2, offset;
+  int subpix;
+};
+IMFLOW_HOST_DEVICE inline SextractorCircle make_sextractor_circle(double x, double y, double r, int subpix) {
+  SextractorCircle c{};
+  c.mx = static_cast<float>(x);
+  c.my = static_cast<float>(y);
+  c.raper = static_cast<float>(r);
+  c.raper2 = c.raper * c.raper;
+  const float rintlim = static_cast<float>(static_cast<double>(c.raper) - 0.75);
+  c.rintlim2 = rintlim > 0.0f ? rintlim * rintlim : 0.0f;
+  const double rext = static_cast<double>(c.raper) + 0.75;
+  c.rextlim2 = static_cast<float>(rext * rext);
+  c.scale = static_cast<float>(1.0 / subpix);
+  c.scale2 = c.scale * c.scale;
+  c.offset = static_cast<float>(0.5 * (static_cast<double>(c.scale) - 1.0));
+  c.subpix = subpix;
+  return c;
+}
+
+// SExtractor's box: (int)(mx - raper + 0.499999) .. (int)(mx + raper + 1.499999), clipped.
+IMFLOW_HOST_DEVICE inline PixelBox sextractor_circle_box(const SextractorCircle& c, int64_t width, int64_t height,
+                                                         int32_t& flag) {
+  PixelBox box{static_cast<int64_t>(static_cast<double>(c.mx - c.raper) + 0.499999),
+               static_cast<int64_t>(static_cast<double>(c.mx + c.raper) + 1.499999),
+               static_cast<int64_t>(static_cast<double>(c.my - c.raper) + 0.499999),
+               static_cast<int64_t>(static_cast<double>(c.my + c.raper) + 1.499999)};
+  if (box.xmin < 0) { box.xmin = 0; flag |= kAperTrunc; }
+  if (box.xmax > width) { box.xmax = width; flag |= kAperTrunc; }
+  if (box.ymin < 0) { box.ymin = 0; flag |= kAperTrunc; }
+  if (box.ymax > height) { box.ymax = height; flag |= kAperTrunc; }
+  return box;
+}
+
+// A pixel's weight in the aperture; false: the pixel is not visited.
+template <typename Shape>
+IMFLOW_HOST_DEVICE inline bool pixel_overlap(const Shape& shape, double x, double y, int64_t ix, int64_t iy,
+                                             int subpix, double& overlap) {
+  const double dx = static_cast<double>(ix) - x, dy = static_cast<double>(iy) - y;
+  const double q = shape.rpix2(dx, dy);
+  if (!shape.touches(q)) return false;
+  overlap = 1.0;
+  if (shape.cut(q)) {
+    if (subpix == 0) {
+      overlap = shape.exact(dx, dy);
+    } else {
+      overlap = subsampled_overlap(dx, dy, subpix, [&shape](double sx, double sy, double sy2) {
+        return shape.inside(shape.rpix2_sub(sx, sy, sy2));
+      });
+    }
+  }
+  return true;
+}
+IMFLOW_HOST_DEVICE inline bool pixel_overlap(const SextractorCircle& c, double, double, int64_t ix, int64_t iy, int,
+                                             double& overlap) {
+  float dx = static_cast<float>(ix) - c.mx, dy = static_cast<float>(iy) - c.my;
+  const float r2 = dx * dx + dy * dy;
+  if (!(r2 < c.rextlim2)) return false;
+  if (!(r2 > c.rintlim2)) {
+    overlap = 1.0;
+    return true;
+  }
+  dx += c.offset;
+  dy += c.offset;
+  float locarea = 0.0f;
+  for (int sy = 0; sy < c.subpix; ++sy, dy += c.scale) {
+    float dx1 = dx;
+    const float dy2 = dy * dy;
+    for (int sx = 0; sx < c.subpix; ++sx, dx1 += c.scale) {
+      if (dx1 * dx1 + dy2 < c.raper2) locarea += c.scale2;
+    }
+  }
+  overlap = static_cast<double>(locarea);
+  return true;
+}
+
 template <typename Team, typename Shape>
 IMFLOW_HOST_DEVICE inline ApertureSum sum_aperture(const ApertureImage& image, double x, double y, const Shape& shape,
                                                    const PixelBox& box, int32_t flag, int subpix, MaskMode mode) {
   const PixelNoise noise(image);
   double tv = 0.0, sigtv = 0.0, totarea = 0.0, maskarea = 0.0, otherarea = 0.0;
   for_box_pixels<Team>(box, [&](int64_t ix, int64_t iy) {
-    const double dx = static_cast<double>(ix) - x, dy = static_cast<double>(iy) - y;
-    const double q = shape.rpix2(dx, dy);
-    if (!shape.touches(q)) return;
     double overlap = 1.0;
-    if (shape.cut(q)) {
-      if (subpix == 0) {
-        overlap = shape.exact(dx, dy);
-      } else {
-        overlap = subsampled_overlap(dx, dy, subpix, [&shape](double sx, double sy, double sy2) {
-          return shape.inside(shape.rpix2_sub(sx, sy, sy2));
-        });
-      }
-    }
+    if (!pixel_overlap(shape, x, y, ix, iy, subpix, overlap)) return;
     const int64_t at = iy * image.data.width + ix;
     if (image.masked(at)) {
       flag |= kAperHasMasked;
@@ -162,6 +232,18 @@ IMFLOW_HOST_DEVICE inline ApertureSum sum_circle(const ApertureImage& image, dou
   int32_t flag = 0;
   const PixelBox box = aperture_box(x, y, r, r, image.data.width, image.data.height, flag);
   return sum_aperture<Team>(image, x, y, make_circle(r), box, flag, subpix, mode);
+}
+
+// sum_circle with SExtractor's float geometry (SextractorCircle; subpix >= 1).
+template <typename Team>
+IMFLOW_HOST_DEVICE inline ApertureSum sum_circle_sextractor(const ApertureImage& image, double x, double y, double r,
+                                                            int subpix, MaskMode mode) {
+  using namespace aperture_detail;
+  if (r < 0.0 || subpix < 1) return invalid_sum();
+  int32_t flag = 0;
+  const SextractorCircle shape = make_sextractor_circle(x, y, r, subpix);
+  const PixelBox box = sextractor_circle_box(shape, image.data.width, image.data.height, flag);
+  return sum_aperture<Team>(image, x, y, shape, box, flag, subpix, mode);
 }
 
 template <typename Team>

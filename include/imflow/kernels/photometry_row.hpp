@@ -124,6 +124,7 @@ IMFLOW_HOST_DEVICE inline void measure_photometry(ApertureImage image, const int
   params.kron_factor = spec.kron_fact;
   params.min_radius = spec.min_diameter / 2.0;
   params.min_kron_radius = spec.min_kron_radius;
+  params.sextractor_arithmetic = spec.sextractor_arithmetic;
   if (spec.needs_auto() && ellipse) {
     if (kron_image == nullptr) {
       automatic = auto_flux<Team>(image, x, y, source.a, source.b, source.theta, params);
@@ -155,7 +156,9 @@ IMFLOW_HOST_DEVICE inline void measure_photometry(ApertureImage image, const int
     const int subpix = spec.aperture_subpix;
     const ApertureSum sum = spec.aperture_bkgann
                                 ? sum_circle_bkgann<Team>(image, x, y, r, spec.bkgann_rin, spec.bkgann_rout, subpix)
-                                : sum_circle<Team>(image, x, y, r, subpix);
+                                : (spec.sextractor_arithmetic && subpix > 0
+                                       ? sum_circle_sextractor<Team>(image, x, y, r, subpix, MaskMode::correct)
+                                       : sum_circle<Team>(image, x, y, r, subpix));
     row[spec.aperture_offset() + 2 * k] = sum.sum;
     row[spec.aperture_offset() + 2 * k + 1] = sum.error;
     if (weight_gain && !spec.aperture_bkgann && std::isfinite(sum.sum)) {

@@ -36,6 +36,9 @@ struct PhotometrySpec {
   double kron_fact = 2.5;
   double min_diameter = 3.5;  // the circle of radius min_diameter / 2 replaces a smaller Kron ellipse
   double min_kron_radius = 0.0;  // SExtractor's minimum kron_fact x r_k (AutoParams::min_kron_radius)
+  // arithmetic: sextractor: SExtractor's float32 tests of FLUX_AUTO's ellipse
+  // (AutoParams::sextractor_arithmetic) and of the subsampled apertures (sum_circle_sextractor)
+  bool sextractor_arithmetic = false;
   bool mask_neighbours = true;
   int apertures = 0;
   double aperture_diameters[kMaxApertures] = {};

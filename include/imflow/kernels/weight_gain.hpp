@@ -18,16 +18,16 @@ IMFLOW_HOST_DEVICE inline double weight_gain_term(double value, double variance,
 }
 
 namespace weight_gain_detail {
-// The terms of the pixels of `box` that `inside(dx, dy)` accepts, each read as the sums read it
+// The terms of the pixels of `box` that `inside(ix, iy)` accepts, each read as the sums read it
 // (another object's pixel: its symmetric one, with mask_neighbours); masked pixels add none (the
 // sums scale their variance by area / unmasked area instead).
 template <typename Team, typename Inside>
-IMFLOW_HOST_DEVICE inline double poisson_sum(const ApertureImage& image, double x, double y, const PixelBox& box,
+IMFLOW_HOST_DEVICE inline double poisson_sum(const ApertureImage& image, const PixelBox& box,
                                              double backnoise2, Inside inside) {
   const aperture_detail::PixelNoise noise(image);
   double sum = 0.0;
   for_box_pixels<Team>(box, [&](int64_t ix, int64_t iy) {
-    if (!inside(static_cast<double>(ix) - x, static_cast<double>(iy) - y)) return;
+    if (!inside(ix, iy)) return;
     const int64_t at = iy * image.data.width + ix;
     if (image.masked(at)) return;
     const aperture_detail::ReadPixel pixel = aperture_detail::read_pixel(image, ix, iy, at);
@@ -49,8 +49,10 @@ IMFLOW_HOST_DEVICE inline double weight_gain_circle(const ApertureImage& image, 
   box.xmax = box.xmax > image.data.width ? image.data.width : box.xmax;
   box.ymax = box.ymax > image.data.height ? image.data.height : box.ymax;
   const double reach2 = (r + 0.75) * (r + 0.75);
-  return weight_gain_detail::poisson_sum<Team>(image, x, y, box, backnoise2,
-                                         [reach2](double dx, double dy) { return dx * dx + dy * dy < reach2; });
+  return weight_gain_detail::poisson_sum<Team>(image, box, backnoise2, [=](int64_t ix, int64_t iy) {
+    const double dx = static_cast<double>(ix) - x, dy = static_cast<double>(iy) - y;
+    return dx * dx + dy * dy < reach2;
+  });
 }
 
 // The AUTO aperture auto_flux measured with `kron_radius` (its output): the ellipse (a, b, theta)
@@ -60,16 +62,32 @@ IMFLOW_HOST_DEVICE inline double weight_gain_auto(const ApertureImage& image, do
                                                   double theta, const AutoParams& params, double kron_radius,
                                                   double backnoise2) {
   int32_t flag = 0;
+  const EllipseCoeffs e = ellipse_coeffs(a, b, theta);
+  if (params.sextractor_arithmetic) {  // auto_flux_sextractor's pixels
+    const auto kronfactor = static_cast<float>(params.kron_factor * kron_radius);
+    const bool circular = !(static_cast<double>(kronfactor) * std::sqrt(a * b) > params.min_radius);
+    const auto r = static_cast<float>(params.min_radius);
+    const PixelBox box = circular ? aperture_box(x, y, params.min_radius, params.min_radius, image.data.width,
+                                                 image.data.height, flag)
+                                  : ellipse_box(x, y, e, kronfactor, image.data.width, image.data.height, flag);
+    const aperture_detail::FloatEllipse shape =
+        circular ? aperture_detail::float_ellipse(x, y, EllipseCoeffs{1.0, 1.0, 0.0}, r * r)
+                 : aperture_detail::float_ellipse(x, y, e, kronfactor * kronfactor);
+    return weight_gain_detail::poisson_sum<Team>(image, box, backnoise2,
+                                                 [shape](int64_t ix, int64_t iy) { return shape.at(ix, iy) <= shape.klim2; });
+  }
   if (kron_radius * std::sqrt(a * b) < params.min_radius) {
     const double r = params.min_radius, r2 = r * r;
     const PixelBox box = aperture_box(x, y, r, r, image.data.width, image.data.height, flag);
-    return weight_gain_detail::poisson_sum<Team>(image, x, y, box, backnoise2,
-                                           [r2](double dx, double dy) { return dx * dx + dy * dy < r2; });
+    return weight_gain_detail::poisson_sum<Team>(image, box, backnoise2, [=](int64_t ix, int64_t iy) {
+      const double dx = static_cast<double>(ix) - x, dy = static_cast<double>(iy) - y;
+      return dx * dx + dy * dy < r2;
+    });
   }
-  const EllipseCoeffs e = ellipse_coeffs(a, b, theta);
   const double r = params.kron_factor * kron_radius, r2 = r * r;
   const PixelBox box = ellipse_box(x, y, e, r, image.data.width, image.data.height, flag);
-  return weight_gain_detail::poisson_sum<Team>(image, x, y, box, backnoise2, [e, r2](double dx, double dy) {
+  return weight_gain_detail::poisson_sum<Team>(image, box, backnoise2, [=](int64_t ix, int64_t iy) {
+    const double dx = static_cast<double>(ix) - x, dy = static_cast<double>(iy) - y;
     return e.cxx * dx * dx + e.cyy * dy * dy + e.cxy * dx * dy < r2;
   });
 }

@@ -156,7 +156,9 @@ IMFLOW_HOST_DEVICE inline AutoFlux auto_flux(const ApertureImage& image, double 
                                              double theta, const AutoParams& params, const ApertureImage& kron_image) {
   AutoFlux out;
   const EllipseCoeffs e = ellipse_coeffs(a, b, theta);
-  if (params.sextractor_arithmetic) return aperture_detail::auto_flux_sextractor<Team>(image, x, y, a, b, e, params, kron_image);
+  if (params.sextractor_arithmetic) {
+    return aperture_detail::auto_flux_sextractor<Team>(image, x, y, a, b, e, params, kron_image);
+  }
   const KronRadius kron = kron_radius<Team>(kron_image, x, y, e.cxx, e.cyy, e.cxy, params.kron_r_max);
   // SExtractor's PHOT_AUTOPARAMS minimum: the scaled radius is at least min_kron_radius.
   const bool raised = params.kron_factor * kron.radius < params.min_kron_radius;

@@ -162,7 +162,7 @@ IMFLOW_HOST_DEVICE inline void measure_photometry(ApertureImage image, const int
     row[spec.aperture_offset() + 2 * k] = sum.sum;
     row[spec.aperture_offset() + 2 * k + 1] = sum.error;
     if (weight_gain && !spec.aperture_bkgann && std::isfinite(sum.sum)) {
-      const double terms = weight_gain_circle<Team>(image, x, y, r, weight_gain_noise2);
+      const double terms = weight_gain_circle<Team>(image, x, y, r, weight_gain_noise2, spec.sextractor_arithmetic);
       row[spec.aperture_offset() + 2 * k + 1] = weight_gain_error(sum.sum, sum.error, image.gain, terms);
     }
     flags |= sum.flag;

@@ -38,10 +38,20 @@ IMFLOW_HOST_DEVICE inline double poisson_sum(const ApertureImage& image, const P
 }  // namespace weight_gain_detail
 
 // computeaperflux's: the box from (int)(x - r + 0.499999) to (int)(x + r + 1.499999), the pixels
-// closer than r + 0.75 to (x, y).
+// closer than r + 0.75 to (x, y); with `sextractor_arithmetic` all of it in float32, as there
+// (sum_circle_sextractor's centre and bounds).
 template <typename Team = SerialTeam>
 IMFLOW_HOST_DEVICE inline double weight_gain_circle(const ApertureImage& image, double x, double y, double r,
-                                                    double backnoise2) {
+                                                    double backnoise2, bool sextractor_arithmetic = false) {
+  if (sextractor_arithmetic) {
+    const aperture_detail::SextractorCircle c = aperture_detail::make_sextractor_circle(x, y, r, 1);
+    int32_t flag = 0;
+    const PixelBox box = aperture_detail::sextractor_circle_box(c, image.data.width, image.data.height, flag);
+    return weight_gain_detail::poisson_sum<Team>(image, box, backnoise2, [c](int64_t ix, int64_t iy) {
+      const float dx = static_cast<float>(ix) - c.mx, dy = static_cast<float>(iy) - c.my;
+      return dx * dx + dy * dy < c.rextlim2;
+    });
+  }
   PixelBox box{static_cast<int64_t>(x - r + 0.499999), static_cast<int64_t>(x + r + 1.499999),
                static_cast<int64_t>(y - r + 0.499999), static_cast<int64_t>(y + r + 1.499999)};
   box.xmin = box.xmin < 0 ? 0 : box.xmin;

@@ -194,6 +194,13 @@ IMFLOW_HOST_DEVICE inline int32_t segment_of(const DeblendPlan& p, int32_t t) {
   return lo;
 }
 
+// clean_style sextractor with a threshold per pixel: SExtractor's detection weighting, under which
+// every abcor is 1 and each object's CLEAN threshold is the lowest of its own pixels' (the CPU's
+// SegmentPixels::sextractor_weighted).
+IMFLOW_HOST_DEVICE inline bool sextractor_weighted(const DeblendPlan& p) {
+  return p.clean_style == 1 && p.im.thresh != nullptr;
+}
+
 // Object o of a blended segment: its branch measured on its own pixels, then its model. By a
 // team (one warp per object on the device).
 template <class TeamT>
@@ -206,6 +213,7 @@ IMFLOW_HOST_DEVICE void model_job(const TeamT& team, const DeblendPlan& p, int32
   so.merged = true;
   sep_analyse(team, p.im, [px](int64_t i) { return px[i]; }, p.obj_bnpix[o], false, so);
   so.thresh = p.seg_thresh0[r];  // past the deblending: back to the segment's threshold
+  if (sextractor_weighted(p)) so.abcor = 1.0f;
   BranchModel m;
   m.mx = so.mx;
   m.my = so.my;
@@ -356,9 +364,18 @@ IMFLOW_HOST_DEVICE void measure_job(const TeamT& team, const DeblendPlan& p, int
     auto at = [branch, nbranch, allocated, chain](int64_t i) {
       return i < nbranch ? branch[i] : chain[allocated[i - nbranch]];
     };
+    if (sextractor_weighted(p)) {  // SExtractor's sortit preanalyse: the lowest threshold of its pixels
+      float lowest = 1e30f;
+      for (int64_t i = team.lane; i < n; i += team.size) {
+        const float t = p.im.thresh[at(i)];
+        lowest = t < lowest ? t : lowest;
+      }
+      so.thresh = team_reduce(team, lowest, [](float u, float v) { return v < u ? v : u; });
+    }
     sep_analyse(team, p.im, at, n, true, so);
     if (p.clean) mthresh = sep_mthresh(team, p.im, at, n, p.minarea, heap);
   }
+  if (sextractor_weighted(p)) so.abcor = 1.0f;
   CleanObject c;
   c.mx = so.mx;
   c.my = so.my;

@@ -104,8 +104,11 @@ DeblendResult deblend_sources(const DeblendInput& input, const DeblendParams& pa
     gather_segment(input, order[i], b.xmin, b.ymin, b.xmax - b.xmin + 1, b.ymax - b.ymin + 1, scratch.lutz, w.pixels);
     // SExtractor's deblending starts from the segment's lowest pixel threshold (scan.c preanalyse:
     // obj->dthresh = minthresh), SEP's from their mean: they differ where thresholds vary per pixel.
+    // A threshold map is SExtractor's detection weighting (WEIGHT_TYPE BACKGROUND or a map:
+    // prefs.dweight_flag), under which its preanalyse also sets abcor to 1 (SegmentPixels).
     if (params.clean_style == DeblendCleanStyle::sextractor && !w.pixels.thresh.empty()) {
       w.pixels.thresh0 = *std::min_element(w.pixels.thresh.begin(), w.pixels.thresh.end());
+      w.pixels.sextractor_weighted = input.threshold_map != nullptr;
     }
     split_segment(w.pixels, params, scratch, w.split);
     gather_model(w.pixels, w.split, w.model);

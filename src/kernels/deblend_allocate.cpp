@@ -6,6 +6,7 @@
 // weight). Then every object
 // of the segment measured on all its pixels as sortit() does (a blended object keeps the
 // barycentre of its branch).
+#include <algorithm>
 #include <cmath>
 #include <numbers>
 
@@ -117,6 +118,11 @@ void allocate_segment(const SegmentPixels& s, SegmentSplit& split, const GatherM
   }
   for (size_t i = 0; i < nb; ++i) {
     SepObject o = model.branches[i];  // thresh t0, merged, the branch's barycentre
+    if (s.sextractor_weighted) {      // SExtractor's sortit preanalyse: the lowest threshold of its pixels
+      float t = 1e+30f;
+      for (const int32_t p : objects.pixels[i]) t = std::min(t, s.thresh[static_cast<size_t>(p)]);
+      o.thresh = t;
+    }
     sep_analyse(s, objects.pixels[i].data(), static_cast<int64_t>(objects.pixels[i].size()), true, o);
     objects.measured.push_back(o);
   }

@@ -90,7 +90,7 @@ void sep_analyse(const SegmentPixels& s, const int32_t* idx, int64_t n, bool rob
   o.cxx = shape.cxx;
   o.cyy = shape.cyy;
   o.cxy = shape.cxy;
-  o.abcor = shape.abcor;
+  o.abcor = s.sextractor_weighted ? 1.0f : shape.abcor;  // SExtractor with a detection weight: 1
 }
 
 float sep_mthresh(const SegmentPixels& s, const int32_t* idx, int64_t n, int minarea) {

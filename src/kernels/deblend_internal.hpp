@@ -43,6 +43,13 @@ struct SegmentPixels {
   std::vector<float> cd, value, thresh;            // detection, measurement, threshold
   std::vector<int32_t> submap;                     // width x height: pixel index or -1
   float thresh0 = 0.0f;                            // SEP's get_mean_thresh (clean_style sextractor: the minimum)
+  // clean_style sextractor with a threshold per pixel (SExtractor's detection weighting,
+  // prefs.dweight_flag): SExtractor's preanalyse sets every abcor to 1 (scan.c: abcor is computed
+  // only when `t1t2 > 0.0 && !prefs.dweight_flag`), which gatherup's model (refine.c: amp, dist)
+  // and CLEAN's amplitude (clean.c: ampin, amp) divide by; and sortit's preanalyse gives each
+  // final object the lowest threshold of its own pixels as dthresh (PLISTEXIST(dthresh)), which
+  // CLEAN's alpha divides by.
+  bool sextractor_weighted = false;
   int64_t size() const { return static_cast<int64_t>(x.size()); }
 };
 

@@ -144,6 +144,8 @@ void deblend(const DeblendDeviceInput& in, const kernels::DeblendParams& params,
   p.clean = params.clean;
   p.clean_style = params.clean_style == kernels::DeblendCleanStyle::sextractor ? 1 : 0;
   p.blank_lag = params.blank_lag;
+  p.memory_bufsize = params.memory_bufsize;
+  p.memory_objstack = params.memory_objstack;
   p.counters = B.counters.data();
   p.label_npix = B.label_npix.data();
   p.label_first = B.label_first.data();

@@ -15,9 +15,6 @@
 
 namespace imflow::cuda::deblend_detail {
 
-constexpr long long kSexBufferLines = 1024;  // MEMORY_BUFSIZE (SExtractor's default, no filter)
-constexpr int32_t kSexObjectStack = 3000;    // MEMORY_OBJSTACK
-
 // addcleanobj's vertical extent of an object (its rows after its merges), float and double steps.
 IMFLOW_HOST_DEVICE inline void sextractor_extent(const CleanObject& o, long long ymin, long long ymax, SextractorEntry& e) {
   float hh1 = static_cast<float>(o.cyy - static_cast<double>(o.cxy * o.cxy) / (4.0 * o.cxx));
@@ -68,6 +65,10 @@ IMFLOW_HOST_DEVICE inline SextractorEntry heap_pop(SextractorEntry* h, int32_t& 
 IMFLOW_HOST_DEVICE inline void sextractor_resolve(const DeblendPlan& p, const CleanPlan& c) {
   const int32_t n = p.counters->objects;
   const long long height = p.height;
+  // MEMORY_BUFSIZE lines, slid from line S - M on with field.c's strip margin M (1, or the
+  // detection filter's height / 2 + 1), and MEMORY_OBJSTACK (the CPU's sextractor_clean).
+  const long long buffer_lines = p.memory_bufsize;
+  const long long strip_margin = p.blank_lag > 1 ? p.blank_lag : 1;
   SextractorState* st = c.state;
   SextractorEntry* list = c.list;
   int32_t count = 0;
@@ -99,11 +100,12 @@ IMFLOW_HOST_DEVICE inline void sextractor_resolve(const DeblendPlan& p, const Cl
   // so the places of those still to remove do not change).
   auto release_after_line = [&](long long line) {
     long long first_line = 0;
-    if (height <= kSexBufferLines) {
+    if (height <= buffer_lines) {
       if (line != height - 1) return;
     } else {
-      if (line < kSexBufferLines - 2 || line > height - 3) return;
-      first_line = line - kSexBufferLines + 2;
+      const long long start = buffer_lines - strip_margin - 1;
+      if (line < start || line > height - strip_margin - 2) return;
+      first_line = line - start;
     }
     int32_t m = 0;
     while (nrelease > 0 && c.release_heap[0].ycmin <= first_line) {
@@ -141,7 +143,7 @@ IMFLOW_HOST_DEVICE inline void sextractor_resolve(const DeblendPlan& p, const Cl
   for (int32_t i = 0; i < n; ++i) {
     const CleanObject& in = p.objects[i];
     while (released_through < in.last_row) release_after_line(++released_through);
-    if (count >= kSexObjectStack) evict_one();
+    if (count >= p.memory_objstack) evict_one();
     CleanObject inc = in;  // the newcomer with its running sums
     inc.fdflux = st[i].fdflux;
     inc.fdnpix = st[i].fdnpix;

@@ -55,6 +55,7 @@ struct DeblendPlan {
   bool clean = true;
   int clean_style = 0;  // 0: SEP's clean(), 1: SExtractor's (cuda/deblend_clean_sextractor.hpp)
   int blank_lag = 0;    // kernels::DeblendParams::blank_lag
+  int memory_bufsize = 1024, memory_objstack = 3000;  // kernels::DeblendParams' (clean_style sextractor)
   DeblendCounters* counters = nullptr;
   // per label
   int32_t *label_npix = nullptr, *label_first = nullptr, *label_last = nullptr, *label_xmin = nullptr,

@@ -101,13 +101,13 @@ TEST_CASE("SExtractor's CLEAN: a merged object's flux makes its survivor eat a f
 
   std::vector<int32_t> eaten_by;
   std::vector<float> flux;
-  sextractor_clean(listed(objects, 3), 100, 1.0, eaten_by, flux);
+  sextractor_clean(listed(objects, 3), 100, 1.0, 1024, 3000, 1, eaten_by, flux);
   CHECK(eaten_by == std::vector<int32_t>{-1, 0, 0});  // B, then C, merged into A
   CHECK(flux[0] == 2513.0f + 1000.0f + 500.0f);
 
   // Newcomers eat the objects listed before them: C first, then B, then A, the brightest last.
   std::vector<SepObject> reversed = {objects[2], objects[1], objects[0]};
-  sextractor_clean(listed(reversed, 3), 100, 1.0, eaten_by, flux);
+  sextractor_clean(listed(reversed, 3), 100, 1.0, 1024, 3000, 1, eaten_by, flux);
   CHECK(eaten_by[2] == -1);
   CHECK(eaten_by[1] == 2);  // B on A's menu; C was not (A's own flux), so C survives
   CHECK(eaten_by[0] == -1);
@@ -129,11 +129,22 @@ TEST_CASE("SExtractor's CLEAN: objects leave the list as the scan moves 1022 lin
   std::vector<SextractorCleanObject> list = {{&objects[0], 0, 20, 20}, {&objects[1], 1098, 1102, 1102}};
   std::vector<int32_t> eaten_by;
   std::vector<float> flux;
-  sextractor_clean(list, 3000, 1.0, eaten_by, flux);
+  sextractor_clean(list, 3000, 1.0, 1024, 3000, 1, eaten_by, flux);
   CHECK(eaten_by == std::vector<int32_t>{-1, -1});
   // Completed before the buffer slides (last row 1020, released after line 1022): eaten.
   list[1] = {&objects[1], 1016, 1020, 1020};
-  sextractor_clean(list, 3000, 1.0, eaten_by, flux);
+  sextractor_clean(list, 3000, 1.0, 1024, 3000, 1, eaten_by, flux);
+  CHECK(eaten_by == std::vector<int32_t>{-1, 0});
+  // Completed on line 1022 (last row 1021): still eaten without a filter; behind a 3 x 3 filter
+  // (strip margin 2) the buffer slides a line earlier and A is gone.
+  list[1] = {&objects[1], 1017, 1021, 1021};
+  sextractor_clean(list, 3000, 1.0, 1024, 3000, 1, eaten_by, flux);
+  CHECK(eaten_by == std::vector<int32_t>{-1, 0});
+  sextractor_clean(list, 3000, 1.0, 1024, 3000, 2, eaten_by, flux);
+  CHECK(eaten_by == std::vector<int32_t>{-1, -1});
+  // A buffer taller than the image (MEMORY_BUFSIZE 4096) never slides: A eats the far object too.
+  list[1] = {&objects[1], 1098, 1102, 1102};
+  sextractor_clean(list, 3000, 1.0, 4096, 3000, 1, eaten_by, flux);
   CHECK(eaten_by == std::vector<int32_t>{-1, 0});
 }
 

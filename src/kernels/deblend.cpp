@@ -156,7 +156,9 @@ DeblendResult deblend_sources(const DeblendInput& input, const DeblendParams& pa
       for (const SepObject& o : w.objects.measured)
         listed.push_back({&o, w.pixels.y0 + o.ymin, w.pixels.y0 + o.ymax, last_row});
     }
-    sextractor_clean(listed, height, params.clean_param, eaten_by, merged_flux);
+    sextractor_clean(listed, height, params.clean_param, params.memory_bufsize,
+                     static_cast<size_t>(params.memory_objstack), std::max(1, params.blank_lag), eaten_by,
+                     merged_flux);
     owner.resize(all.size());
     for (size_t i = 0; i < all.size(); ++i) {
       int32_t r = static_cast<int32_t>(i);

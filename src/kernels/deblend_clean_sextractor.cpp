@@ -3,13 +3,13 @@
 // completes it, is tested against the objects still in the list and merged into the one that
 // explains it, or merges those it explains into itself (deblend's clean_style: sextractor).
 //
-// The list's order matters (a newcomer merges into the first listed object that eats it) and
-// is SExtractor's: newcomers are appended, removals move the last entry into the hole. Objects
-// leave it as SExtractor's scan releases them: after each line once the image buffer
-// (MEMORY_BUFSIZE 1024 lines) starts to slide, those whose margin (addcleanobj's ycmin) lies
-// below the buffer's first line; and the one of lowest ycmax when the list holds MEMORY_OBJSTACK
-// (3000) objects. The pairs the test may meet are found beforehand (clean_candidates): merges
-// change fluxes and pixel counts but no centre or radius, so the zone test never changes.
+// The list's order matters (a newcomer merges into the first listed object that eats it) and is
+// SExtractor's: newcomers are appended, removals move the last entry into the hole. Objects leave
+// it as SExtractor's scan releases them: after each line once the image buffer (MEMORY_BUFSIZE,
+// default 1024 lines) starts to slide, those whose margin (addcleanobj's ycmin) lies below the
+// buffer's first line; and the one of lowest ycmax when the list holds MEMORY_OBJSTACK (default
+// 3000) objects. The pairs the test may meet are found beforehand (clean_candidates): merges change
+// fluxes and pixel counts but no centre or radius, so the zone test never changes.
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -19,8 +19,6 @@
 namespace imflow::kernels::deblend_detail {
 
 namespace {
-constexpr int64_t kBufferLines = 1024;  // MEMORY_BUFSIZE (SExtractor's default, without a filter)
-constexpr size_t kObjectStack = 3000;   // MEMORY_OBJSTACK (SExtractor's default)
 constexpr double kMarginScale = 2.0;    // define.h's MARGIN_SCALE
 constexpr double kMarginOffset = 4.0;   // and MARGIN_OFFSET
 
@@ -49,6 +47,7 @@ void clean_extent(const SepObject& o, int64_t ymin, int64_t ymax, Entry& e) {
 }  // namespace
 
 void sextractor_clean(const std::vector<SextractorCleanObject>& objects, int64_t image_height, double clean_param,
+                      int64_t buffer_lines, size_t object_stack, int64_t strip_margin,
                       std::vector<int32_t>& eaten_by, std::vector<float>& fdflux) {
   const size_t n = objects.size();
   eaten_by.assign(n, -1);
@@ -92,14 +91,18 @@ void sextractor_clean(const std::vector<SextractorCleanObject>& objects, int64_t
     list.pop_back();
   };
   // After the scan's line L: the release of objects whose ycmin <= the buffer's first line, when
-  // the buffer is about to slide (scan.c: stripy == stripysclim).
+  // the buffer is about to slide (scan.c: stripy == stripysclim). A buffer of S < height lines
+  // with a strip margin M (readimage.c: stripysclim = S - M) slides from line S - M on: the
+  // releases follow lines S - M - 1 .. height - M - 2, the first line then L - (S - M - 1); an
+  // image no taller than the buffer releases once, after its last line.
   auto release_after_line = [&](int64_t line) {
     int64_t first_line = 0;
-    if (image_height <= kBufferLines) {
+    if (image_height <= buffer_lines) {
       if (line != image_height - 1) return;
     } else {
-      if (line < kBufferLines - 2 || line > image_height - 3) return;
-      first_line = line - kBufferLines + 2;
+      const int64_t start = buffer_lines - strip_margin - 1;
+      if (line < start || line > image_height - strip_margin - 2) return;
+      first_line = line - start;
     }
     for (size_t k = list.size(); k-- > 0;)
       if (list[k].ycmin <= first_line) remove_at(k);
@@ -118,7 +121,7 @@ void sextractor_clean(const std::vector<SextractorCleanObject>& objects, int64_t
   for (size_t i = 0; i < n; ++i) {
     // The scan completes an object's segment on the line after its last row.
     while (released_through < objects[i].last_row) release_after_line(++released_through);
-    if (list.size() >= kObjectStack) {
+    if (list.size() >= object_stack) {
       size_t victim = 0;
       for (size_t k = 1; k < list.size(); ++k)
         if (list[k].ycmax < list[victim].ycmax) victim = k;

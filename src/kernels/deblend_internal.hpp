@@ -167,7 +167,10 @@ struct SextractorCleanObject {
   const SepObject* object = nullptr;
   int64_t ymin = 0, ymax = 0, last_row = 0;
 };
+// buffer_lines, object_stack: MEMORY_BUFSIZE, MEMORY_OBJSTACK; strip_margin: field.c's
+// stripmargin (1, or the detection filter's height / 2 + 1 when larger).
 void sextractor_clean(const std::vector<SextractorCleanObject>& objects, int64_t image_height, double clean_param,
+                      int64_t buffer_lines, size_t object_stack, int64_t strip_margin,
                       std::vector<int32_t>& eaten_by, std::vector<float>& fdflux);
 
 }  // namespace imflow::kernels::deblend_detail

@@ -59,6 +59,8 @@ class DeblendStep final : public Step {
     params_.allocation = params.choice("draws", "sep", {"sep", "sextractor"}) == "sextractor"
                              ? kernels::DeblendAllocation::sextractor_random
                              : kernels::DeblendAllocation::sep_random;
+    params_.memory_bufsize = static_cast<int>(params.integer("memory_bufsize", 1024, 8, 65534));
+    params_.memory_objstack = static_cast<int>(params.integer("memory_objstack", 3000, 16, 65536));
   }
 
   // The segments must be 8-connected (SEP's and SExtractor's), found by segment in SEP's float32

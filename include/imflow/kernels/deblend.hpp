@@ -50,8 +50,8 @@ enum class DeblendCleanStyle {
   // SExtractor 2.25's clean.c: each object is tested as the scan completes it against the
   // objects still in its CLEAN list, and a cleaned object is merged into the one that explains
   // it (pixels, flux, peak, box, flags); the survivor's grown flux enters its later tests.
-  // Objects leave the list as SExtractor's scan (MEMORY_BUFSIZE 1024 lines, MEMORY_OBJSTACK
-  // 3000 objects, no filter) releases them.
+  // Objects leave the list as SExtractor's scan releases them (DeblendParams::memory_bufsize,
+  // memory_objstack; the detection filter's height shifts the release by its strip margin).
   sextractor,
 };
 
@@ -68,6 +68,10 @@ struct DeblendParams {
   // pixels back on the line after the later object's last row, so those on the last blank_lag
   // rows before it stay blanked (DeblendInput::detected 2).
   int blank_lag = 0;
+  // clean_style sextractor: SExtractor's MEMORY_BUFSIZE (image buffer lines; an image no taller
+  // keeps every object in the CLEAN list until the end) and MEMORY_OBJSTACK (CLEAN list size).
+  int memory_bufsize = 1024;
+  int memory_objstack = 3000;
 };
 
 // What sep.extract sees. All arrays are laid out like `detection` (row-major, width x height).

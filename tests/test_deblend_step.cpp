@@ -230,11 +230,15 @@ TEST_CASE("deblend step: configuration errors", "[deblend]") {
   CHECK_THROWS_WITH(test::pipeline_from(fails("deblend", l8, "{compare: float16}")),
                     Catch::Contains("steps[1].segment.compare"));
   for (const char* bad : {"{nthresh: 0}", "{nthresh: 2000}", "{mincont: -0.1}", "{mincont: 1.5}", "{clean_param: 0}",
-                          "{clean_param: -1}", "{minarea: 0}", "{clean: maybe}", "{min_area: 5}"}) {
+                          "{clean_param: -1}", "{minarea: 0}", "{clean: maybe}", "{min_area: 5}",
+                          "{clean_style: sextractor, memory_bufsize: 4}", "{clean_style: sextractor, memory_objstack: 8}"}) {
     INFO(bad);
     CHECK_THROWS_AS(test::pipeline_from(fails(std::string("deblend: ") + bad, l8, s32)), ConfigError);
   }
   CHECK_THROWS_WITH(test::pipeline_from(fails("deblend: {mincont: 1.5}", l8, s32)), Catch::Contains("steps[3].deblend.mincont"));
+  CHECK_NOTHROW(test::pipeline_from(fails("deblend: {clean_style: sextractor, memory_bufsize: 4096, memory_objstack: 65000}", l8, s32)));
+  CHECK_THROWS_WITH(test::pipeline_from(fails("deblend: {memory_bufsize: 4096}", l8, s32)),
+                    Catch::Contains("memory_bufsize") && Catch::Contains("clean_style: sextractor"));
   // Order: after label, once.
   CHECK_THROWS_WITH(test::pipeline_from("steps: [background, {segment: {compare: float32}}, deblend, {label: {connectivity: 8}}]"),
                     Catch::Contains("steps[2].deblend: needs 'labels'"));

@@ -61,6 +61,11 @@ class DeblendStep final : public Step {
                              : kernels::DeblendAllocation::sep_random;
     params_.memory_bufsize = static_cast<int>(params.integer("memory_bufsize", 1024, 8, 65534));
     params_.memory_objstack = static_cast<int>(params.integer("memory_objstack", 3000, 16, 65536));
+    for (const char* key : {"memory_bufsize", "memory_objstack"}) {  // SExtractor's CLEAN list only
+      if (params.has(key) && params_.clean_style != kernels::DeblendCleanStyle::sextractor) {
+        params.fail(params.child(key), key, "applies to clean_style: sextractor only");
+      }
+    }
   }
 
   // The segments must be 8-connected (SEP's and SExtractor's), found by segment in SEP's float32

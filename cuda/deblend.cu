@@ -136,9 +136,8 @@ void deblend(const DeblendDeviceInput& in, const kernels::DeblendParams& params,
   p.nthresh = params.nthresh;
   p.minarea = params.minarea;
   p.min_pixels = std::min(params.minarea, 3);
-  p.mode = params.allocation == kernels::DeblendAllocation::sep_random         ? 0
-           : params.allocation == kernels::DeblendAllocation::most_probable    ? 1
-                                                                               : 2;
+  p.mode = params.allocation == kernels::DeblendAllocation::sep_random      ? 0
+           : params.allocation == kernels::DeblendAllocation::most_probable ? 1 : 2;
   p.mincont = params.mincont;
   p.beta = params.clean_param;
   p.clean = params.clean;

@@ -62,7 +62,7 @@ def run_imflow(inputs, out, style, clean=True, bufsize=1024):
                 "  - segment: {nsigma: 1.5, relative_to: background, compare: float32}\n"
                 "  - label: {connectivity: 8}\n"
                 f"  - deblend: {{nthresh: 32, mincont: 0.005, clean: {str(clean).lower()}, clean_param: 1.0, minarea: 5, "
-                f"clean_style: {style}, draws: {style}, memory_bufsize: {bufsize}}}\n"
+                f"clean_style: {style}, draws: {style}" + (f", memory_bufsize: {bufsize}" if bufsize != 1024 else "") + "}\n"
                 "  - measure: {gain: 0, noise: global, auto: {kron_fact: 2.5, min_kron_radius: 3.5}, "
                 f"arithmetic: {style}, saturation: 50000, saturation_keyword: SATURATE}}\n")
     subprocess.run([imflow, "-q", "run", config, "--input", inputs, "--output", out, "--threads", "2"], check=True)

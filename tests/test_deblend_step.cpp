@@ -239,6 +239,9 @@ TEST_CASE("deblend step: configuration errors", "[deblend]") {
   CHECK_NOTHROW(test::pipeline_from(fails("deblend: {clean_style: sextractor, memory_bufsize: 4096, memory_objstack: 65000}", l8, s32)));
   CHECK_THROWS_WITH(test::pipeline_from(fails("deblend: {memory_bufsize: 4096}", l8, s32)),
                     Catch::Contains("memory_bufsize") && Catch::Contains("clean_style: sextractor"));
+  CHECK_THROWS_WITH(test::pipeline_from(fails("deblend: {memory_objstack: 65000}", l8, s32)),
+                    Catch::Contains("memory_objstack") && Catch::Contains("clean_style: sextractor"));
+  CHECK_NOTHROW(test::pipeline_from(fails("deblend: {memory_bufsize: 1024, memory_objstack: 3000}", l8, s32)));
   // Order: after label, once.
   CHECK_THROWS_WITH(test::pipeline_from("steps: [background, {segment: {compare: float32}}, deblend, {label: {connectivity: 8}}]"),
                     Catch::Contains("steps[2].deblend: needs 'labels'"));

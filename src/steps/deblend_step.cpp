@@ -59,12 +59,16 @@ class DeblendStep final : public Step {
     params_.allocation = params.choice("draws", "sep", {"sep", "sextractor"}) == "sextractor"
                              ? kernels::DeblendAllocation::sextractor_random
                              : kernels::DeblendAllocation::sep_random;
-    params_.memory_bufsize = static_cast<int>(params.integer("memory_bufsize", 1024, 8, 65534));
-    params_.memory_objstack = static_cast<int>(params.integer("memory_objstack", 3000, 16, 65536));
-    for (const char* key : {"memory_bufsize", "memory_objstack"}) {  // SExtractor's CLEAN list only
-      if (params.has(key) && params_.clean_style != kernels::DeblendCleanStyle::sextractor) {
-        params.fail(params.child(key), key, "applies to clean_style: sextractor only");
-      }
+    const kernels::DeblendParams defaults;
+    params_.memory_bufsize = static_cast<int>(params.integer("memory_bufsize", defaults.memory_bufsize, 8, 65534));
+    params_.memory_objstack = static_cast<int>(params.integer("memory_objstack", defaults.memory_objstack, 16, 65536));
+    // SExtractor's CLEAN list only: another size with SEP's CLEAN is refused (the defaults, as
+    // `imflow validate` writes them, load again).
+    const char* other_size = params_.memory_bufsize != defaults.memory_bufsize     ? "memory_bufsize"
+                             : params_.memory_objstack != defaults.memory_objstack ? "memory_objstack"
+                                                                                   : nullptr;
+    if (other_size != nullptr && params_.clean_style != kernels::DeblendCleanStyle::sextractor) {
+      params.fail(params.child(other_size), other_size, "applies to clean_style: sextractor only");
     }
   }
 

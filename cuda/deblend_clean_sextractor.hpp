@@ -12,6 +12,7 @@
 
 #include "cuda/deblend_clean.hpp"
 #include "cuda/heap_sort.hpp"
+#include "imflow/kernels/sextractor_clean_release.hpp"
 
 namespace imflow::cuda::deblend_detail {
 
@@ -65,10 +66,7 @@ IMFLOW_HOST_DEVICE inline SextractorEntry heap_pop(SextractorEntry* h, int32_t& 
 IMFLOW_HOST_DEVICE inline void sextractor_resolve(const DeblendPlan& p, const CleanPlan& c) {
   const int32_t n = p.counters->objects;
   const long long height = p.height;
-  // MEMORY_BUFSIZE lines, slid from line S - M on with field.c's strip margin M (1, or the
-  // detection filter's height / 2 + 1), and MEMORY_OBJSTACK (the CPU's sextractor_clean).
-  const long long buffer_lines = p.memory_bufsize;
-  const long long strip_margin = p.blank_lag > 1 ? p.blank_lag : 1;
+  const int64_t strip_margin = kernels::sextractor_strip_margin(p.blank_lag);
   SextractorState* st = c.state;
   SextractorEntry* list = c.list;
   int32_t count = 0;
@@ -99,14 +97,8 @@ IMFLOW_HOST_DEVICE inline void sextractor_resolve(const DeblendPlan& p, const Cl
   // SExtractor's backward pass does (the entry it moves into a freed place was already passed,
   // so the places of those still to remove do not change).
   auto release_after_line = [&](long long line) {
-    long long first_line = 0;
-    if (height <= buffer_lines) {
-      if (line != height - 1) return;
-    } else {
-      const long long start = buffer_lines - strip_margin - 1;
-      if (line < start || line > height - strip_margin - 2) return;
-      first_line = line - start;
-    }
+    int64_t first_line = 0;
+    if (!kernels::sextractor_releases_after(line, height, p.memory_bufsize, strip_margin, first_line)) return;
     int32_t m = 0;
     while (nrelease > 0 && c.release_heap[0].ycmin <= first_line) {
       const SextractorEntry e = heap_pop(c.release_heap, nrelease, by_ycmin);

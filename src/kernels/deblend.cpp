@@ -13,6 +13,7 @@
 #include <utility>
 
 #include "deblend_internal.hpp"
+#include "imflow/kernels/sextractor_clean_release.hpp"
 
 namespace imflow::kernels {
 
@@ -157,8 +158,8 @@ DeblendResult deblend_sources(const DeblendInput& input, const DeblendParams& pa
         listed.push_back({&o, w.pixels.y0 + o.ymin, w.pixels.y0 + o.ymax, last_row});
     }
     sextractor_clean(listed, height, params.clean_param, params.memory_bufsize,
-                     static_cast<size_t>(params.memory_objstack), std::max(1, params.blank_lag), eaten_by,
-                     merged_flux);
+                     static_cast<size_t>(params.memory_objstack), sextractor_strip_margin(params.blank_lag),
+                     eaten_by, merged_flux);
     owner.resize(all.size());
     for (size_t i = 0; i < all.size(); ++i) {
       int32_t r = static_cast<int32_t>(i);

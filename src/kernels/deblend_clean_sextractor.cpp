@@ -15,6 +15,7 @@
 #include <cstdint>
 
 #include "deblend_internal.hpp"
+#include "imflow/kernels/sextractor_clean_release.hpp"
 
 namespace imflow::kernels::deblend_detail {
 
@@ -91,19 +92,10 @@ void sextractor_clean(const std::vector<SextractorCleanObject>& objects, int64_t
     list.pop_back();
   };
   // After the scan's line L: the release of objects whose ycmin <= the buffer's first line, when
-  // the buffer is about to slide (scan.c: stripy == stripysclim). A buffer of S < height lines
-  // with a strip margin M (readimage.c: stripysclim = S - M) slides from line S - M on: the
-  // releases follow lines S - M - 1 .. height - M - 2, the first line then L - (S - M - 1); an
-  // image no taller than the buffer releases once, after its last line.
+  // the buffer is about to slide (scan.c: stripy == stripysclim).
   auto release_after_line = [&](int64_t line) {
     int64_t first_line = 0;
-    if (image_height <= buffer_lines) {
-      if (line != image_height - 1) return;
-    } else {
-      const int64_t start = buffer_lines - strip_margin - 1;
-      if (line < start || line > image_height - strip_margin - 2) return;
-      first_line = line - start;
-    }
+    if (!sextractor_releases_after(line, image_height, buffer_lines, strip_margin, first_line)) return;
     for (size_t k = list.size(); k-- > 0;)
       if (list[k].ycmin <= first_line) remove_at(k);
   };

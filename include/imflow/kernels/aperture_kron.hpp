@@ -106,12 +106,35 @@ IMFLOW_HOST_DEVICE inline bool sextractor_crowded(const KronRadius& kron, const 
 }
 
 namespace aperture_detail {
+// The pixels computeautoflux sums at Kron factor `kronfactor`: the ellipse of klim2 =
+// kronfactor^2 (float) where kronfactor x sqrt(a b) > min_radius (PHOT_AUTOAPERS), else the circle
+// of klim2 = min_radius^2 (float); the boxes (and so the truncation flag) are SEP's.
+struct SextractorAutoAperture {
+  PixelBox box;
+  FloatEllipse shape;
+  bool circular = false;
+};
+IMFLOW_HOST_DEVICE inline SextractorAutoAperture sextractor_auto_aperture(double x, double y, double a, double b,
+                                                                          const EllipseCoeffs& e,
+                                                                          const AutoParams& params, float kronfactor,
+                                                                          int64_t width, int64_t height, int32_t& flag) {
+  SextractorAutoAperture out;
+  out.circular = !(static_cast<double>(kronfactor) * std::sqrt(a * b) > params.min_radius);
+  if (out.circular) {
+    const auto r = static_cast<float>(params.min_radius);
+    out.box = aperture_box(x, y, params.min_radius, params.min_radius, width, height, flag);
+    out.shape = float_ellipse(x, y, EllipseCoeffs{1.0, 1.0, 0.0}, r * r);
+  } else {
+    out.box = ellipse_box(x, y, e, static_cast<double>(kronfactor), width, height, flag);
+    out.shape = float_ellipse(x, y, e, kronfactor * kronfactor);
+  }
+  return out;
+}
+
 // auto_flux with AutoParams::sextractor_arithmetic: computeautoflux's float arithmetic
 // (FloatEllipse) in both loops. The Kron loop takes r2 <= KRON_NSIG^2 (36) and sums sqrt(r2) I;
 // kronfactor = (float)(kron_factor x r1 / v1), raised to min_kron_radius (PHOT_AUTOPARAMS'
-// second value) where below it; the ellipse where kronfactor x sqrt(a b) > min_radius, with
-// klim2 = kronfactor^2 in float, else the circle klim2 = min_radius^2 (float). The boxes (and
-// so the truncation flag) are SEP's, as without it.
+// second value) where below it; then sextractor_auto_aperture's pixels.
 template <typename Team>
 IMFLOW_HOST_DEVICE inline AutoFlux auto_flux_sextractor(const ApertureImage& image, double x, double y, double a,
                                                         double b, const EllipseCoeffs& e, const AutoParams& params,
@@ -127,19 +150,11 @@ IMFLOW_HOST_DEVICE inline AutoFlux auto_flux_sextractor(const ApertureImage& ima
   float kronfactor = kron.radius > 0.0 ? static_cast<float>((params.kron_factor * kron.r1) / kron.v1) : 0.0f;
   if (kronfactor < params.min_kron_radius) kronfactor = static_cast<float>(params.min_kron_radius);
   out.kron_radius = static_cast<double>(kronfactor) / params.kron_factor;
-  out.circular = !(static_cast<double>(kronfactor) * std::sqrt(a * b) > params.min_radius);
   int32_t flag = 0;
-  PixelBox box;
-  FloatEllipse shape;
-  if (out.circular) {
-    const float r = static_cast<float>(params.min_radius);
-    box = aperture_box(x, y, params.min_radius, params.min_radius, image.data.width, image.data.height, flag);
-    shape = float_ellipse(x, y, EllipseCoeffs{1.0, 1.0, 0.0}, r * r);
-  } else {
-    box = ellipse_box(x, y, e, static_cast<double>(kronfactor), image.data.width, image.data.height, flag);
-    shape = float_ellipse(x, y, e, kronfactor * kronfactor);
-  }
-  const ApertureSum sum = sum_aperture<Team>(image, x, y, shape, box, flag, 1, MaskMode::correct);
+  const SextractorAutoAperture aperture =
+      sextractor_auto_aperture(x, y, a, b, e, params, kronfactor, image.data.width, image.data.height, flag);
+  out.circular = aperture.circular;
+  const ApertureSum sum = sum_aperture<Team>(image, x, y, aperture.shape, aperture.box, flag, 1, MaskMode::correct);
   out.flux = sum.sum;
   out.flux_err = sum.error;
   out.flag = out.circular ? sum.flag : (sum.flag | kron.flag);

@@ -75,15 +75,10 @@ IMFLOW_HOST_DEVICE inline double weight_gain_auto(const ApertureImage& image, do
   const EllipseCoeffs e = ellipse_coeffs(a, b, theta);
   if (params.sextractor_arithmetic) {  // auto_flux_sextractor's pixels
     const auto kronfactor = static_cast<float>(params.kron_factor * kron_radius);
-    const bool circular = !(static_cast<double>(kronfactor) * std::sqrt(a * b) > params.min_radius);
-    const auto r = static_cast<float>(params.min_radius);
-    const PixelBox box = circular ? aperture_box(x, y, params.min_radius, params.min_radius, image.data.width,
-                                                 image.data.height, flag)
-                                  : ellipse_box(x, y, e, kronfactor, image.data.width, image.data.height, flag);
-    const aperture_detail::FloatEllipse shape =
-        circular ? aperture_detail::float_ellipse(x, y, EllipseCoeffs{1.0, 1.0, 0.0}, r * r)
-                 : aperture_detail::float_ellipse(x, y, e, kronfactor * kronfactor);
-    return weight_gain_detail::poisson_sum<Team>(image, box, backnoise2,
+    const aperture_detail::SextractorAutoAperture aperture = aperture_detail::sextractor_auto_aperture(
+        x, y, a, b, e, params, kronfactor, image.data.width, image.data.height, flag);
+    const aperture_detail::FloatEllipse shape = aperture.shape;
+    return weight_gain_detail::poisson_sum<Team>(image, aperture.box, backnoise2,
                                                  [shape](int64_t ix, int64_t iy) { return shape.at(ix, iy) <= shape.klim2; });
   }
   if (kron_radius * std::sqrt(a * b) < params.min_radius) {
